@@ -1,0 +1,104 @@
+package grace
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// MinContainerStopSeconds is the shortest time a container is given to stop after its
+// preStop hook, unless an override says otherwise: the kubelet's minimal shutdown window,
+// which spares containers needless SIGKILLs.
+const MinContainerStopSeconds int64 = 2
+
+// KillReason says why a container is being killed. It matters only for probe failures,
+// whose probe may carry its own terminationGracePeriodSeconds.
+type KillReason int
+
+const (
+	// KillPodTermination: the pod is terminating (deleted, evicted, finished) or the container
+	// is stopped for any other reason that is not a probe failure.
+	KillPodTermination KillReason = iota
+	// KillLivenessProbe: the container failed its liveness probe.
+	KillLivenessProbe
+	// KillStartupProbe: the container failed its startup probe.
+	KillStartupProbe
+)
+
+// String returns a short name of the reason.
+func (r KillReason) String() string {
+	switch r {
+	case KillPodTermination:
+		return "pod-termination"
+	case KillLivenessProbe:
+		return "liveness-probe"
+	case KillStartupProbe:
+		return "startup-probe"
+	default:
+		return fmt.Sprintf("KillReason(%d)", int(r))
+	}
+}
+
+// ContainerGracePeriod returns the budget, in seconds, for stopping one container before any
+// preStop hook runs: the pod's DeletionGracePeriodSeconds when set; otherwise, when the spec
+// has terminationGracePeriodSeconds, the failed probe's terminationGracePeriodSeconds for a
+// liveness or startup probe kill that sets one, else the spec's value; otherwise
+// MinContainerStopSeconds. Values are taken as they are (0 and negatives included); the
+// minimum is applied by StopTimeout, after the preStop hook.
+func ContainerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReason) int64 {
+	if pod == nil {
+		return MinContainerStopSeconds
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		return *pod.DeletionGracePeriodSeconds
+	}
+	if pod.Spec.TerminationGracePeriodSeconds == nil {
+		return MinContainerStopSeconds
+	}
+	if container != nil {
+		var probe *v1.Probe
+		switch reason {
+		case KillLivenessProbe:
+			probe = container.LivenessProbe
+		case KillStartupProbe:
+			probe = container.StartupProbe
+		}
+		if probe != nil && probe.TerminationGracePeriodSeconds != nil {
+			return *probe.TerminationGracePeriodSeconds
+		}
+	}
+	return *pod.Spec.TerminationGracePeriodSeconds
+}
+
+// StopTimeout returns how long, in seconds, the runtime's stop of a container may take once
+// its preStop hook has run for preStopElapsed (0 when there is none): the budget less the
+// hook's time in whole seconds (truncated, as the kubelet counts it), at least
+// MinContainerStopSeconds; an override, when non-nil, replaces that result whatever it is
+// (a negative override counts as 0: kill at once).
+func StopTimeout(budget int64, preStopElapsed time.Duration, override *int64) int64 {
+	if override != nil {
+		return max(*override, 0)
+	}
+	g := budget
+	if preStopElapsed > 0 {
+		g -= int64(preStopElapsed / time.Second)
+	}
+	return max(g, MinContainerStopSeconds)
+}
+
+// ContainerStopTimeout combines ContainerGracePeriod and StopTimeout for one container: the
+// preStop hook's elapsed time is taken out of the budget only when the container has a
+// preStop hook and the budget is positive (otherwise the kubelet does not run the hook).
+func ContainerStopTimeout(pod *v1.Pod, container *v1.Container, override *int64, reason KillReason, preStopElapsed time.Duration) int64 {
+	budget := ContainerGracePeriod(pod, container, reason)
+	if !HasPreStop(container) || budget <= 0 {
+		preStopElapsed = 0
+	}
+	return StopTimeout(budget, preStopElapsed, override)
+}
+
+// HasPreStop reports whether the container has a preStop lifecycle hook.
+func HasPreStop(container *v1.Container) bool {
+	return container != nil && container.Lifecycle != nil && container.Lifecycle.PreStop != nil
+}

@@ -1,0 +1,20 @@
+// Package grace holds the grace-period arithmetic of pod termination, as pure functions.
+//
+// Two levels exist, as in the kubelet:
+//
+//   - Pod level (Effective): how long a terminating pod is given, in whole seconds. The pod
+//     worker recomputes it on every termination request (a graceful delete, a second delete
+//     with a shorter grace, an eviction) and passes it to PodSyncer.SyncTerminatingPod. It
+//     only ever decreases once a period is in force, so a second delete or an eviction can
+//     hurry a pod along but never give it more time.
+//
+//   - Container level (ContainerGracePeriod, StopTimeout, ContainerStopTimeout): for runtimes
+//     that stop containers one by one, how long one container's stop may take: the budget is
+//     the pod's deletion grace, else the spec's terminationGracePeriodSeconds (or, for a kill
+//     caused by a failed liveness or startup probe, that probe's terminationGracePeriodSeconds);
+//     the time the preStop hook took comes out of it; at least 2 s remain; and an override
+//     (the pod-level period during pod termination) wins over all of that.
+//
+// Nothing here reads a clock, keeps state or panics; a nil pod or container is treated as
+// one without any of the fields consulted.
+package grace

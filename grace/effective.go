@@ -1,0 +1,43 @@
+package grace
+
+import v1 "k8s.io/api/core/v1"
+
+// Effective returns the grace period, in seconds, that a terminating pod is given, and whether
+// it shortened the period already in force.
+//
+// current is the period in force (0, or any value below 1, when none is yet). pod supplies
+// DeletionGracePeriodSeconds (set by the API server on a graceful delete) and
+// Spec.TerminationGracePeriodSeconds. override is an extra bound from the caller, typically an
+// eviction's grace period; nil means none.
+//
+// The rules, which are the kubelet's calculateEffectiveGracePeriod with one decision of
+// podlife's (a deletion grace of 0 is a value in force, so a later override cannot raise it):
+//
+//  1. A deletion grace period replaces the current one when there is none yet or it is
+//     smaller: it is bedrock, even when it exceeds the spec.
+//  2. An override replaces the result of 1 only when nothing is in force yet or it is smaller:
+//     it may only shorten.
+//  3. Only when none of current, deletion grace and override supplied a value does the spec's
+//     terminationGracePeriodSeconds count.
+//  4. The result is never below 1 (zero and negative values become 1).
+//
+// shortened is true only when a period was already in force (current >= 1) and the result
+// differs from it, which by the rules above means it is smaller. The pod is not modified.
+func Effective(current int64, pod *v1.Pod, override *int64) (seconds int64, shortened bool) {
+	g, set := current, current > 0
+	if pod != nil && pod.DeletionGracePeriodSeconds != nil {
+		if dgp := *pod.DeletionGracePeriodSeconds; !set || dgp < g {
+			g, set = dgp, true
+		}
+	}
+	if override != nil && (!set || *override < g) {
+		g, set = *override, true
+	}
+	if !set && pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if g < 1 {
+		g = 1
+	}
+	return g, current > 0 && g != current
+}
