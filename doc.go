@@ -1,3 +1,64 @@
-// Package podlife is the kubelet's pod lifecycle state machine as an importable library.
-// See the package documentation of grace, config, pleg, podworker and statusmgr.
+// Package podlife is the kubelet's pod lifecycle state machine as an importable Go library.
+//
+// A node agent, a virtual-kubelet provider or a test imports podlife, plugs in its own
+// container runtime and its own API client, and gets the kubelet's lifecycle semantics: a pod
+// is synced until it must stop, then terminated within its grace period, then cleaned up, then
+// its final status is written back and the pod object is deleted from the API server — never
+// earlier, never twice, never lost.
+//
+// # The lifecycle
+//
+// One pod, as the pod worker (package podworker) drives it:
+//
+//	            UpdatePod(create)                 deletionTimestamp set, terminal phase,
+//	                   │                          kill request, or orphaned runtime pod
+//	                   ▼                                       │
+//	 ┌──────────────────────────────┐                          ▼
+//	 │ syncing                      │──────────────► ┌───────────────────────────────────┐
+//	 │ PodSyncer.SyncPod, repeated  │                │ terminating                       │
+//	 │ on every update and resync   │                │ PodSyncer.SyncTerminatingPod with │
+//	 └──────────────────────────────┘                │ the effective grace period; retried│
+//	                                                 │ until nil; a shorter grace cancels │
+//	                                                 │ it and runs it again               │
+//	                                                 └───────────────────────────────────┘
+//	                                                                   │ returned nil
+//	                                                                   ▼
+//	 ┌──────────────────────────────┐                ┌───────────────────────────────────┐
+//	 │ finished                     │◄───────────────│ terminated                        │
+//	 │ ignores every update until   │  returned nil  │ PodSyncer.SyncTerminatedPod:      │
+//	 │ SyncKnownPods forgets it     │                │ cleanup once nothing runs         │
+//	 └──────────────────────────────┘                └───────────────────────────────────┘
+//
+// Around it, the status manager (package statusmgr) writes each new status to the API server as
+// a minimal patch; once the pod is terminal on the server, its deletion was requested and the
+// pod worker has finished it, it deletes the object with grace 0 and a UID precondition.
+//
+// # The packages
+//
+//	grace      pure: the grace-period arithmetic, pod level (Effective) and container level
+//	config     pure: what changed in a pod source (Add, Update, Delete, Remove, Reconcile),
+//	           and a multi-source mux that turns source updates into a stream of changes
+//	pleg       the runtime's view: runtime pod and container types, the pod status cache and
+//	           the relisting event generator
+//	podworker  one serialized worker per pod UID: sync → terminating → terminated → finished
+//	statusmgr  versioned pod statuses, merge with the server's copy, patch, the final delete
+//	podgc      the control plane's side: which pods the pod garbage collector deletes
+//
+// Dependencies point one way: podworker uses grace and pleg; statusmgr uses grace; nothing in
+// the library uses podworker, statusmgr or podgc. The decisions the kubelet hides are exported
+// (grace.Effective, config.CheckAndUpdatePod, pleg.Events, statusmgr.MergePodStatus,
+// statusmgr.CanBeDeleted) so that users can test their own logic with them.
+//
+// # What a caller implements
+//
+//   - podworker.PodSyncer: the runtime actions (start and update a pod, stop it within a grace
+//     period, stop an orphaned runtime pod, clean up a stopped pod).
+//   - pleg.RuntimeService: the runtime's view (list pods with their containers and sandboxes,
+//     the detailed status of one pod).
+//   - statusmgr.StatusPatcher: the API client (get a pod, patch its status, delete it with
+//     grace 0 and a UID precondition).
+//
+// Each comes with a ...Funcs adapter. Everything that runs goroutines takes a context and stops
+// with it; everything that tells time takes a k8s.io/utils/clock clock, so tests run on fake
+// time.
 package podlife
