@@ -10,24 +10,28 @@
 //
 // One pod, as the pod worker (package podworker) drives it:
 //
-//	            UpdatePod(create)                 deletionTimestamp set, terminal phase,
-//	                   │                          kill request, or orphaned runtime pod
-//	                   ▼                                       │
-//	 ┌──────────────────────────────┐                          ▼
-//	 │ syncing                      │──────────────► ┌───────────────────────────────────┐
-//	 │ PodSyncer.SyncPod, repeated  │                │ terminating                       │
-//	 │ on every update and resync   │                │ PodSyncer.SyncTerminatingPod with │
-//	 └──────────────────────────────┘                │ the effective grace period; retried│
-//	                                                 │ until nil; a shorter grace cancels │
-//	                                                 │ it and runs it again               │
-//	                                                 └───────────────────────────────────┘
-//	                                                                   │ returned nil
-//	                                                                   ▼
-//	 ┌──────────────────────────────┐                ┌───────────────────────────────────┐
-//	 │ finished                     │◄───────────────│ terminated                        │
-//	 │ ignores every update until   │  returned nil  │ PodSyncer.SyncTerminatedPod:      │
-//	 │ SyncKnownPods forgets it     │                │ cleanup once nothing runs         │
-//	 └──────────────────────────────┘                └───────────────────────────────────┘
+//	UpdatePod(create)
+//	      |
+//	      v
+//	+-----------------------------+  deletionTimestamp set, terminal phase,
+//	| syncing                     |  kill request, or orphaned runtime pod
+//	| PodSyncer.SyncPod, again on |-----------------------------+
+//	| every update and resync     |                             |
+//	+-----------------------------+                             v
+//	                                 +-------------------------------------+
+//	                                 | terminating                         |
+//	                                 | PodSyncer.SyncTerminatingPod with   |
+//	                                 | the effective grace period, retried |
+//	                                 | until nil; a shorter grace cancels  |
+//	                                 | it and runs it again                |
+//	                                 +-------------------------------------+
+//	                                                    | returned nil
+//	                                                    v
+//	+-----------------------------+  returned nil  +-----------------------------+
+//	| finished                    |<---------------| terminated                  |
+//	| ignores every update until  |                | PodSyncer.SyncTerminatedPod |
+//	| SyncKnownPods forgets it    |                | cleans up once nothing runs |
+//	+-----------------------------+                +-----------------------------+
 //
 // Around it, the status manager (package statusmgr) writes each new status to the API server as
 // a minimal patch; once the pod is terminal on the server, its deletion was requested and the
