@@ -51,24 +51,34 @@ func normalize(s ContainerState) ContainerState {
 // "created" is the same state as "unknown"; equal states give nil. Every event has
 // ID podID and Data containerID.
 func Events(podID types.UID, containerID string, old, new ContainerState) []*PodLifecycleEvent {
-	old, new = normalize(old), normalize(new)
-	if old == new {
+	ts, n := transition(normalize(old), normalize(new))
+	if n == 0 {
 		return nil
 	}
-	ev := func(t EventType) *PodLifecycleEvent {
-		return &PodLifecycleEvent{ID: podID, Type: t, Data: containerID}
+	out := make([]*PodLifecycleEvent, n)
+	for i := range n {
+		out[i] = &PodLifecycleEvent{ID: podID, Type: ts[i], Data: containerID}
+	}
+	return out
+}
+
+// transition returns the event types of a move between two normalized states, in order:
+// n is 0, 1 or 2. It allocates nothing, so the relister uses it on its hot path.
+func transition(old, new ContainerState) (ts [2]EventType, n int) {
+	if old == new {
+		return ts, 0
 	}
 	switch new {
 	case ContainerStateRunning:
-		return []*PodLifecycleEvent{ev(ContainerStarted)}
+		return [2]EventType{ContainerStarted}, 1
 	case ContainerStateExited:
-		return []*PodLifecycleEvent{ev(ContainerDied)}
+		return [2]EventType{ContainerDied}, 1
 	case ContainerStateUnknown:
-		return []*PodLifecycleEvent{ev(ContainerChanged)}
+		return [2]EventType{ContainerChanged}, 1
 	default: // non-existent
 		if old == ContainerStateExited {
-			return []*PodLifecycleEvent{ev(ContainerRemoved)}
+			return [2]EventType{ContainerRemoved}, 1
 		}
-		return []*PodLifecycleEvent{ev(ContainerDied), ev(ContainerRemoved)}
+		return [2]EventType{ContainerDied, ContainerRemoved}, 2
 	}
 }

@@ -1,0 +1,238 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestCacheGetSetDelete(t *testing.T) {
+	c := NewCache()
+	errRuntime := errors.New("runtime down")
+	s1 := &PodStatus{ID: "a", Name: "one", IPs: []string{"10.0.0.1"}}
+
+	got, err := c.Get("a")
+	if diff := cmp.Diff(&PodStatus{ID: "a"}, got); diff != "" || err != nil {
+		t.Fatalf("Get of a missing pod = %v, %v; want empty status, nil (-want +got):\n%s", got, err, diff)
+	}
+	if !c.Set("a", s1, nil, t0) {
+		t.Fatal("Set of a new pod = false")
+	}
+	if got, err := c.Get("a"); got != s1 || err != nil {
+		t.Fatalf("Get = %v, %v; want the status set", got, err)
+	}
+	if !c.Set("a", nil, errRuntime, t0) {
+		t.Fatal("Set with the same timestamp = false, want true")
+	}
+	if got, err := c.Get("a"); !errors.Is(err, errRuntime) || got == nil || got.ID != "a" {
+		t.Fatalf("Get after an error Set = %v, %v; want an empty status and the error", got, err)
+	}
+	if c.Set("a", s1, nil, t0.Add(-time.Nanosecond)) {
+		t.Fatal("Set of an older observation = true, want false")
+	}
+	if _, err := c.Get("a"); !errors.Is(err, errRuntime) {
+		t.Fatalf("an older Set replaced the entry: err = %v", err)
+	}
+	if c.Set("", s1, nil, t0) {
+		t.Fatal("Set with an empty UID = true, want false")
+	}
+	c.Delete("a")
+	if got, err := c.Get("a"); got.ID != "a" || len(got.IPs) != 0 || err != nil {
+		t.Fatalf("Get after Delete = %v, %v; want empty status", got, err)
+	}
+	c.Delete("never-there") // no panic
+}
+
+// TestCacheGetNewerThanImmediate covers the immediate answers of GetNewerThan (the
+// kubelet's cases: the pod's entry or the global timestamp is newer than minTime).
+func TestCacheGetNewerThanImmediate(t *testing.T) {
+	status := &PodStatus{ID: "a", Name: "one"}
+	tests := []struct {
+		name      string
+		global    time.Time // zero: never updated
+		modified  time.Time // zero: no entry
+		wantReady bool
+		want      *PodStatus
+	}{
+		{name: "both newer", global: t0.Add(time.Second), modified: t0, wantReady: true, want: status},
+		{name: "global newer, entry older", global: t0.Add(time.Second), modified: t0.Add(-10 * time.Second), wantReady: true, want: status},
+		{name: "entry newer, global older", global: t0.Add(-time.Second), modified: t0.Add(3 * time.Second), wantReady: true, want: status},
+		{name: "both older", global: t0.Add(-time.Second), modified: t0.Add(-time.Second)},
+		{name: "entry equal is not newer", global: t0.Add(-time.Second), modified: t0},
+		{name: "global equal is not newer", global: t0, modified: t0.Add(-time.Second)},
+		{name: "no entry, global newer", global: t0.Add(time.Second), wantReady: true, want: &PodStatus{ID: "a"}},
+		{name: "no entry, global older", global: t0.Add(-time.Second)},
+		{name: "no entry, never updated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache()
+			if !tc.global.IsZero() {
+				c.UpdateTime(tc.global)
+			}
+			if !tc.modified.IsZero() {
+				c.Set("a", status, nil, tc.modified)
+			}
+			c.mu.Lock()
+			a, ready := c.newerThanLocked("a", t0)
+			c.mu.Unlock()
+			if ready != tc.wantReady {
+				t.Fatalf("ready = %v, want %v", ready, tc.wantReady)
+			}
+			if diff := cmp.Diff(tc.want, a.status); diff != "" {
+				t.Errorf("status mismatch (-want +got):\n%s", diff)
+			}
+			if ready {
+				// The public call returns the same at once, even with a dead context.
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				got, err := c.GetNewerThan(ctx, "a", t0)
+				if err != nil || !cmp.Equal(tc.want, got) {
+					t.Errorf("GetNewerThan = %v, %v; want %v, nil", got, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// waitResult runs GetNewerThan in a goroutine of the bubble.
+type waitResult struct {
+	status *PodStatus
+	err    error
+	done   bool
+}
+
+func startWait(ctx context.Context, c *Cache, uid types.UID, minTime time.Time) *waitResult {
+	r := &waitResult{}
+	go func() {
+		r.status, r.err = c.GetNewerThan(ctx, uid, minTime)
+		r.done = true
+	}()
+	return r
+}
+
+func TestCacheWaiterWokenBySet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewCache()
+		c.UpdateTime(t0.Add(-time.Second))
+		s := &PodStatus{ID: "a", Name: "one"}
+		w := startWait(t.Context(), c, "a", t0)
+		other := startWait(t.Context(), c, "b", t0)
+		synctest.Wait()
+		if w.done || other.done {
+			t.Fatal("GetNewerThan returned before a newer status existed")
+		}
+		c.Set("a", &PodStatus{ID: "a", Name: "stale"}, nil, t0.Add(-time.Millisecond))
+		synctest.Wait()
+		if w.done {
+			t.Fatal("a Set older than minTime woke the waiter")
+		}
+		c.Set("a", s, nil, t0) // equal to minTime: wakes, as in the kubelet
+		synctest.Wait()
+		if !w.done || w.status != s || w.err != nil {
+			t.Fatalf("waiter = %+v; want woken with the new status", w)
+		}
+		if other.done {
+			t.Fatal("a Set of pod a woke the waiter of pod b")
+		}
+		if n := c.waiterCount(); n != 1 {
+			t.Fatalf("waiterCount = %d, want 1 (pod b)", n)
+		}
+		c.UpdateTime(t0)
+		synctest.Wait()
+		if !other.done || other.status.ID != "b" || other.err != nil {
+			t.Fatalf("waiter of b = %+v; want woken with an empty status", other)
+		}
+		if n := c.waiterCount(); n != 0 {
+			t.Fatalf("waiterCount = %d, want 0", n)
+		}
+	})
+}
+
+func TestCacheWaiterWokenByUpdateTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewCache()
+		s := &PodStatus{ID: "a"}
+		c.Set("a", s, nil, t0.Add(-time.Minute))
+		early := startWait(t.Context(), c, "a", t0)
+		late := startWait(t.Context(), c, "a", t0.Add(time.Second))
+		synctest.Wait()
+		c.UpdateTime(t0.Add(time.Millisecond))
+		synctest.Wait()
+		if !early.done || early.status != s {
+			t.Fatalf("early waiter = %+v; want woken with the cached status", early)
+		}
+		if late.done {
+			t.Fatal("UpdateTime before minTime woke the late waiter")
+		}
+		c.UpdateTime(t0.Add(time.Second))
+		synctest.Wait()
+		if !late.done || late.status != s {
+			t.Fatalf("late waiter = %+v; want woken", late)
+		}
+		if n := c.waiterCount(); n != 0 {
+			t.Fatalf("waiterCount = %d, want 0", n)
+		}
+	})
+}
+
+func TestCacheWaiterCancelledIsRemoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewCache()
+		ctx, cancel := context.WithCancel(t.Context())
+		w1 := startWait(ctx, c, "a", t0)
+		w2 := startWait(t.Context(), c, "a", t0)
+		w3 := startWait(ctx, c, "a", t0)
+		synctest.Wait()
+		if n := c.waiterCount(); n != 3 {
+			t.Fatalf("waiterCount = %d, want 3", n)
+		}
+		cancel()
+		synctest.Wait()
+		for i, w := range []*waitResult{w1, w3} {
+			if !w.done || !errors.Is(w.err, context.Canceled) || w.status != nil {
+				t.Errorf("cancelled waiter %d = %+v; want context.Canceled", i, w)
+			}
+		}
+		if w2.done {
+			t.Fatal("cancelling one context ended another waiter")
+		}
+		if n := c.waiterCount(); n != 1 {
+			t.Fatalf("waiterCount = %d after cancel, want 1", n)
+		}
+		c.Set("a", &PodStatus{ID: "a"}, nil, t0)
+		synctest.Wait()
+		if !w2.done || w2.err != nil {
+			t.Fatalf("remaining waiter = %+v; want woken", w2)
+		}
+		if n := c.waiterCount(); n != 0 {
+			t.Fatalf("waiterCount = %d, want 0", n)
+		}
+	})
+}
+
+func TestCacheWaiterDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewCache()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		start := time.Now()
+		_, err := c.GetNewerThan(ctx, "a", t0)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+		if d := time.Since(start); d != time.Minute {
+			t.Fatalf("returned after %v, want 1m", d)
+		}
+		if n := c.waiterCount(); n != 0 {
+			t.Fatalf("waiterCount = %d, want 0", n)
+		}
+	})
+}

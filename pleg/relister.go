@@ -1,0 +1,387 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Config.
+const (
+	DefaultRelistPeriod         = time.Second
+	DefaultRelistThreshold      = 3 * time.Minute
+	DefaultEventChannelCapacity = 1000
+)
+
+// Errors of the relister, checked with errors.Is.
+var (
+	// ErrInvalidConfig wraps every validation error of New.
+	ErrInvalidConfig = errors.New("pleg: invalid config")
+	// ErrListPods wraps the error of a RuntimeService.ListPods call that failed a relist.
+	ErrListPods = errors.New("pleg: listing pods failed")
+	// ErrPodStatus wraps the error of a RuntimeService.PodStatus call; the pod is
+	// inspected again at the next relist.
+	ErrPodStatus = errors.New("pleg: pod status failed")
+	// ErrNotHealthy is wrapped by the error of Healthy.
+	ErrNotHealthy = errors.New("pleg: relist not healthy")
+	// ErrInvalidStatus is returned by PushStatus for a nil status or one without ID.
+	ErrInvalidStatus = errors.New("pleg: invalid pod status")
+)
+
+// Config configures a Relister. Zero durations and capacities take their defaults.
+type Config struct {
+	// Runtime is the caller's container runtime. Required.
+	Runtime RuntimeService
+	// Cache receives every status the relister observes. Required; the pod workers read it.
+	Cache *Cache
+	// Clock is the time source of relist timestamps, health and Run's timer; nil means
+	// the real clock.
+	Clock clock.Clock
+	// RelistPeriod is the pause between the end of one periodic relist and the start of
+	// the next (default 1 s).
+	RelistPeriod time.Duration
+	// RelistThreshold is how long after the start of the last successful relist the
+	// relister still counts as healthy (default 3 min).
+	RelistThreshold time.Duration
+	// EventChannelCapacity is the buffer of the Events channel (default 1000). When it is
+	// full, events are dropped and counted (DroppedEvents); a relist never blocks on it.
+	EventChannelCapacity int
+	// DeliverContainerChanged sends ContainerChanged events (a container moved to an
+	// unknown or created state). The kubelet generates but never delivers them; so does
+	// the relister unless this is set.
+	DeliverContainerChanged bool
+	// Logger receives the relister's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Relister is the pod lifecycle event generator: it relists the runtime periodically (and
+// re-inspects single pods on request), keeps the cache fresh and emits the events of
+// every container transition. See the package documentation for the rules. All methods
+// are safe for concurrent use.
+type Relister struct {
+	runtime        RuntimeService
+	cache          *Cache
+	clock          clock.Clock
+	period         time.Duration
+	threshold      time.Duration
+	deliverChanged bool
+	log            *slog.Logger
+
+	// events is the bounded output channel; it is never closed.
+	events  chan *PodLifecycleEvent
+	dropped atomic.Uint64
+
+	healthMu sync.Mutex
+	// relistTime is the start of the last relist whose ListPods succeeded; zero before.
+	relistTime time.Time
+
+	refreshMu sync.Mutex
+	// refreshQueue lists, in request order and without duplicates, the pods whose refresh
+	// was requested and not yet started; refreshSet holds the same UIDs.
+	refreshQueue []types.UID
+	refreshSet   map[types.UID]struct{}
+	// wake has capacity 1: a pending signal means "the refresh queue may be non-empty".
+	wake chan struct{}
+
+	// mu serializes relists, refreshes and pushes, and guards every field below.
+	mu sync.Mutex
+	// records maps each pod UID to the pod as last seen and handled. Invariant: a record's
+	// pod is the view that was diffed into events and whose status reached the cache,
+	// except for pods in reinspect, whose record is the older view their events will be
+	// computed from again.
+	records map[types.UID]*podRecord
+	// reinspect holds the pods whose last status fetch failed.
+	reinspect map[types.UID]struct{}
+	// gen counts successful ListPods calls; a record listed by the current one has it.
+	gen uint64
+	// prev and next are, by position, the records of the previous and the current list
+	// (nil where the list had no valid pod): a pod listed at the same position as before
+	// is matched without a map lookup.
+	prev, next []*podRecord
+	// changes is a scratch buffer of appendChanges.
+	changes []change
+}
+
+// podRecord is the relister's memory of one pod.
+type podRecord struct {
+	uid types.UID
+	// pod is the last handled view of the pod; nil before the first.
+	pod *Pod
+	// gen is the relist generation that last listed the pod.
+	gen uint64
+}
+
+// New validates cfg and returns a relister. It starts nothing: call Run, or Relist.
+func New(cfg Config) (*Relister, error) {
+	var errs []error
+	if cfg.Runtime == nil {
+		errs = append(errs, errors.New("Runtime is nil"))
+	}
+	if cfg.Cache == nil {
+		errs = append(errs, errors.New("Cache is nil"))
+	}
+	if cfg.RelistPeriod < 0 {
+		errs = append(errs, fmt.Errorf("RelistPeriod %v is negative", cfg.RelistPeriod))
+	}
+	if cfg.RelistThreshold < 0 {
+		errs = append(errs, fmt.Errorf("RelistThreshold %v is negative", cfg.RelistThreshold))
+	}
+	if cfg.EventChannelCapacity < 0 {
+		errs = append(errs, fmt.Errorf("EventChannelCapacity %d is negative", cfg.EventChannelCapacity))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, errors.Join(errs...))
+	}
+	r := &Relister{
+		runtime:        cfg.Runtime,
+		cache:          cfg.Cache,
+		clock:          cfg.Clock,
+		period:         cfg.RelistPeriod,
+		threshold:      cfg.RelistThreshold,
+		deliverChanged: cfg.DeliverContainerChanged,
+		log:            cfg.Logger,
+		refreshSet:     make(map[types.UID]struct{}),
+		wake:           make(chan struct{}, 1),
+		records:        make(map[types.UID]*podRecord),
+		reinspect:      make(map[types.UID]struct{}),
+	}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.period == 0 {
+		r.period = DefaultRelistPeriod
+	}
+	if r.threshold == 0 {
+		r.threshold = DefaultRelistThreshold
+	}
+	capacity := cfg.EventChannelCapacity
+	if capacity == 0 {
+		capacity = DefaultEventChannelCapacity
+	}
+	r.events = make(chan *PodLifecycleEvent, capacity)
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	return r, nil
+}
+
+// Events returns the channel of lifecycle events. It is never closed; a consumer stops
+// reading when its own context ends.
+func (r *Relister) Events() <-chan *PodLifecycleEvent { return r.events }
+
+// DroppedEvents returns how many events were dropped because the channel was full.
+func (r *Relister) DroppedEvents() uint64 { return r.dropped.Load() }
+
+// Healthy reports whether the last successful relist started no longer than
+// RelistThreshold ago. It is false, with an error wrapping ErrNotHealthy, before the first
+// successful relist and once a relist is overdue (a runtime that hangs or keeps failing).
+// It never blocks on a relist in progress.
+func (r *Relister) Healthy() (bool, error) {
+	r.healthMu.Lock()
+	last := r.relistTime
+	r.healthMu.Unlock()
+	if last.IsZero() {
+		return false, fmt.Errorf("%w: no successful relist yet", ErrNotHealthy)
+	}
+	if elapsed := r.clock.Since(last); elapsed > r.threshold {
+		return false, fmt.Errorf("%w: last relist started %v ago; threshold is %v", ErrNotHealthy, elapsed, r.threshold)
+	}
+	return true, nil
+}
+
+// Relist lists the runtime once and handles every difference, synchronously: Run calls it
+// every RelistPeriod; tests and benchmarks call it directly. It returns an error wrapping
+// ErrListPods when the list failed (then nothing else happened), or the errors, each
+// wrapping ErrPodStatus, of the pods whose status could not be fetched (their events wait
+// for the next relist, which inspects them again); the relist itself completed.
+func (r *Relister) Relist(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	start := r.clock.Now()
+	pods, err := r.runtime.ListPods(ctx, true)
+	if err != nil {
+		r.log.Error("pleg: relist: listing pods failed", "err", err)
+		return fmt.Errorf("%w: %w", ErrListPods, err)
+	}
+	r.healthMu.Lock()
+	r.relistTime = start
+	r.healthMu.Unlock()
+	r.gen++
+
+	var errs []error
+	seen := 0
+	next := r.next[:0]
+	for i, p := range pods {
+		rec := r.lookup(i, p)
+		if rec == nil {
+			next = append(next, nil)
+			continue
+		}
+		seen++
+		next = append(next, rec)
+		if err := r.handleListed(ctx, rec, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.prev, r.next = next, r.prev
+	clear(r.next)
+
+	if seen < len(r.records) {
+		for uid, rec := range r.records {
+			if rec.gen != r.gen {
+				r.handleVanished(uid, rec)
+			}
+		}
+	}
+	// Every pod was handled: the whole cache is as fresh as the list.
+	r.cache.UpdateTime(start)
+	return errors.Join(errs...)
+}
+
+// lookup returns the record of the i-th listed pod, creating it for a new pod and marking
+// it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
+func (r *Relister) lookup(i int, p *Pod) *podRecord {
+	if p == nil || p.ID == "" {
+		r.log.Warn("pleg: relist: ignoring a listed pod without UID", "index", i)
+		return nil
+	}
+	var rec *podRecord
+	if i < len(r.prev) && r.prev[i] != nil && r.prev[i].uid == p.ID {
+		rec = r.prev[i]
+	} else if rec = r.records[p.ID]; rec == nil {
+		rec = &podRecord{uid: p.ID}
+		r.records[p.ID] = rec
+	}
+	if rec.gen == r.gen {
+		r.log.Warn("pleg: relist: ignoring a pod listed twice", "pod", p.ID, "index", i)
+		return nil
+	}
+	rec.gen = r.gen
+	return rec
+}
+
+// handleListed diffs a listed pod against its record; a pod with changes or marked for
+// re-inspection gets its status fetched, cached and its events sent.
+func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) error {
+	r.changes = appendChanges(r.changes[:0], rec.pod, p)
+	_, again := r.reinspect[p.ID]
+	if len(r.changes) == 0 && !again {
+		rec.pod = p
+		return nil
+	}
+	ts := r.clock.Now()
+	status, err := r.runtime.PodStatus(ctx, p.ID, p.Name, p.Namespace)
+	if err != nil {
+		// Keep the old record: the same differences come back at the next relist.
+		r.cache.Set(p.ID, status, err, ts)
+		r.reinspect[p.ID] = struct{}{}
+		r.log.Warn("pleg: relist: pod status failed; events dropped until the next relist",
+			"pod", p.ID, "name", p.Name, "namespace", p.Namespace, "err", err)
+		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
+	}
+	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
+	delete(r.reinspect, p.ID)
+	rec.pod = p
+	if len(r.changes) == 0 {
+		r.send(&PodLifecycleEvent{ID: p.ID, Type: PodSync})
+		return nil
+	}
+	r.emit(p.ID, r.changes)
+	return nil
+}
+
+// handleVanished handles a pod the list no longer has: every container of its record is
+// gone (its events are sent), then its cache entry and record are deleted.
+func (r *Relister) handleVanished(uid types.UID, rec *podRecord) {
+	r.changes = appendChanges(r.changes[:0], rec.pod, nil)
+	r.emit(uid, r.changes)
+	r.cache.Delete(uid)
+	delete(r.records, uid)
+	delete(r.reinspect, uid)
+}
+
+// prepare returns the status to cache: status itself, or a shallow copy when it lacks the
+// pod's ID, its observation time or IPs worth keeping. The runtime's status is never
+// modified. Like the kubelet, a status without IPs whose pod has no ready sandbox keeps
+// the IPs of the cached status, so an exited pod still reports its address.
+func (r *Relister) prepare(uid types.UID, status *PodStatus, ts time.Time) *PodStatus {
+	if status == nil {
+		return &PodStatus{ID: uid, TimeStamp: ts}
+	}
+	ips := status.IPs
+	if len(ips) == 0 && !hasReadySandbox(status) {
+		if old, err := r.cache.Get(uid); err == nil && len(old.IPs) > 0 {
+			ips = old.IPs
+		}
+	}
+	if status.ID == uid && !status.TimeStamp.IsZero() && len(ips) == len(status.IPs) {
+		return status
+	}
+	cp := *status
+	cp.ID = uid
+	cp.IPs = ips
+	if cp.TimeStamp.IsZero() {
+		cp.TimeStamp = ts
+	}
+	return &cp
+}
+
+func hasReadySandbox(s *PodStatus) bool {
+	for _, sb := range s.SandboxStatuses {
+		if sb != nil && sb.State == SandboxReady {
+			return true
+		}
+	}
+	return false
+}
+
+// emit sends the events of changes for pod uid, ContainerChanged only if configured.
+// All events of one call share one allocation.
+func (r *Relister) emit(uid types.UID, changes []change) {
+	n := 0
+	for _, c := range changes {
+		ts, k := transition(c.old, c.new)
+		for _, t := range ts[:k] {
+			if r.delivers(t) {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return
+	}
+	slab := make([]PodLifecycleEvent, n)
+	i := 0
+	for _, c := range changes {
+		ts, k := transition(c.old, c.new)
+		for _, t := range ts[:k] {
+			if !r.delivers(t) {
+				continue
+			}
+			slab[i] = PodLifecycleEvent{ID: uid, Type: t, Data: c.id}
+			r.send(&slab[i])
+			i++
+		}
+	}
+}
+
+func (r *Relister) delivers(t EventType) bool {
+	return t != ContainerChanged || r.deliverChanged
+}
+
+// send puts e on the channel, or drops and counts it when the channel is full.
+func (r *Relister) send(e *PodLifecycleEvent) {
+	select {
+	case r.events <- e:
+	default:
+		r.dropped.Add(1)
+		r.log.Warn("pleg: event channel full; event dropped", "pod", e.ID, "type", e.Type, "data", e.Data)
+	}
+}

@@ -1,0 +1,180 @@
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Run relists at once, then every RelistPeriod after the end of the previous relist, and
+// handles RequestRefresh calls as soon as they arrive (between relists; a refresh waits for
+// a relist in progress). It blocks until ctx ends, then returns; runtime calls in flight
+// get ctx and should return when it ends. Errors are logged and retried by the next
+// relist. Call Run once.
+func (r *Relister) Run(ctx context.Context) {
+	if ctx.Err() != nil {
+		return
+	}
+	r.relistAndLog(ctx)
+	t := r.clock.NewTimer(r.period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+			r.refreshPending(ctx)
+		case <-t.C():
+			r.relistAndLog(ctx)
+			t.Reset(r.period)
+		}
+	}
+}
+
+func (r *Relister) relistAndLog(ctx context.Context) {
+	if err := r.Relist(ctx); err != nil && ctx.Err() == nil {
+		r.log.Debug("pleg: relist incomplete", "err", err)
+	}
+}
+
+// RequestRefresh asks Run to re-inspect one pod at once instead of at the next relist:
+// fetch its status, cache it (timestamp = now, which wakes GetNewerThan waiters) and send
+// the events of its container changes. The pod workers call it after a pod's containers
+// were started or stopped, so the transition never waits for a periodic relist. It never
+// blocks; requests for a pod already waiting are merged. An empty UID is ignored.
+func (r *Relister) RequestRefresh(uid types.UID) {
+	if uid == "" {
+		return
+	}
+	r.refreshMu.Lock()
+	if _, ok := r.refreshSet[uid]; !ok {
+		r.refreshSet[uid] = struct{}{}
+		r.refreshQueue = append(r.refreshQueue, uid)
+	}
+	r.refreshMu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// refreshPending refreshes every pod whose refresh was requested, in request order.
+func (r *Relister) refreshPending(ctx context.Context) {
+	r.refreshMu.Lock()
+	queue := r.refreshQueue
+	r.refreshQueue = nil
+	clear(r.refreshSet)
+	r.refreshMu.Unlock()
+	for _, uid := range queue {
+		if ctx.Err() != nil {
+			return
+		}
+		if err := r.refresh(ctx, uid); err != nil {
+			r.log.Debug("pleg: refresh incomplete", "pod", uid, "err", err)
+		}
+	}
+}
+
+// refresh re-inspects one pod: the status the runtime reports now replaces the pod's
+// record, as if a relist had listed the pod with the containers and sandboxes of that
+// status. A failure caches the error and leaves the pod to be inspected again by the next
+// relist.
+func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var name, namespace string
+	rec := r.records[uid]
+	if rec == nil {
+		// Never listed: remember it, so that a relist that does not list it deletes the
+		// cache entry made here like any vanished pod's.
+		rec = &podRecord{uid: uid}
+		r.records[uid] = rec
+	} else if rec.pod != nil {
+		name, namespace = rec.pod.Name, rec.pod.Namespace
+	}
+	ts := r.clock.Now()
+	status, err := r.runtime.PodStatus(ctx, uid, name, namespace)
+	if err != nil {
+		r.cache.Set(uid, status, err, ts)
+		r.reinspect[uid] = struct{}{}
+		r.log.Warn("pleg: refresh: pod status failed", "pod", uid, "err", err)
+		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
+	}
+	r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts)
+	return nil
+}
+
+// PushStatus is the push mode: a caller whose runtime emits container events (like the
+// CRI event stream, which carries the pod's full status) hands the status in as observed
+// at observedAt. Unless the cache already holds a newer observation of the pod, the status
+// is cached and diffed against the pod's record, whose events are sent at once; periodic
+// relisting goes on as the fallback (a longer RelistPeriod is then reasonable). It returns
+// whether the status was applied, or an error wrapping ErrInvalidStatus for a nil status
+// or one without ID. It waits for a relist or refresh in progress.
+func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied bool, err error) {
+	if status == nil {
+		return false, fmt.Errorf("%w: nil status", ErrInvalidStatus)
+	}
+	if status.ID == "" {
+		return false, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt), nil
+}
+
+// apply caches a freshly fetched status of uid observed at ts and, if the cache took it,
+// replaces the pod's record with the view of that status and sends the events of the
+// difference. name and namespace complete a status that lacks them. It reports whether
+// the cache took the status. r.mu must be held.
+func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatus, ts time.Time) bool {
+	if !r.cache.Set(uid, status, nil, ts) {
+		return false
+	}
+	rec := r.records[uid]
+	if rec == nil {
+		// Not listed yet (or never): remember it; a relist that does not list it deletes the
+		// record and the cache entry like any vanished pod's.
+		rec = &podRecord{uid: uid}
+		r.records[uid] = rec
+	}
+	cur := podFromStatus(status, name, namespace)
+	r.changes = appendChanges(r.changes[:0], rec.pod, cur)
+	rec.pod = cur
+	delete(r.reinspect, uid)
+	r.emit(uid, r.changes)
+	return true
+}
+
+// podFromStatus returns the runtime pod that a detailed status describes: its containers
+// with their states, its sandboxes as running while ready and exited otherwise.
+func podFromStatus(s *PodStatus, name, namespace string) *Pod {
+	p := &Pod{ID: s.ID, Name: s.Name, Namespace: s.Namespace}
+	if p.Name == "" {
+		p.Name, p.Namespace = name, namespace
+	}
+	if len(s.ContainerStatuses) > 0 {
+		p.Containers = make([]*Container, 0, len(s.ContainerStatuses))
+		for _, cs := range s.ContainerStatuses {
+			if cs != nil {
+				p.Containers = append(p.Containers, &Container{ID: cs.ID, Name: cs.Name, Image: cs.Image, State: cs.State})
+			}
+		}
+	}
+	if len(s.SandboxStatuses) > 0 {
+		p.Sandboxes = make([]*Container, 0, len(s.SandboxStatuses))
+		for _, sb := range s.SandboxStatuses {
+			if sb == nil {
+				continue
+			}
+			state := ContainerStateExited
+			if sb.State == SandboxReady {
+				state = ContainerStateRunning
+			}
+			p.Sandboxes = append(p.Sandboxes, &Container{ID: sb.ID, State: state})
+		}
+	}
+	return p
+}
