@@ -1,0 +1,234 @@
+package statusmgr
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// entry is the cached state of one pod's status. The manager's lock guards it.
+type entry struct {
+	// pod is the last pod object the node agent passed (or its lookup returned); never nil,
+	// never modified (replaced whole).
+	pod *v1.Pod
+	// status is the latest normalized status; never modified once stored (replaced whole),
+	// so a snapshot may share it.
+	status v1.PodStatus
+	// version counts the statuses set for this pod; starts at 1, only grows.
+	version uint64
+	// sentVersion is the highest version the server is known to have; 0 = none.
+	// Invariant: sentVersion <= version.
+	sentVersion uint64
+	// podIsFinished is set by TerminatePod; once true it stays true for a non-static pod.
+	podIsFinished bool
+	// server is the last pod read from (or returned by) the API server, nil when unknown
+	// (never read, or dropped after an error or conflict). Never modified.
+	server *v1.Pod
+	// firstUnsent is when the oldest version not yet on the server was set (zero when none).
+	firstUnsent time.Time
+	// queued is true while the UID is in the cache's queue.
+	queued bool
+}
+
+// cache is the pure machine of the manager: versioned statuses and the decisions on them.
+// It is not safe for concurrent use, never blocks, never reads the clock and never calls
+// out; the Manager wraps it with a lock and talks to the API server.
+type cache struct {
+	entries map[types.UID]*entry
+	// queue lists, in order, the UIDs whose status changed since their last sync; each at
+	// most once (entry.queued).
+	queue []types.UID
+}
+
+func newCache() *cache {
+	return &cache{entries: make(map[types.UID]*entry)}
+}
+
+// set records status (owned by the caller's copy; it is modified) as the newest version of
+// pod's status, with the kubelet's updateStatusInternal rules. base is the status to compare
+// against when nothing is cached (the mirror pod's status, else pod.Status). It returns
+// whether a new version was stored; an illegal container transition is an error wrapping
+// ErrIllegalTransition and stores nothing. An identical status (ignoring conditions other
+// clients own) is skipped unless force.
+func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force, finished bool, now time.Time) (bool, error) {
+	e := c.entries[pod.UID]
+	old := base
+	if e != nil {
+		old = &e.status
+	}
+	if old == nil {
+		old = &pod.Status
+	}
+	if err := CheckContainerStateTransition(pod, old, &status); err != nil {
+		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+	}
+	for _, t := range transitionTimeConditions() {
+		setTransitionTime(&status, old, t, now)
+	}
+	if old.StartTime != nil && !old.StartTime.IsZero() {
+		st := *old.StartTime
+		status.StartTime = &st
+	} else if status.StartTime == nil || status.StartTime.IsZero() {
+		st := metav1.NewTime(now)
+		status.StartTime = &st
+	}
+	if old.ObservedGeneration > status.ObservedGeneration {
+		status.ObservedGeneration = old.ObservedGeneration
+	}
+	if len(status.VolumeHealth) == 0 && len(old.VolumeHealth) > 0 {
+		status.VolumeHealth = slices.Clone(old.VolumeHealth)
+	}
+	NormalizeStatus(pod, &status)
+
+	if e != nil && e.podIsFinished && !finished && !IsStaticPod(pod) {
+		finished = true
+	}
+	if e != nil && !force && statusEqualByKubelet(&e.status, &status) {
+		e.pod = pod
+		return false, nil
+	}
+	if e == nil {
+		e = &entry{}
+		c.entries[pod.UID] = e
+	}
+	e.pod = pod
+	e.status = status
+	e.version++
+	e.podIsFinished = finished
+	if e.firstUnsent.IsZero() {
+		e.firstUnsent = now
+	}
+	c.enqueue(pod.UID, e)
+	return true, nil
+}
+
+func (c *cache) enqueue(uid types.UID, e *entry) {
+	if !e.queued {
+		e.queued = true
+		c.queue = append(c.queue, uid)
+	}
+}
+
+// takeQueue returns the queued UIDs and empties the queue.
+func (c *cache) takeQueue() []types.UID {
+	q := c.queue
+	c.queue = nil
+	for _, uid := range q {
+		if e := c.entries[uid]; e != nil {
+			e.queued = false
+		}
+	}
+	return q
+}
+
+// needsUpdate reports whether the pod's status must be synced (the kubelet's needsUpdate):
+//   - a version the server does not have;
+//   - or, for a finished pod that is not a mirror pod, the final steps are still open: the
+//     pod can be deleted (CanBeDeleted on the server's copy), or the server's copy is
+//     unknown or stale while the node agent saw a deletionTimestamp, or the terminal phase
+//     is not on the server yet (a merge held it back while containers could still run).
+//
+// This is what lets a finished pod be written and deleted without another status change.
+func (e *entry) needsUpdate() bool {
+	if e.sentVersion < e.version {
+		return true
+	}
+	if !e.podIsFinished || IsMirrorPod(e.server) || IsStaticPod(e.pod) {
+		return false
+	}
+	if e.server == nil {
+		return e.pod.DeletionTimestamp != nil
+	}
+	if CanBeDeleted(e.server, e.status, true) {
+		return true
+	}
+	if e.server.DeletionTimestamp == nil && e.pod.DeletionTimestamp != nil {
+		return true
+	}
+	return IsTerminalPhase(e.status.Phase) && !IsTerminalPhase(e.server.Status.Phase)
+}
+
+// snapshot is what one sync of one pod needs, copied out under the lock.
+type snapshot struct {
+	uid      types.UID
+	e        *entry // identity: the sync's results apply only if the entry is still this one
+	pod      *v1.Pod
+	status   v1.PodStatus
+	version  uint64
+	finished bool
+	server   *v1.Pod
+}
+
+func (e *entry) snapshot(uid types.UID) snapshot {
+	return snapshot{uid: uid, e: e, pod: e.pod, status: e.status, version: e.version, finished: e.podIsFinished, server: e.server}
+}
+
+// commit records the outcome of a sync: the server has s.version (when sent) and server is
+// its current copy (nil: unknown). It returns whether the entry needs another sync now.
+func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) bool {
+	e := c.entries[s.uid]
+	if e != s.e {
+		return false // forgotten or replaced meanwhile
+	}
+	if sent && s.version > e.sentVersion {
+		e.sentVersion = s.version
+		if e.sentVersion == e.version {
+			e.firstUnsent = time.Time{}
+		}
+	}
+	e.server = server
+	return e.sentVersion < e.version
+}
+
+// forget drops the pod's status if the entry is still the snapshot's.
+func (c *cache) forget(s snapshot) bool {
+	if c.entries[s.uid] != s.e {
+		return false
+	}
+	delete(c.entries, s.uid)
+	return true
+}
+
+// setTransitionTime stamps the LastTransitionTime of the condition of type t in status:
+// kept from old when its Status is unchanged, else now.
+func setTransitionTime(status, old *v1.PodStatus, t v1.PodConditionType, now time.Time) {
+	i := findCondition(status.Conditions, t)
+	if i < 0 {
+		return
+	}
+	ltt := metav1.NewTime(now)
+	if j := findCondition(old.Conditions, t); j >= 0 && old.Conditions[j].Status == status.Conditions[i].Status {
+		ltt = old.Conditions[j].LastTransitionTime
+	}
+	status.Conditions[i].LastTransitionTime = ltt
+}
+
+// statusEqualByKubelet compares two statuses as the kubelet does before skipping an update:
+// the conditions the kubelet owns or shares (DisruptionTarget) must match by type, all other
+// conditions are ignored, and every other field must be semantically equal.
+func statusEqualByKubelet(a, b *v1.PodStatus) bool {
+	if !kubeletConditionsEqual(a.Conditions, b.Conditions) || !kubeletConditionsEqual(b.Conditions, a.Conditions) {
+		return false
+	}
+	x, y := *a, *b
+	x.Conditions, y.Conditions = nil, nil
+	return equality.Semantic.DeepEqual(x, y)
+}
+
+func kubeletConditionsEqual(a, b []v1.PodCondition) bool {
+	for i := range a {
+		if !IsKubeletOwnedCondition(a[i].Type) && a[i].Type != v1.DisruptionTarget {
+			continue
+		}
+		j := findCondition(b, a[i].Type)
+		if j < 0 || !equality.Semantic.DeepEqual(a[i], b[j]) {
+			return false
+		}
+	}
+	return true
+}

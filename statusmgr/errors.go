@@ -1,0 +1,25 @@
+package statusmgr
+
+import "errors"
+
+// Sentinel errors. Every error the package returns wraps one of them; test with errors.Is.
+var (
+	// ErrNilPod is returned when a nil *v1.Pod is passed where a pod is required.
+	ErrNilPod = errors.New("statusmgr: nil pod")
+	// ErrEmptyUID is returned for a pod (or pod UID) whose UID is empty.
+	ErrEmptyUID = errors.New("statusmgr: empty pod UID")
+	// ErrIllegalTransition is returned when a status would move a terminated container back
+	// to a non-terminated state (see CheckContainerStateTransition). The status is refused.
+	ErrIllegalTransition = errors.New("statusmgr: illegal container state transition")
+	// ErrUnknownPod is returned by the container readiness and startup setters when the
+	// manager holds no status for the pod, or cannot find the container.
+	ErrUnknownPod = errors.New("statusmgr: unknown pod or container")
+	// ErrInvalidConfig is returned by New for an unusable Config.
+	ErrInvalidConfig = errors.New("statusmgr: invalid config")
+	// ErrNotImplemented is returned by a StatusPatcherFuncs or PodLookupFuncs method whose
+	// function is nil.
+	ErrNotImplemented = errors.New("statusmgr: method not implemented")
+	// ErrUIDMismatch is returned when the server's pod has another UID than the status
+	// (the pod was deleted and recreated under the same name). The status is forgotten.
+	ErrUIDMismatch = errors.New("statusmgr: pod was recreated with a new UID")
+)

@@ -1,0 +1,339 @@
+package statusmgr
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// DefaultSyncPeriod is the period of the full sync when Config.SyncPeriod is 0.
+const DefaultSyncPeriod = 10 * time.Second
+
+// DefaultMaxConflictRetries is Config.MaxConflictRetries when it is 0.
+const DefaultMaxConflictRetries = 2
+
+// Config configures a Manager. Patcher is required; everything else has a default.
+type Config struct {
+	// Patcher is the caller's API client. Required.
+	Patcher StatusPatcher
+	// Lookup is the node agent's view of its desired pods (optional). Without it, the
+	// manager knows a pod from the last SetPodStatus/TerminatePod call, and accepts any
+	// mirror pod on the server as a static pod's mirror.
+	Lookup PodLookup
+	// CouldHaveRunningContainers answers, for a pod UID, whether any of its containers may
+	// still run (the pod worker knows). While it says true, a terminal phase is not written
+	// (MergePodStatusAt rule 5). nil means "until TerminatePod was called for the pod".
+	CouldHaveRunningContainers func(uid types.UID) bool
+	// Clock is the time source of the sync loop and of the statuses' timestamps.
+	// nil means clock.RealClock{}.
+	Clock clock.Clock
+	// SyncPeriod is the period of the full sync, which retries every status that is not
+	// on the server yet. 0 means DefaultSyncPeriod; negative is an error.
+	SyncPeriod time.Duration
+	// MaxConflictRetries is how often one sync re-reads the pod and retries after a
+	// Conflict before leaving it to the next sync. 0 means DefaultMaxConflictRetries;
+	// negative is an error.
+	MaxConflictRetries int
+	// Logger receives the manager's logs. nil discards them.
+	Logger *slog.Logger
+}
+
+// Stats counts what the manager did and dropped. All counts only grow.
+type Stats struct {
+	// API calls made (failed ones included) and the bytes of the patches sent.
+	Gets, Patches, Deletes, PatchBytes int
+	// Conflicts and NotFounds are API answers of those kinds; Errors counts every other
+	// failed call (each is logged and retried).
+	Conflicts, NotFounds, Errors int
+	// Refused counts statuses refused for an illegal container state transition.
+	Refused int
+	// Invalid counts calls refused for bad input (nil pod, empty UID).
+	Invalid int
+	// Recreated counts statuses forgotten because the server's pod has another UID.
+	Recreated int
+	// Gone counts statuses forgotten because the pod was not found on the server.
+	Gone int
+	// Deleted counts pods deleted from the server (then forgotten).
+	Deleted int
+	// Orphaned counts statuses removed by RemoveOrphanedStatuses.
+	Orphaned int
+	// NoMirror counts syncs of static pods skipped for want of a mirror pod.
+	NoMirror int
+}
+
+// Manager is the status manager: it caches the node agent's pod statuses as versions and
+// writes them to the API server through a StatusPatcher, then deletes finished pods. See
+// the package documentation. Its methods are safe for concurrent use.
+type Manager struct {
+	patcher     StatusPatcher
+	lookup      PodLookup
+	couldRun    func(types.UID) bool
+	clock       clock.Clock
+	period      time.Duration
+	maxConflict int
+	log         *slog.Logger
+
+	// wake has room for one signal: "the queue is not empty".
+	wake chan struct{}
+	// syncing holds a token while a batch runs, so batches never overlap.
+	syncing chan struct{}
+
+	mu    sync.Mutex // guards c, stats and running
+	c     *cache
+	stats Stats
+	// running is true while Run is active.
+	running bool
+}
+
+// New validates cfg and returns a Manager. Call Run to start syncing.
+func New(cfg Config) (*Manager, error) {
+	var errs []error
+	if cfg.Patcher == nil {
+		errs = append(errs, fmt.Errorf("%w: Patcher is nil", ErrInvalidConfig))
+	}
+	if cfg.SyncPeriod < 0 {
+		errs = append(errs, fmt.Errorf("%w: SyncPeriod %v is negative", ErrInvalidConfig, cfg.SyncPeriod))
+	}
+	if cfg.MaxConflictRetries < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxConflictRetries %d is negative", ErrInvalidConfig, cfg.MaxConflictRetries))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	m := &Manager{
+		patcher:     cfg.Patcher,
+		lookup:      cfg.Lookup,
+		couldRun:    cfg.CouldHaveRunningContainers,
+		clock:       cfg.Clock,
+		period:      cfg.SyncPeriod,
+		maxConflict: cfg.MaxConflictRetries,
+		log:         cfg.Logger,
+		wake:        make(chan struct{}, 1),
+		syncing:     make(chan struct{}, 1),
+		c:           newCache(),
+	}
+	if m.clock == nil {
+		m.clock = clock.RealClock{}
+	}
+	if m.period == 0 {
+		m.period = DefaultSyncPeriod
+	}
+	if m.maxConflict == 0 {
+		m.maxConflict = DefaultMaxConflictRetries
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.DiscardHandler)
+	}
+	return m, nil
+}
+
+// validPod checks a pod argument and counts a refusal.
+func (m *Manager) validPod(pod *v1.Pod) error {
+	var err error
+	switch {
+	case pod == nil:
+		err = ErrNilPod
+	case pod.UID == "":
+		err = fmt.Errorf("%w: pod %s/%s", ErrEmptyUID, pod.Namespace, pod.Name)
+	default:
+		return nil
+	}
+	m.mu.Lock()
+	m.stats.Invalid++
+	m.mu.Unlock()
+	return err
+}
+
+// baseStatus is the status a new entry is compared against: the mirror pod's for a static
+// pod, else the pod's own. Called without the lock (it calls the lookup).
+func (m *Manager) baseStatus(pod *v1.Pod) *v1.PodStatus {
+	if m.lookup != nil && IsStaticPod(pod) {
+		if mirror, ok := m.lookup.GetMirrorPodByPod(pod); ok && mirror != nil {
+			return &mirror.Status
+		}
+	}
+	return &pod.Status
+}
+
+// update is the common path of the setters: store a new version and wake the sync loop.
+func (m *Manager) update(pod *v1.Pod, build func(cached *v1.PodStatus) (v1.PodStatus, error), force, finished bool) error {
+	base := m.baseStatus(pod)
+	m.mu.Lock()
+	var cached *v1.PodStatus
+	if e := m.c.entries[pod.UID]; e != nil {
+		cached = &e.status
+	}
+	status, err := build(cached)
+	var changed bool
+	if err == nil {
+		changed, err = m.c.set(pod, status, base, force, finished, m.clock.Now())
+	}
+	if errors.Is(err, ErrIllegalTransition) {
+		m.stats.Refused++
+	}
+	m.mu.Unlock()
+	if errors.Is(err, errUnchanged) {
+		return err
+	}
+	if err != nil {
+		m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
+		return err
+	}
+	if changed {
+		m.signal()
+	}
+	return nil
+}
+
+func (m *Manager) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetPodStatus caches status as the newest version of pod's status and wakes the sync loop.
+// status is copied (the caller keeps ownership). LastTransitionTimes of the kubelet's
+// conditions are stamped, StartTime is kept once set, and the status is normalized
+// (NormalizeStatus). A status equal to the cached one is skipped, unless the pod has a
+// deletionTimestamp: then it always makes a new version, so a deleting pod is synced (and
+// deleted) even without a change. It returns an error wrapping ErrNilPod or ErrEmptyUID
+// for bad input and ErrIllegalTransition (nothing stored) when a terminated container would
+// become non-terminated; each is counted in Stats.
+func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
+	if err := m.validPod(pod); err != nil {
+		return err
+	}
+	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, error) {
+		return *status.DeepCopy(), nil
+	}, pod.DeletionTimestamp != nil, false)
+}
+
+// TerminatePod makes the final status of a pod whose containers have all stopped (call it
+// when termination has finished, as the kubelet does from SyncTerminatedPod): starting
+// from the cached status (else pod.Status) it applies TerminatedStatus (absent container
+// states become failed, the phase becomes terminal), marks the pod finished and forces a
+// sync. Once that status is on the server and the pod has a deletionTimestamp, the sync
+// deletes the pod (CanBeDeleted) and forgets its status.
+func (m *Manager) TerminatePod(pod *v1.Pod) error {
+	if err := m.validPod(pod); err != nil {
+		return err
+	}
+	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, error) {
+		from := &pod.Status
+		if cached != nil {
+			from = cached
+		}
+		return TerminatedStatus(pod, *from)
+	}, true, true)
+}
+
+// SetContainerReadiness sets the Ready flag of the container with the runtime ID
+// containerID (as in ContainerStatus.ContainerID) in the pod's cached status and
+// recomputes the pod's ContainersReady and Ready conditions. An unchanged flag is a no-op.
+// It returns an error wrapping ErrUnknownPod when no status is cached for the pod or the
+// container is not in it.
+func (m *Manager) SetContainerReadiness(podUID types.UID, containerID string, ready bool) error {
+	return m.setContainer(podUID, containerID, func(pod *v1.Pod, s *v1.PodStatus, cs *v1.ContainerStatus) bool {
+		if cs.Ready == ready {
+			return false
+		}
+		cs.Ready = ready
+		s.Conditions = putCondition(s.Conditions, ContainersReadyCondition(pod, s), m.clock.Now())
+		s.Conditions = putCondition(s.Conditions, PodReadyCondition(pod, s), m.clock.Now())
+		return true
+	})
+}
+
+// SetContainerStartup sets the Started flag of the container with the runtime ID
+// containerID in the pod's cached status (the startup probe's verdict). An unchanged flag is
+// a no-op. Errors as SetContainerReadiness.
+func (m *Manager) SetContainerStartup(podUID types.UID, containerID string, started bool) error {
+	return m.setContainer(podUID, containerID, func(_ *v1.Pod, _ *v1.PodStatus, cs *v1.ContainerStatus) bool {
+		if cs.Started != nil && *cs.Started == started {
+			return false
+		}
+		cs.Started = &started
+		return true
+	})
+}
+
+var errUnchanged = errors.New("unchanged")
+
+func (m *Manager) setContainer(podUID types.UID, containerID string, change func(*v1.Pod, *v1.PodStatus, *v1.ContainerStatus) bool) error {
+	if podUID == "" {
+		m.mu.Lock()
+		m.stats.Invalid++
+		m.mu.Unlock()
+		return ErrEmptyUID
+	}
+	m.mu.Lock()
+	e := m.c.entries[podUID]
+	var pod *v1.Pod
+	if e != nil {
+		pod = e.pod
+	}
+	m.mu.Unlock()
+	if pod == nil {
+		return fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
+	}
+	err := m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, error) {
+		if cached == nil {
+			return v1.PodStatus{}, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
+		}
+		s := *cached.DeepCopy()
+		for _, list := range [...][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
+			for i := range list {
+				if list[i].ContainerID == containerID {
+					if !change(pod, &s, &list[i]) {
+						return s, errUnchanged
+					}
+					return s, nil
+				}
+			}
+		}
+		return v1.PodStatus{}, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
+	}, false, false)
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+// GetPodStatus returns a copy of the cached status of the pod, if any.
+func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.c.entries[uid]
+	if e == nil {
+		return v1.PodStatus{}, false
+	}
+	return *e.status.DeepCopy(), true
+}
+
+// RemoveOrphanedStatuses forgets the status of every pod whose UID is not a key of
+// podUIDs (the pods the node agent still knows), as the kubelet does during housekeeping.
+// A status forgotten here is never written.
+func (m *Manager) RemoveOrphanedStatuses(podUIDs map[types.UID]bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid := range m.c.entries {
+		if _, ok := podUIDs[uid]; !ok {
+			delete(m.c.entries, uid)
+			m.stats.Orphaned++
+		}
+	}
+}
+
+// Stats returns the counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.stats
+}

@@ -1,0 +1,674 @@
+package statusmgr_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
+)
+
+var epoch = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+func testPod(name string, uid types.UID) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: "default", Name: name, UID: uid,
+			Annotations: map[string]string{statusmgr.ConfigSourceAnnotationKey: statusmgr.APISource},
+		},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyAlways,
+			Containers:    []v1.Container{{Name: "c", Image: "busybox"}},
+		},
+		Status: v1.PodStatus{Phase: v1.PodPending},
+	}
+}
+
+func deleting(p *v1.Pod) *v1.Pod {
+	p = p.DeepCopy()
+	ts := metav1.NewTime(epoch)
+	grace := int64(30)
+	p.DeletionTimestamp = &ts
+	p.DeletionGracePeriodSeconds = &grace
+	return p
+}
+
+func runningStatus(ready bool) v1.PodStatus {
+	rs := v1.ConditionFalse
+	if ready {
+		rs = v1.ConditionTrue
+	}
+	return v1.PodStatus{
+		Phase: v1.PodRunning,
+		Conditions: []v1.PodCondition{
+			{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+			{Type: v1.PodReady, Status: rs},
+			{Type: v1.ContainersReady, Status: rs},
+		},
+		HostIP: "10.0.0.1",
+		PodIP:  "10.1.0.1",
+		ContainerStatuses: []v1.ContainerStatus{{
+			Name: "c", Image: "busybox", ContainerID: "containerd://c1", Ready: ready,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(epoch)}},
+		}},
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	m      *statusmgr.Manager
+	api    *statusmgrtest.FakeAPI
+	clock  *clocktesting.FakeClock
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start builds a manager over api and runs it; call inside a synctest bubble.
+func start(t *testing.T, api *statusmgrtest.FakeAPI, mod func(*statusmgr.Config)) *harness {
+	t.Helper()
+	fc := clocktesting.NewFakeClock(epoch)
+	cfg := statusmgr.Config{Patcher: api, Clock: fc}
+	if mod != nil {
+		mod(&cfg)
+	}
+	m, err := statusmgr.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	h := &harness{t: t, m: m, api: api, clock: fc, cancel: cancel, done: make(chan error, 1)}
+	go func() { h.done <- m.Run(ctx) }()
+	t.Cleanup(h.stop)
+	synctest.Wait()
+	return h
+}
+
+func (h *harness) stop() {
+	if h.cancel == nil {
+		return
+	}
+	h.cancel()
+	h.cancel = nil
+	if err := <-h.done; err != nil {
+		h.t.Errorf("Run returned %v", err)
+	}
+}
+
+// period advances the fake clock by one sync period and waits for the loop to go idle.
+func (h *harness) period() {
+	h.clock.Step(statusmgr.DefaultSyncPeriod)
+	synctest.Wait()
+}
+
+func (h *harness) counts(want statusmgrtest.Counts) {
+	h.t.Helper()
+	got := h.api.Counts()
+	got.PatchBytes = 0
+	if diff := cmp.Diff(want, got); diff != "" {
+		h.t.Errorf("API calls (-want +got):\n%s", diff)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestManagerSyncsAtOnceAndCoalesces(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		// Versions set before the loop runs are coalesced into one patch.
+		fc := clocktesting.NewFakeClock(epoch)
+		m, err := statusmgr.New(statusmgr.Config{Patcher: api, Clock: fc})
+		must(t, err)
+		must(t, m.SetPodStatus(pod, runningStatus(false)))
+		must(t, m.SetPodStatus(pod, runningStatus(true)))
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- m.Run(ctx) }()
+		synctest.Wait()
+		got, _ := api.Pod("default", "p")
+		if got.Status.Phase != v1.PodRunning || got.Status.ContainerStatuses[0].Ready != true {
+			t.Errorf("server status = %+v", got.Status)
+		}
+		if c := api.Counts(); c.Gets != 1 || c.Patches != 1 {
+			t.Errorf("counts = %+v, want 1 GET and 1 PATCH", c)
+		}
+		// The next change is synced at once, without another GET.
+		st := runningStatus(true)
+		st.Message = "hello"
+		must(t, m.SetPodStatus(pod, st))
+		synctest.Wait()
+		if c := api.Counts(); c.Gets != 1 || c.Patches != 2 {
+			t.Errorf("counts = %+v, want 1 GET and 2 PATCH", c)
+		}
+		// An identical status is skipped; the periodic sync sends nothing new.
+		must(t, m.SetPodStatus(pod, st))
+		fc.Step(statusmgr.DefaultSyncPeriod)
+		synctest.Wait()
+		if c := api.Counts(); c.Gets != 1 || c.Patches != 2 {
+			t.Errorf("counts = %+v, want no more calls", c)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestManagerTerminateAndDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		dpod := deleting(pod)
+		api.Put(deleting(mustPod(t, api, "p")))
+		must(t, h.m.TerminatePod(dpod))
+		synctest.Wait()
+		if api.Len() != 0 {
+			t.Fatalf("pod not deleted")
+		}
+		// The patch response carries the deletionTimestamp: no second GET.
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2, Deletes: 1, Deleted: 1})
+		if _, ok := h.m.GetPodStatus("u1"); ok {
+			t.Errorf("status not forgotten after the delete")
+		}
+		if s := h.m.Stats(); s.Deleted != 1 {
+			t.Errorf("stats = %+v", s)
+		}
+	})
+}
+
+func mustPod(t *testing.T, api *statusmgrtest.FakeAPI, name string) *v1.Pod {
+	t.Helper()
+	p, ok := api.Pod("default", name)
+	if !ok {
+		t.Fatalf("pod %s not on the server", name)
+	}
+	return p
+}
+
+func TestManagerTerminalStatusOnServerBeforeDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := deleting(testPod("p", "u1"))
+		api := statusmgrtest.NewFakeAPI(pod)
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		must(t, h.m.TerminatePod(pod))
+		synctest.Wait()
+		del := api.DeletedPods()
+		if len(del) != 1 {
+			t.Fatalf("deleted %d pods, want 1", len(del))
+		}
+		st := del[0].Status
+		if st.Phase != v1.PodFailed {
+			t.Errorf("phase on the server at delete = %s, want Failed", st.Phase)
+		}
+		if term := st.ContainerStatuses[0].State.Terminated; term == nil || term.ExitCode != statusmgr.ExitCodeContainerNotFound {
+			t.Errorf("container state at delete = %+v", st.ContainerStatuses[0].State)
+		}
+		for _, c := range st.Conditions {
+			if (c.Type == v1.PodReady || c.Type == v1.ContainersReady) && (c.Status != v1.ConditionFalse || c.Reason != statusmgr.ReasonPodFailed) {
+				t.Errorf("%s = %s (%s) on a failed pod", c.Type, c.Status, c.Reason)
+			}
+		}
+		// One GET (first sync), one PATCH per distinct status, one DELETE.
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2, Deletes: 1, Deleted: 1})
+	})
+}
+
+func TestManagerCouldHaveRunningContainersHoldsTerminalPhase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := deleting(testPod("p", "u1"))
+		api := statusmgrtest.NewFakeAPI(pod)
+		running := true
+		h := start(t, api, func(c *statusmgr.Config) {
+			c.CouldHaveRunningContainers = func(types.UID) bool { return running }
+		})
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		must(t, h.m.TerminatePod(pod))
+		synctest.Wait()
+		got := mustPod(t, api, "p")
+		if got.Status.Phase != v1.PodPending {
+			t.Fatalf("phase on server = %s while containers could run; want the old phase Pending", got.Status.Phase)
+		}
+		if got.Status.ContainerStatuses == nil {
+			t.Fatalf("the rest of the status was not written")
+		}
+		if c := api.Counts(); c.Deletes != 0 {
+			t.Fatalf("deleted while containers could run")
+		}
+		running = false
+		h.period()
+		if api.Len() != 0 {
+			t.Fatalf("pod not deleted once containers stopped: %+v", api.Counts())
+		}
+	})
+}
+
+func TestManagerPatchFailureIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		fail := true
+		api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
+			if fail && verb == statusmgrtest.Patch {
+				return apierrors.NewInternalError(errors.New("etcd down"))
+			}
+			return nil
+		})
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodPending {
+			t.Fatalf("phase = %s", got.Status.Phase)
+		}
+		if s := h.m.Stats(); s.Errors != 1 {
+			t.Errorf("Errors = %d, want 1", s.Errors)
+		}
+		if _, ok := h.m.GetPodStatus("u1"); !ok {
+			t.Fatal("status lost after a failed patch")
+		}
+		h.period() // still failing: retried, counted again
+		if s := h.m.Stats(); s.Errors != 2 {
+			t.Errorf("Errors = %d, want 2", s.Errors)
+		}
+		fail = false
+		h.period()
+		if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
+			t.Fatalf("phase after recovery = %s", got.Status.Phase)
+		}
+		// After an error the server's copy is unknown: each retry re-reads it.
+		h.counts(statusmgrtest.Counts{Gets: 3, Patches: 3})
+	})
+}
+
+func TestManagerSyncReturnsErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
+			return apierrors.NewServiceUnavailable("down")
+		})
+		m, err := statusmgr.New(statusmgr.Config{Patcher: api})
+		must(t, err)
+		must(t, m.SetPodStatus(pod, runningStatus(true)))
+		err = m.Sync(t.Context())
+		if !apierrors.IsServiceUnavailable(err) {
+			t.Fatalf("Sync error = %v, want ServiceUnavailable", err)
+		}
+		api.SetReactor(nil)
+		must(t, m.Sync(t.Context()))
+		if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
+			t.Fatalf("phase = %s", got.Status.Phase)
+		}
+	})
+}
+
+func TestManagerConflictRereadsAndRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		conflicts := 1
+		api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
+			if verb == statusmgrtest.Patch && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(v1.Resource("pods"), name, errors.New("changed"))
+			}
+			return nil
+		})
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
+			t.Fatalf("phase = %s", got.Status.Phase)
+		}
+		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 2})
+		if s := h.m.Stats(); s.Conflicts != 1 || s.Errors != 0 {
+			t.Errorf("stats = %+v", s)
+		}
+	})
+}
+
+func TestManagerNotFoundForgets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := statusmgrtest.NewFakeAPI()
+		h := start(t, api, nil)
+		pod := testPod("p", "u1")
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		if _, ok := h.m.GetPodStatus("u1"); ok {
+			t.Error("status of a pod missing on the server kept")
+		}
+		if s := h.m.Stats(); s.Gone != 1 || s.NotFounds != 1 {
+			t.Errorf("stats = %+v", s)
+		}
+		h.period()
+		h.counts(statusmgrtest.Counts{Gets: 1})
+	})
+}
+
+func TestManagerRecreatedPodIsNeverTouched(t *testing.T) {
+	t.Run("before the first sync", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			newer := deleting(testPod("p", "u2"))
+			newer.Status.Phase = v1.PodFailed
+			api := statusmgrtest.NewFakeAPI(newer)
+			h := start(t, api, nil)
+			old := deleting(testPod("p", "u1"))
+			must(t, h.m.SetPodStatus(old, runningStatus(true)))
+			synctest.Wait()
+			must(t, h.m.TerminatePod(old))
+			synctest.Wait()
+			h.period()
+			// Each status of the old pod costs one GET, and is then forgotten.
+			h.counts(statusmgrtest.Counts{Gets: 2})
+			if s := h.m.Stats(); s.Recreated != 2 {
+				t.Errorf("stats = %+v", s)
+			}
+			if got := mustPod(t, api, "p"); got.UID != "u2" || got.Status.Phase != v1.PodFailed {
+				t.Errorf("new pod changed: %+v", got)
+			}
+		})
+	})
+	t.Run("after the first sync", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			old := testPod("p", "u1")
+			api := statusmgrtest.NewFakeAPI(old)
+			h := start(t, api, nil)
+			must(t, h.m.SetPodStatus(old, runningStatus(true)))
+			synctest.Wait()
+			// The pod is deleted and recreated under the same name; the manager's copy of
+			// the server's pod is stale, so its patch carries the old UID.
+			api.Put(deleting(testPod("p", "u2")))
+			must(t, h.m.TerminatePod(deleting(old)))
+			synctest.Wait()
+			h.period()
+			// GET, PATCH; PATCH refused (Conflict), GET shows the new UID: forgotten.
+			h.counts(statusmgrtest.Counts{Gets: 2, Patches: 2})
+			if got := mustPod(t, api, "p"); got.UID != "u2" || got.Status.Phase != v1.PodPending {
+				t.Errorf("new pod changed: %+v", got.Status)
+			}
+			if _, ok := h.m.GetPodStatus("u1"); ok {
+				t.Error("status of the old pod kept")
+			}
+		})
+	})
+	t.Run("between patch and delete", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			old := deleting(testPod("p", "u1"))
+			api := statusmgrtest.NewFakeAPI(old)
+			api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
+				if verb == statusmgrtest.Delete {
+					return apierrors.NewConflict(v1.Resource("pods"), name, errors.New("UID precondition"))
+				}
+				return nil
+			})
+			h := start(t, api, nil)
+			must(t, h.m.TerminatePod(old))
+			synctest.Wait()
+			h.period()
+			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1, Deletes: 1})
+			if _, ok := h.m.GetPodStatus("u1"); ok {
+				t.Error("status kept after the delete's UID precondition failed")
+			}
+		})
+	})
+}
+
+func TestManagerMirrorPodNeverDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		static := testPod("s", "static-uid")
+		static.Annotations[statusmgr.ConfigSourceAnnotationKey] = "file"
+		static.Annotations[statusmgr.ConfigHashAnnotationKey] = "h1"
+		mirror := deleting(testPod("s", "mirror-uid"))
+		mirror.Annotations[statusmgr.ConfigSourceAnnotationKey] = statusmgr.APISource
+		mirror.Annotations[statusmgr.ConfigMirrorAnnotationKey] = "h1"
+		api := statusmgrtest.NewFakeAPI(mirror)
+		h := start(t, api, func(c *statusmgr.Config) {
+			c.Lookup = statusmgr.PodLookupFuncs{GetMirrorPodByPodFunc: func(*v1.Pod) (*v1.Pod, bool) { return mirror, true }}
+		})
+		must(t, h.m.SetPodStatus(static, runningStatus(true)))
+		st := runningStatus(false)
+		st.Phase = v1.PodSucceeded
+		st.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
+		must(t, h.m.SetPodStatus(static, st))
+		must(t, h.m.TerminatePod(static))
+		synctest.Wait()
+		h.period()
+		got := mustPod(t, api, "s")
+		if got.Status.Phase != v1.PodSucceeded {
+			t.Errorf("mirror phase = %s", got.Status.Phase)
+		}
+		if c := api.Counts(); c.Deletes != 0 {
+			t.Errorf("mirror pod deleted: %+v", c)
+		}
+	})
+}
+
+func TestManagerBadInput(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	noUID := testPod("p", "")
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"SetPodStatus nil pod", func() error { return m.SetPodStatus(nil, v1.PodStatus{}) }, statusmgr.ErrNilPod},
+		{"SetPodStatus empty UID", func() error { return m.SetPodStatus(noUID, v1.PodStatus{}) }, statusmgr.ErrEmptyUID},
+		{"TerminatePod nil pod", func() error { return m.TerminatePod(nil) }, statusmgr.ErrNilPod},
+		{"TerminatePod empty UID", func() error { return m.TerminatePod(noUID) }, statusmgr.ErrEmptyUID},
+		{"readiness unknown pod", func() error { return m.SetContainerReadiness("nope", "c", true) }, statusmgr.ErrUnknownPod},
+		{"readiness empty UID", func() error { return m.SetContainerReadiness("", "c", true) }, statusmgr.ErrEmptyUID},
+		{"startup unknown pod", func() error { return m.SetContainerStartup("nope", "c", true) }, statusmgr.ErrUnknownPod},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.call(); !errors.Is(err, tc.want) {
+				t.Errorf("error = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if s := m.Stats(); s.Invalid != 5 {
+		t.Errorf("Invalid = %d, want 5", s.Invalid)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  statusmgr.Config
+		ok   bool
+	}{
+		{"no patcher", statusmgr.Config{}, false},
+		{"negative period", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}, SyncPeriod: -1}, false},
+		{"negative retries", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}, MaxConflictRetries: -1}, false},
+		{"minimal", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := statusmgr.New(tc.cfg)
+			if tc.ok != (err == nil) || tc.ok != (m != nil) {
+				t.Fatalf("New = %v, %v", m, err)
+			}
+			if !tc.ok && !errors.Is(err, statusmgr.ErrInvalidConfig) {
+				t.Errorf("error %v does not wrap ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+func TestManagerIllegalTransitionRefused(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	pod := testPod("p", "u1")
+	pod.Spec.RestartPolicy = v1.RestartPolicyNever
+	done := runningStatus(false)
+	done.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
+	must(t, m.SetPodStatus(pod, done))
+	if err := m.SetPodStatus(pod, runningStatus(true)); !errors.Is(err, statusmgr.ErrIllegalTransition) {
+		t.Fatalf("error = %v, want ErrIllegalTransition", err)
+	}
+	got, _ := m.GetPodStatus("u1")
+	if got.ContainerStatuses[0].State.Terminated == nil {
+		t.Error("refused status was stored")
+	}
+	if s := m.Stats(); s.Refused != 1 {
+		t.Errorf("Refused = %d", s.Refused)
+	}
+}
+
+func TestManagerDeletionForcesNewVersion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		// The same status again: skipped, until the pod has a deletionTimestamp.
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1})
+		api.Put(deleting(mustPod(t, api, "p")))
+		must(t, h.m.SetPodStatus(deleting(pod), runningStatus(true)))
+		synctest.Wait()
+		// The forced version is synced; the stale copy of the server's pod (no
+		// deletionTimestamp) is not trusted, nothing to patch.
+		if c := api.Counts(); c.Patches != 1 || c.Deletes != 0 {
+			t.Errorf("counts = %+v", c)
+		}
+	})
+}
+
+func TestManagerPreservesOtherClientsConditions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		synctest.Wait()
+		// Another client adds a readiness-gate condition behind the manager's back.
+		other := mustPod(t, api, "p")
+		other.Status.Conditions = append(other.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
+		api.Put(other)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		got := mustPod(t, api, "p")
+		var types []v1.PodConditionType
+		for _, c := range got.Status.Conditions {
+			types = append(types, c.Type)
+			if c.Type == v1.PodReady && c.Status != v1.ConditionTrue {
+				t.Errorf("Ready = %s", c.Status)
+			}
+		}
+		want := []v1.PodConditionType{v1.PodScheduled, v1.PodReady, v1.ContainersReady, "example.com/gate"}
+		if diff := cmp.Diff(want, types); diff != "" {
+			t.Errorf("conditions (-want +got):\n%s", diff)
+		}
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
+	})
+}
+
+func TestManagerContainerReadinessAndStartup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		h := start(t, api, nil)
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		must(t, h.m.SetContainerReadiness("u1", "containerd://c1", true))
+		must(t, h.m.SetContainerStartup("u1", "containerd://c1", true))
+		if err := h.m.SetContainerReadiness("u1", "containerd://nope", true); !errors.Is(err, statusmgr.ErrUnknownPod) {
+			t.Errorf("unknown container: %v", err)
+		}
+		synctest.Wait()
+		got := mustPod(t, api, "p")
+		cs := got.Status.ContainerStatuses[0]
+		if !cs.Ready || cs.Started == nil || !*cs.Started {
+			t.Errorf("container status = %+v", cs)
+		}
+		for _, c := range got.Status.Conditions {
+			if (c.Type == v1.PodReady || c.Type == v1.ContainersReady) && c.Status != v1.ConditionTrue {
+				t.Errorf("%s = %s", c.Type, c.Status)
+			}
+		}
+		// Unchanged readiness makes no new version.
+		before := api.Counts().Patches
+		must(t, h.m.SetContainerReadiness("u1", "containerd://c1", true))
+		synctest.Wait()
+		if c := api.Counts(); c.Patches != before {
+			t.Errorf("patches = %d, want %d", c.Patches, before)
+		}
+	})
+}
+
+func TestManagerRemoveOrphanedStatuses(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	must(t, m.SetPodStatus(testPod("a", "ua"), runningStatus(true)))
+	must(t, m.SetPodStatus(testPod("b", "ub"), runningStatus(true)))
+	m.RemoveOrphanedStatuses(map[types.UID]bool{"ua": true})
+	if _, ok := m.GetPodStatus("ua"); !ok {
+		t.Error("kept pod's status removed")
+	}
+	if _, ok := m.GetPodStatus("ub"); ok {
+		t.Error("orphaned status kept")
+	}
+	if s := m.Stats(); s.Orphaned != 1 {
+		t.Errorf("Orphaned = %d", s.Orphaned)
+	}
+	// The orphan is never written.
+	must(t, m.Sync(t.Context()))
+}
+
+func TestManagerRunOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, statusmgrtest.NewFakeAPI(), nil)
+		if err := h.m.Run(t.Context()); !errors.Is(err, statusmgr.ErrAlreadyRunning) {
+			t.Errorf("second Run = %v", err)
+		}
+	})
+}
+
+func TestManagerDeleteFailureIsRetried(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := deleting(testPod("p", "u1"))
+		api := statusmgrtest.NewFakeAPI(pod)
+		fail := true
+		api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
+			if fail && verb == statusmgrtest.Delete {
+				return apierrors.NewTooManyRequests("slow down", 1)
+			}
+			return nil
+		})
+		h := start(t, api, nil)
+		must(t, h.m.TerminatePod(pod))
+		synctest.Wait()
+		if api.Len() != 1 {
+			t.Fatal("deleted despite the error")
+		}
+		fail = false
+		h.period()
+		if api.Len() != 0 {
+			t.Fatal("delete not retried")
+		}
+		// The terminal status is not patched again: GET, PATCH, DELETE (failed), GET, DELETE.
+		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 1, Deletes: 2, Deleted: 1})
+	})
+}

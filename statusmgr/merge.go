@@ -1,0 +1,144 @@
+package statusmgr
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+)
+
+// Reasons of the Ready and ContainersReady conditions forced to False on a terminal pod.
+const (
+	// ReasonPodFailed is the condition reason for a pod in phase Failed.
+	ReasonPodFailed = "PodFailed"
+	// ReasonPodCompleted is the condition reason for a pod in phase Succeeded.
+	ReasonPodCompleted = "PodCompleted"
+)
+
+// MergePodStatus merges the status the node agent computed (newStatus) into the status the
+// API server holds (oldStatus) and returns the status to write. It is MergePodStatusAt with
+// the wall clock's current time; see there for the rules.
+func MergePodStatus(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveRunningContainers bool) v1.PodStatus {
+	return MergePodStatusAt(pod, oldStatus, newStatus, couldHaveRunningContainers, clock.RealClock{}.Now())
+}
+
+// MergePodStatusAt merges newStatus (the node agent's) into oldStatus (the API server's) with
+// the kubelet's rules (mergePodStatus, 1.37 feature-gate defaults); now stamps the
+// LastTransitionTime of a condition that changes here. It is pure: oldStatus and newStatus
+// (including their backing arrays) are never modified and the result shares no memory with
+// them. pod may be nil (its Generation is then taken as 0).
+//
+// The rules, in order:
+//  1. Conditions: every condition of oldStatus the kubelet does not own (see
+//     IsKubeletOwnedCondition; DisruptionTarget and custom types included), in old order,
+//     then every kubelet-owned condition of newStatus, in new order.
+//  2. The pod is "transitioning" when the old phase is not terminal and the new one is.
+//  3. A DisruptionTarget of newStatus is taken only when transitioning and no container can
+//     still run: it replaces the old one in place (keeping its LastTransitionTime when the
+//     Status is the same, else now) or is appended with now.
+//  4. ResourceClaimStatuses, ExtendedResourceClaimStatus and
+//     NodeAllocatableResourceClaimStatuses come from oldStatus.
+//  5. Transitioning while containers could still run: Phase, Reason and Message revert to
+//     the old values (the terminal phase is written only once termination has finished).
+//  6. podlife's terminal guard: once the old phase is terminal the merged phase is that phase.
+//  7. A terminal merged phase with a Ready or ContainersReady condition that is True: both are
+//     set to False with reason PodFailed or PodCompleted and ObservedGeneration =
+//     pod.Generation (LastTransitionTime = now when the Status changes).
+//  8. Everything else comes from newStatus.
+func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
+	merged := *newStatus.DeepCopy()
+
+	var conds []v1.PodCondition
+	if n := len(oldStatus.Conditions) + len(newStatus.Conditions); n > 0 {
+		conds = make([]v1.PodCondition, 0, n)
+	}
+	for i := range oldStatus.Conditions {
+		if !IsKubeletOwnedCondition(oldStatus.Conditions[i].Type) {
+			conds = append(conds, *oldStatus.Conditions[i].DeepCopy())
+		}
+	}
+	for i := range merged.Conditions {
+		if IsKubeletOwnedCondition(merged.Conditions[i].Type) {
+			conds = append(conds, merged.Conditions[i])
+		}
+	}
+
+	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
+	if transitioning && !couldHaveRunningContainers {
+		if i := findCondition(merged.Conditions, v1.DisruptionTarget); i >= 0 {
+			dt := merged.Conditions[i]
+			if j := findCondition(conds, v1.DisruptionTarget); j >= 0 {
+				if conds[j].Status == dt.Status {
+					dt.LastTransitionTime = conds[j].LastTransitionTime
+				} else {
+					dt.LastTransitionTime = metav1.NewTime(now)
+				}
+				conds[j] = dt
+			} else {
+				dt.LastTransitionTime = metav1.NewTime(now)
+				conds = append(conds, dt)
+			}
+		}
+	}
+	if len(conds) == 0 {
+		conds = nil
+	}
+	merged.Conditions = conds
+
+	old := oldStatus.DeepCopy()
+	merged.ResourceClaimStatuses = old.ResourceClaimStatuses
+	merged.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
+	merged.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
+
+	if transitioning && couldHaveRunningContainers {
+		merged.Phase = oldStatus.Phase
+		merged.Reason = oldStatus.Reason
+		merged.Message = oldStatus.Message
+	}
+	if IsTerminalPhase(oldStatus.Phase) {
+		merged.Phase = oldStatus.Phase
+	}
+
+	if IsTerminalPhase(merged.Phase) &&
+		(conditionIsTrue(merged.Conditions, v1.PodReady) || conditionIsTrue(merged.Conditions, v1.ContainersReady)) {
+		reason := ReasonPodCompleted
+		if merged.Phase == v1.PodFailed {
+			reason = ReasonPodFailed
+		}
+		var gen int64
+		if pod != nil {
+			gen = pod.Generation
+		}
+		for _, t := range [...]v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+			merged.Conditions = putCondition(merged.Conditions, v1.PodCondition{
+				Type:               t,
+				Status:             v1.ConditionFalse,
+				Reason:             reason,
+				ObservedGeneration: gen,
+			}, now)
+		}
+	}
+	return merged
+}
+
+func conditionIsTrue(conds []v1.PodCondition, t v1.PodConditionType) bool {
+	i := findCondition(conds, t)
+	return i >= 0 && conds[i].Status == v1.ConditionTrue
+}
+
+// putCondition replaces the condition of c's type in place (keeping its LastTransitionTime
+// when the Status is unchanged, else now) or appends c with now. conds must be owned by the
+// caller.
+func putCondition(conds []v1.PodCondition, c v1.PodCondition, now time.Time) []v1.PodCondition {
+	c.LastTransitionTime = metav1.NewTime(now)
+	i := findCondition(conds, c.Type)
+	if i < 0 {
+		return append(conds, c)
+	}
+	if conds[i].Status == c.Status {
+		c.LastTransitionTime = conds[i].LastTransitionTime
+	}
+	conds[i] = c
+	return conds
+}

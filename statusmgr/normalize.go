@@ -1,0 +1,79 @@
+package statusmgr
+
+import (
+	"cmp"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// MaxTerminationMessageBytes is the budget for all termination messages of one pod status;
+// NormalizeStatus splits it evenly across the pod's container statuses (the kubelet's
+// MaxPodTerminationMessageLogLength).
+const MaxTerminationMessageBytes = 12 * 1024
+
+// NormalizeStatus puts status into the form the API server stores, so that a status read
+// back from the server compares equal to the cached one: every time is truncated to whole
+// seconds (RFC 3339), termination messages are cut to MaxTerminationMessageBytes divided by
+// the number of container statuses, container and ephemeral container statuses are sorted
+// by name, and init container statuses follow the order of pod.Spec.InitContainers (pod may
+// be nil: they are then sorted by name too). status is modified in place; a nil status is a
+// no-op.
+func NormalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
+	if status == nil {
+		return
+	}
+	budget := MaxTerminationMessageBytes
+	if n := len(status.ContainerStatuses) + len(status.InitContainerStatuses) + len(status.EphemeralContainerStatuses); n > 0 {
+		budget /= n
+	}
+	truncTime(status.StartTime)
+	for i := range status.Conditions {
+		truncTime(&status.Conditions[i].LastProbeTime)
+		truncTime(&status.Conditions[i].LastTransitionTime)
+	}
+	for _, list := range [...][]v1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses} {
+		for i := range list {
+			normalizeState(&list[i].State, budget)
+			normalizeState(&list[i].LastTerminationState, budget)
+		}
+	}
+	byName := func(a, b v1.ContainerStatus) int { return cmp.Compare(a.Name, b.Name) }
+	slices.SortStableFunc(status.ContainerStatuses, byName)
+	slices.SortStableFunc(status.EphemeralContainerStatuses, byName)
+	if pod == nil {
+		slices.SortStableFunc(status.InitContainerStatuses, byName)
+		return
+	}
+	specIndex := func(name string) int {
+		for i := range pod.Spec.InitContainers {
+			if pod.Spec.InitContainers[i].Name == name {
+				return i
+			}
+		}
+		return len(pod.Spec.InitContainers)
+	}
+	slices.SortStableFunc(status.InitContainerStatuses, func(a, b v1.ContainerStatus) int {
+		return cmp.Compare(specIndex(a.Name), specIndex(b.Name))
+	})
+}
+
+func normalizeState(s *v1.ContainerState, budget int) {
+	if s.Running != nil {
+		truncTime(&s.Running.StartedAt)
+	}
+	if t := s.Terminated; t != nil {
+		truncTime(&t.StartedAt)
+		truncTime(&t.FinishedAt)
+		if len(t.Message) > budget {
+			t.Message = t.Message[:budget]
+		}
+	}
+}
+
+func truncTime(t *metav1.Time) {
+	if t != nil && !t.IsZero() {
+		*t = t.Rfc3339Copy()
+	}
+}

@@ -1,0 +1,291 @@
+package statusmgr
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// StatusPatch builds the strategic merge patch that turns oldStatus (the server's) into
+// newStatus, for the pod's status subresource. It is computed field by field, without
+// encoding either status whole:
+//   - the patch always carries metadata.uid = uid, which the API server treats as a
+//     precondition: a pod recreated under the same name (another UID) is never patched;
+//   - a status field that is semantically equal on both sides is left out; a field that
+//     became empty is sent as null; a changed object field is replaced whole
+//     ("$patch":"replace"); a changed list is replaced whole (lists with a merge key through
+//     a {"$patch":"replace"} element);
+//   - conditions are patched element by element (merge key "type"): only changed or new
+//     conditions and deletions are sent, so conditions another client wrote since oldStatus
+//     was read are kept by the server; "$setElementOrder/conditions" is added only when the
+//     server's merge would otherwise leave them in another order than newStatus.
+//
+// unchanged is true when the statuses are equal; patch then carries only the UID and need
+// not be sent. Applied with strategicpatch.StrategicMergePatch to a pod whose status is
+// oldStatus, patch gives a pod whose status is newStatus.
+func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
+	if oldStatus == nil || newStatus == nil {
+		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
+	}
+	var b bytes.Buffer
+	b.Grow(256)
+	b.WriteString(`{"metadata":{"uid":`)
+	if err := writeJSON(&b, string(uid)); err != nil {
+		return nil, false, err
+	}
+	b.WriteString(`},"status":{`)
+	fields := 0
+	ov := reflect.ValueOf(oldStatus).Elem()
+	nv := reflect.ValueOf(newStatus).Elem()
+	t := ov.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := jsonName(f)
+		if name == "" {
+			continue
+		}
+		if name == "conditions" {
+			n, err := writeConditionsPatch(&b, fields > 0, oldStatus.Conditions, newStatus.Conditions)
+			if err != nil {
+				return nil, false, err
+			}
+			fields += n
+			continue
+		}
+		of, nf := ov.Field(i), nv.Field(i)
+		if equality.Semantic.DeepEqual(of.Interface(), nf.Interface()) {
+			continue
+		}
+		if fields > 0 {
+			b.WriteByte(',')
+		}
+		fields++
+		writeKey(&b, name)
+		if err := writeFieldValue(&b, f, of, nf); err != nil {
+			return nil, false, err
+		}
+	}
+	if fields == 0 {
+		b.Truncate(0)
+		b.WriteString(`{"metadata":{"uid":`)
+		_ = writeJSON(&b, string(uid))
+		b.WriteString(`}}`)
+		return b.Bytes(), true, nil
+	}
+	b.WriteString(`}}`)
+	return b.Bytes(), false, nil
+}
+
+// writeFieldValue writes the patch value of a changed field: null when it became empty, a
+// replace directive for objects and merge-keyed lists, else the new value.
+func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Value) error {
+	if isEmptyValue(nf) {
+		b.WriteString("null")
+		return nil
+	}
+	data, err := json.Marshal(nf.Interface())
+	if err != nil {
+		return fmt.Errorf("statusmgr: encode status field %s: %w", f.Name, err)
+	}
+	switch {
+	case len(data) >= 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
+		b.WriteString(`[{"$patch":"replace"}`)
+		if len(data) > 2 {
+			b.WriteByte(',')
+		}
+		b.Write(data[1:])
+	case len(data) >= 2 && data[0] == '{' && !isEmptyValue(of):
+		b.WriteString(`{"$patch":"replace"`)
+		if len(data) > 2 {
+			b.WriteByte(',')
+		}
+		b.Write(data[1:])
+	default:
+		b.Write(data)
+	}
+	return nil
+}
+
+// writeConditionsPatch writes the conditions part of the patch (after a comma if sep) and
+// returns how many top-level keys it wrote (0, 1 or 2).
+func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.PodCondition) (int, error) {
+	var elems [][]byte
+	for i := range newConds {
+		nc := &newConds[i]
+		j := findCondition(oldConds, nc.Type)
+		if j < 0 {
+			data, err := json.Marshal(nc)
+			if err != nil {
+				return 0, fmt.Errorf("statusmgr: encode condition %s: %w", nc.Type, err)
+			}
+			elems = append(elems, data)
+			continue
+		}
+		if equality.Semantic.DeepEqual(&oldConds[j], nc) {
+			continue
+		}
+		data, err := conditionDiff(&oldConds[j], nc)
+		if err != nil {
+			return 0, err
+		}
+		elems = append(elems, data)
+	}
+	for i := range oldConds {
+		if findCondition(newConds, oldConds[i].Type) >= 0 {
+			continue
+		}
+		var e bytes.Buffer
+		e.WriteString(`{"$patch":"delete","type":`)
+		if err := writeJSON(&e, string(oldConds[i].Type)); err != nil {
+			return 0, err
+		}
+		e.WriteByte('}')
+		elems = append(elems, e.Bytes())
+	}
+	reorder := !mergedOrderMatches(oldConds, newConds)
+	if len(elems) == 0 && !reorder {
+		return 0, nil
+	}
+	keys := 0
+	if reorder {
+		if sep {
+			b.WriteByte(',')
+		}
+		sep = true
+		keys++
+		b.WriteString(`"$setElementOrder/conditions":[`)
+		for i := range newConds {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(`{"type":`)
+			if err := writeJSON(b, string(newConds[i].Type)); err != nil {
+				return 0, err
+			}
+			b.WriteByte('}')
+		}
+		b.WriteByte(']')
+	}
+	if len(elems) > 0 {
+		if sep {
+			b.WriteByte(',')
+		}
+		keys++
+		b.WriteString(`"conditions":[`)
+		for i, e := range elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(e)
+		}
+		b.WriteByte(']')
+	}
+	return keys, nil
+}
+
+// mergedOrderMatches reports whether merging newConds into oldConds by type, without an
+// order directive, surely yields the types in newConds' order: no condition is added (the
+// strategic merge places added elements before the server's own) and the kept ones keep
+// their relative order.
+func mergedOrderMatches(oldConds, newConds []v1.PodCondition) bool {
+	k := 0
+	for i := range oldConds {
+		if findCondition(newConds, oldConds[i].Type) < 0 {
+			continue // deleted
+		}
+		if k >= len(newConds) || newConds[k].Type != oldConds[i].Type {
+			return false
+		}
+		k++
+	}
+	return k == len(newConds)
+}
+
+// conditionDiff encodes the changed fields of one condition, keyed by its type; a field
+// that became empty is null so that the server drops it.
+func conditionDiff(oc, nc *v1.PodCondition) ([]byte, error) {
+	var e bytes.Buffer
+	e.WriteString(`{"type":`)
+	if err := writeJSON(&e, string(nc.Type)); err != nil {
+		return nil, err
+	}
+	ov := reflect.ValueOf(oc).Elem()
+	nv := reflect.ValueOf(nc).Elem()
+	t := ov.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := jsonName(f)
+		if name == "" || name == "type" {
+			continue
+		}
+		of, nf := ov.Field(i), nv.Field(i)
+		if equality.Semantic.DeepEqual(of.Interface(), nf.Interface()) {
+			continue
+		}
+		e.WriteByte(',')
+		writeKey(&e, name)
+		if err := writeFieldValue(&e, f, of, nf); err != nil {
+			return nil, err
+		}
+	}
+	e.WriteByte('}')
+	return e.Bytes(), nil
+}
+
+func jsonName(f reflect.StructField) string {
+	if !f.IsExported() {
+		return ""
+	}
+	tag := f.Tag.Get("json")
+	name, _, _ := strings.Cut(tag, ",")
+	if name == "-" {
+		return ""
+	}
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+func writeKey(b *bytes.Buffer, name string) {
+	b.WriteByte('"')
+	b.WriteString(name) // json tag names are plain identifiers
+	b.WriteString(`":`)
+}
+
+func writeJSON(b *bytes.Buffer, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("statusmgr: encode patch: %w", err)
+	}
+	b.Write(data)
+	return nil
+}
+
+// isEmptyValue is encoding/json's omitempty test, plus zero metav1.Time-like structs
+// (which encode as null).
+func isEmptyValue(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool:
+		return !v.Bool()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return v.Int() == 0
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return v.Uint() == 0
+	case reflect.Float32, reflect.Float64:
+		return v.Float() == 0
+	case reflect.Interface, reflect.Pointer:
+		return v.IsNil()
+	case reflect.Struct:
+		return v.IsZero()
+	}
+	return false
+}

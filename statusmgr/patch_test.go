@@ -1,0 +1,144 @@
+package statusmgr
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+)
+
+// applyStatusPatch applies patch with apimachinery's strategic merge to a pod whose status is
+// server and returns the resulting pod.
+func applyStatusPatch(t testing.TB, uid types.UID, server v1.PodStatus, patch []byte) *v1.Pod {
+	t.Helper()
+	orig, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: uid}, Status: server})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
+	if err != nil {
+		t.Fatalf("apply patch %s: %v", patch, err)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(out, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return &pod
+}
+
+// roundTrip returns s as it reads back from JSON (the form the server stores).
+func roundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
+	t.Helper()
+	data, err := json.Marshal(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out v1.PodStatus
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func cond(t v1.PodConditionType, s v1.ConditionStatus, reason string, at time.Time) v1.PodCondition {
+	return v1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
+}
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestStatusPatch(t *testing.T) {
+	t1 := t0.Add(time.Minute)
+	running := v1.PodStatus{
+		Phase: v1.PodRunning,
+		Conditions: []v1.PodCondition{
+			cond(v1.PodInitialized, v1.ConditionTrue, "", t0),
+			cond(v1.PodReady, v1.ConditionTrue, "", t0),
+			cond(v1.ContainersReady, v1.ConditionTrue, "", t0),
+			cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		},
+		HostIP:  "10.0.0.1",
+		HostIPs: []v1.HostIP{{IP: "10.0.0.1"}},
+		PodIP:   "10.1.0.1",
+		PodIPs:  []v1.PodIP{{IP: "10.1.0.1"}, {IP: "fd00::1"}},
+		ContainerStatuses: []v1.ContainerStatus{{
+			Name: "c", Ready: true, Image: "busybox",
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}},
+		}},
+		StartTime: &metav1.Time{Time: t0},
+	}
+	mod := func(f func(s *v1.PodStatus)) v1.PodStatus {
+		s := *running.DeepCopy()
+		f(&s)
+		return s
+	}
+	tests := []struct {
+		name      string
+		old, new  v1.PodStatus
+		unchanged bool
+		want      string // exact patch; "" = not checked
+	}{
+		{name: "equal", old: running, new: running, unchanged: true,
+			want: `{"metadata":{"uid":"u1"}}`},
+		{name: "phase and reason", old: running, new: mod(func(s *v1.PodStatus) { s.Phase = v1.PodFailed; s.Reason = "Evicted" }),
+			want: `{"metadata":{"uid":"u1"},"status":{"phase":"Failed","reason":"Evicted"}}`},
+		{name: "field cleared is null", old: running, new: mod(func(s *v1.PodStatus) { s.PodIP = ""; s.PodIPs = nil }),
+			want: `{"metadata":{"uid":"u1"},"status":{"podIP":null,"podIPs":null}}`},
+		{name: "merge-keyed list replaced", old: running, new: mod(func(s *v1.PodStatus) { s.PodIPs = []v1.PodIP{{IP: "fd00::1"}} }),
+			want: `{"metadata":{"uid":"u1"},"status":{"podIPs":[{"$patch":"replace"},{"ip":"fd00::1"}]}}`},
+		{name: "one condition changed in place", old: running, new: mod(func(s *v1.PodStatus) {
+			s.Conditions[1] = cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t1)
+		}),
+			want: `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"2026-01-02T03:05:05Z","reason":"ContainersNotReady"}]}}`},
+		{name: "condition message cleared", old: mod(func(s *v1.PodStatus) { s.Conditions[0].Message = "m" }), new: running,
+			want: `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"Initialized","message":null}]}}`},
+		{name: "condition appended", old: running, new: mod(func(s *v1.PodStatus) {
+			s.Conditions = append(s.Conditions, cond(v1.DisruptionTarget, v1.ConditionTrue, "x", t1))
+		})},
+		{name: "condition deleted", old: running, new: mod(func(s *v1.PodStatus) { s.Conditions = s.Conditions[1:] }),
+			want: `{"metadata":{"uid":"u1"},"status":{"conditions":[{"$patch":"delete","type":"Initialized"}]}}`},
+		{name: "conditions reordered", old: running, new: mod(func(s *v1.PodStatus) {
+			s.Conditions[0], s.Conditions[3] = s.Conditions[3], s.Conditions[0]
+		})},
+		{name: "new condition in the middle", old: running, new: mod(func(s *v1.PodStatus) {
+			s.Conditions = append([]v1.PodCondition{cond("custom", v1.ConditionTrue, "", t1)}, s.Conditions...)
+		})},
+		{name: "all conditions gone", old: running, new: mod(func(s *v1.PodStatus) { s.Conditions = nil })},
+		{name: "from empty", old: v1.PodStatus{}, new: running},
+		{name: "to empty", old: running, new: v1.PodStatus{}},
+		{name: "container terminated", old: running, new: mod(func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].Ready = false
+			s.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 137, Reason: ReasonContainerStatusUnknown}}
+		})},
+		{name: "object field replaced", old: mod(func(s *v1.PodStatus) {
+			s.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "a", RequestMappings: []v1.ContainerExtendedResourceRequest{{ContainerName: "c", ResourceName: "r", RequestName: "q"}}}
+		}), new: mod(func(s *v1.PodStatus) {
+			s.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: "b"}
+		})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			patch, unchanged, err := StatusPatch("u1", &tc.old, &tc.new)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if unchanged != tc.unchanged {
+				t.Errorf("unchanged = %v, want %v", unchanged, tc.unchanged)
+			}
+			if tc.want != "" {
+				if diff := cmp.Diff(tc.want, string(patch)); diff != "" {
+					t.Errorf("patch (-want +got):\n%s", diff)
+				}
+			}
+			got := applyStatusPatch(t, "u1", tc.old, patch)
+			if !equality.Semantic.DeepEqual(got.Status, roundTrip(t, tc.new)) {
+				t.Errorf("patched status differs (-want +got):\n%s\npatch: %s", cmp.Diff(roundTrip(t, tc.new), got.Status), patch)
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package statusmgr
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// StatusPatcher is the caller's API client: the three calls the manager makes on the API
+// server. An adapter over client-go is a few lines (see the package documentation). Errors
+// must be k8s.io/apimachinery/pkg/api/errors kinds where they apply: NotFound means the pod
+// is gone (its status is forgotten), Conflict means the pod changed or is another
+// incarnation (the manager re-reads it and retries); any other error is reported and the
+// status stays pending and is retried.
+//
+// The manager never calls a StatusPatcher while holding its lock, and calls it from one
+// goroutine at a time (the sync loop, or Sync).
+type StatusPatcher interface {
+	// GetPod returns the server's pod by namespace and name.
+	GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error)
+	// PatchPodStatus applies patch, a strategic merge patch
+	// (types.StrategicMergePatchType), to the pod's "status" subresource and returns the
+	// patched pod. The patch carries metadata.uid: the server must refuse it (Conflict) when
+	// the pod has another UID, as the API server does.
+	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error)
+	// DeletePod deletes the pod with grace period 0 and the UID precondition uid
+	// (metav1.DeleteOptions{GracePeriodSeconds: 0, Preconditions: {UID: uid}}); a pod
+	// with another UID must give Conflict.
+	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
+}
+
+// StatusPatcherFuncs adapts plain functions to a StatusPatcher. A nil function makes its
+// method return ErrNotImplemented.
+type StatusPatcherFuncs struct {
+	GetPodFunc         func(ctx context.Context, namespace, name string) (*v1.Pod, error)
+	PatchPodStatusFunc func(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error)
+	DeletePodFunc      func(ctx context.Context, namespace, name string, uid types.UID) error
+}
+
+var _ StatusPatcher = StatusPatcherFuncs{}
+
+// GetPod calls GetPodFunc.
+func (f StatusPatcherFuncs) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	if f.GetPodFunc == nil {
+		return nil, ErrNotImplemented
+	}
+	return f.GetPodFunc(ctx, namespace, name)
+}
+
+// PatchPodStatus calls PatchPodStatusFunc.
+func (f StatusPatcherFuncs) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	if f.PatchPodStatusFunc == nil {
+		return nil, ErrNotImplemented
+	}
+	return f.PatchPodStatusFunc(ctx, namespace, name, patch)
+}
+
+// DeletePod calls DeletePodFunc.
+func (f StatusPatcherFuncs) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	if f.DeletePodFunc == nil {
+		return ErrNotImplemented
+	}
+	return f.DeletePodFunc(ctx, namespace, name, uid)
+}
+
+// PodLookup is the node agent's view of its desired pods (the kubelet's pod manager). It is
+// optional; the manager calls it without holding its lock, from its sync loop and setters.
+type PodLookup interface {
+	// GetPodByUID returns the desired pod with the UID (a static pod by its own UID). The
+	// manager refreshes its copy of the pod (deletionTimestamp) from it on periodic syncs.
+	GetPodByUID(uid types.UID) (*v1.Pod, bool)
+	// GetMirrorPodByPod returns the mirror pod (the API server's copy) of a static pod.
+	// A static pod's status is written to its mirror pod; without one it is not synced.
+	GetMirrorPodByPod(pod *v1.Pod) (*v1.Pod, bool)
+}
+
+// PodLookupFuncs adapts plain functions to a PodLookup. A nil function reports "not found".
+type PodLookupFuncs struct {
+	GetPodByUIDFunc       func(uid types.UID) (*v1.Pod, bool)
+	GetMirrorPodByPodFunc func(pod *v1.Pod) (*v1.Pod, bool)
+}
+
+var _ PodLookup = PodLookupFuncs{}
+
+// GetPodByUID calls GetPodByUIDFunc.
+func (f PodLookupFuncs) GetPodByUID(uid types.UID) (*v1.Pod, bool) {
+	if f.GetPodByUIDFunc == nil {
+		return nil, false
+	}
+	return f.GetPodByUIDFunc(uid)
+}
+
+// GetMirrorPodByPod calls GetMirrorPodByPodFunc.
+func (f PodLookupFuncs) GetMirrorPodByPod(pod *v1.Pod) (*v1.Pod, bool) {
+	if f.GetMirrorPodByPodFunc == nil {
+		return nil, false
+	}
+	return f.GetMirrorPodByPodFunc(pod)
+}

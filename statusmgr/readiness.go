@@ -1,0 +1,99 @@
+package statusmgr
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Reasons of the generated ContainersReady and Ready conditions.
+const (
+	// ReasonContainersNotReady: some container is not ready or has no status.
+	ReasonContainersNotReady = "ContainersNotReady"
+	// ReasonReadinessGatesNotReady: the containers are ready but a readiness gate is not.
+	ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
+	// ReasonUnknownContainerStatuses: the pod has no container statuses at all.
+	ReasonUnknownContainerStatuses = "UnknownContainerStatuses"
+)
+
+// ContainersReadyCondition computes the ContainersReady condition of pod from status (the
+// kubelet's GenerateContainersReadyCondition): True when every regular container and every
+// sidecar (restartable init container) of the spec has a ready status; for a Succeeded pod
+// whose containers all have a status, False with reason PodCompleted; otherwise False with
+// reason ContainersNotReady (or UnknownContainerStatuses) and a message naming the
+// containers. LastTransitionTime is left zero (the manager stamps it).
+func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, ObservedGeneration: pod.Generation}
+	if status.ContainerStatuses == nil && status.InitContainerStatuses == nil {
+		c.Reason = ReasonUnknownContainerStatuses
+		return c
+	}
+	var unknown, unready []string
+	check := func(name string, statuses []v1.ContainerStatus) {
+		for i := range statuses {
+			if statuses[i].Name == name {
+				if !statuses[i].Ready {
+					unready = append(unready, name)
+				}
+				return
+			}
+		}
+		unknown = append(unknown, name)
+	}
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		if ic.RestartPolicy != nil && *ic.RestartPolicy == v1.ContainerRestartPolicyAlways {
+			check(ic.Name, status.InitContainerStatuses)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(pod.Spec.Containers[i].Name, status.ContainerStatuses)
+	}
+	if status.Phase == v1.PodSucceeded && len(unknown) == 0 {
+		c.Reason = ReasonPodCompleted
+		return c
+	}
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(unready) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unready status: %s", unready))
+	}
+	if len(msgs) > 0 {
+		c.Reason = ReasonContainersNotReady
+		c.Message = strings.Join(msgs, ", ")
+		return c
+	}
+	c.Status = v1.ConditionTrue
+	return c
+}
+
+// PodReadyCondition computes the Ready condition of pod from status (the kubelet's
+// GeneratePodReadyCondition): ContainersReady's verdict when that is not True, else False
+// with reason ReadinessGatesNotReady while a readiness gate's condition is missing or not
+// True, else True.
+func PodReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition {
+	cr := ContainersReadyCondition(pod, status)
+	c := v1.PodCondition{Type: v1.PodReady, Status: cr.Status, Reason: cr.Reason, Message: cr.Message, ObservedGeneration: pod.Generation}
+	if cr.Status != v1.ConditionTrue {
+		return c
+	}
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := findCondition(status.Conditions, g.ConditionType)
+		switch {
+		case i < 0:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
+		case status.Conditions[i].Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", g.ConditionType, status.Conditions[i].Status))
+		}
+	}
+	if len(msgs) > 0 {
+		c.Status = v1.ConditionFalse
+		c.Reason = ReasonReadinessGatesNotReady
+		c.Message = strings.Join(msgs, ", ")
+	}
+	return c
+}

@@ -1,0 +1,241 @@
+// Package statusmgrtest provides an in-memory API server for statusmgr: FakeAPI implements
+// statusmgr.StatusPatcher over a map of pods, applies status patches with apimachinery's
+// strategic merge (as the API server does), enforces the UID preconditions, counts calls and
+// lets tests inject errors and wait on the counts without polling.
+package statusmgrtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podlife/podlife/statusmgr"
+)
+
+// Verb names one of the three calls.
+type Verb string
+
+// The verbs of FakeAPI's calls.
+const (
+	Get    Verb = "get"
+	Patch  Verb = "patch"
+	Delete Verb = "delete"
+)
+
+// Counts are the calls FakeAPI answered (failed ones included) and the patch bytes received.
+type Counts struct {
+	Gets, Patches, Deletes int
+	PatchBytes             int
+	// Deleted counts pods actually removed by DeletePod.
+	Deleted int
+}
+
+// Reactor may fail a call before FakeAPI handles it: a non-nil error is returned as the
+// call's result and the store is untouched. It runs under FakeAPI's lock: it must not call
+// FakeAPI.
+type Reactor func(verb Verb, namespace, name string) error
+
+// FakeAPI is an in-memory pod store that implements statusmgr.StatusPatcher. Safe for
+// concurrent use. The zero value is not usable; call NewFakeAPI.
+type FakeAPI struct {
+	mu      sync.Mutex
+	pods    map[types.NamespacedName]*v1.Pod
+	counts  Counts
+	reactor Reactor
+	rv      int
+	deleted []*v1.Pod
+	// changed is closed (and replaced) on every call, for WaitFor.
+	changed chan struct{}
+}
+
+var _ statusmgr.StatusPatcher = (*FakeAPI)(nil)
+
+// NewFakeAPI returns a FakeAPI holding deep copies of pods.
+func NewFakeAPI(pods ...*v1.Pod) *FakeAPI {
+	f := &FakeAPI{pods: make(map[types.NamespacedName]*v1.Pod), changed: make(chan struct{})}
+	for _, p := range pods {
+		f.Put(p)
+	}
+	return f
+}
+
+func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+
+// Put stores a deep copy of pod (creating or replacing it, e.g. with a new UID).
+func (f *FakeAPI) Put(pod *v1.Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := pod.DeepCopy()
+	f.rv++
+	p.ResourceVersion = strconv.Itoa(f.rv)
+	f.pods[key(p.Namespace, p.Name)] = p
+	f.notify()
+}
+
+// Pod returns a deep copy of the stored pod.
+func (f *FakeAPI) Pod(namespace, name string) (*v1.Pod, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.pods[key(namespace, name)]
+	if !ok {
+		return nil, false
+	}
+	return p.DeepCopy(), true
+}
+
+// Len returns the number of stored pods.
+func (f *FakeAPI) Len() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.pods)
+}
+
+// DeletedPods returns deep copies of the pods DeletePod removed, as they were when deleted,
+// in order.
+func (f *FakeAPI) DeletedPods() []*v1.Pod {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]*v1.Pod, len(f.deleted))
+	for i, p := range f.deleted {
+		out[i] = p.DeepCopy()
+	}
+	return out
+}
+
+// SetReactor installs r (nil removes it).
+func (f *FakeAPI) SetReactor(r Reactor) {
+	f.mu.Lock()
+	f.reactor = r
+	f.mu.Unlock()
+}
+
+// Counts returns the call counts.
+func (f *FakeAPI) Counts() Counts {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.counts
+}
+
+// WaitFor blocks until cond holds for the counts (checked after every call) or ctx ends.
+func (f *FakeAPI) WaitFor(ctx context.Context, cond func(Counts) bool) error {
+	for {
+		f.mu.Lock()
+		ok := cond(f.counts)
+		ch := f.changed
+		f.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (f *FakeAPI) notify() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+func (f *FakeAPI) react(verb Verb, ns, name string) error {
+	if f.reactor == nil {
+		return nil
+	}
+	return f.reactor(verb, ns, name)
+}
+
+// GetPod returns a deep copy of the stored pod, or NotFound.
+func (f *FakeAPI) GetPod(_ context.Context, namespace, name string) (*v1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts.Gets++
+	defer f.notify()
+	if err := f.react(Get, namespace, name); err != nil {
+		return nil, err
+	}
+	p, ok := f.pods[key(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+	}
+	return p.DeepCopy(), nil
+}
+
+// PatchPodStatus applies a strategic merge patch to the stored pod's status, as the status
+// subresource does: only the status changes. A metadata.uid in the patch that differs from
+// the pod's UID gives Conflict; a missing pod NotFound; a malformed patch BadRequest.
+func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts.Patches++
+	f.counts.PatchBytes += len(patch)
+	defer f.notify()
+	if err := f.react(Patch, namespace, name); err != nil {
+		return nil, err
+	}
+	p, ok := f.pods[key(namespace, name)]
+	if !ok {
+		return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+	}
+	var meta struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(patch, &meta); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid patch: %v", err))
+	}
+	if meta.Metadata.UID != "" && meta.Metadata.UID != p.UID {
+		return nil, apierrors.NewConflict(v1.Resource("pods"), name,
+			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", meta.Metadata.UID, p.UID))
+	}
+	orig, err := json.Marshal(&v1.Pod{ObjectMeta: p.ObjectMeta, Status: p.Status})
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot apply patch: %v", err))
+	}
+	var patched v1.Pod
+	if err := json.Unmarshal(out, &patched); err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("patched pod: %v", err))
+	}
+	np := p.DeepCopy()
+	np.Status = patched.Status
+	f.rv++
+	np.ResourceVersion = strconv.Itoa(f.rv)
+	f.pods[key(namespace, name)] = np
+	return np.DeepCopy(), nil
+}
+
+// DeletePod removes the pod if its UID is uid (else Conflict; a missing pod NotFound).
+func (f *FakeAPI) DeletePod(_ context.Context, namespace, name string, uid types.UID) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.counts.Deletes++
+	defer f.notify()
+	if err := f.react(Delete, namespace, name); err != nil {
+		return err
+	}
+	p, ok := f.pods[key(namespace, name)]
+	if !ok {
+		return apierrors.NewNotFound(v1.Resource("pods"), name)
+	}
+	if p.UID != uid {
+		return apierrors.NewConflict(v1.Resource("pods"), name,
+			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", uid, p.UID))
+	}
+	delete(f.pods, key(namespace, name))
+	f.deleted = append(f.deleted, p)
+	f.counts.Deleted++
+	return nil
+}

@@ -1,0 +1,285 @@
+package statusmgr
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ErrAlreadyRunning is returned by Run when another Run of the same Manager is active.
+var ErrAlreadyRunning = errors.New("statusmgr: Run already active")
+
+// Run is the sync loop. It blocks until ctx ends and then returns nil. It syncs the
+// statuses that changed as soon as they change (each batch takes the newest version of
+// every changed pod, so versions set while a batch runs are coalesced) and, every
+// SyncPeriod, every status that still needs it (failed writes, finished pods to delete).
+// A sync that fails leaves the status pending; it is logged, counted and retried by the
+// next full sync. Run returns ErrAlreadyRunning if another Run is active.
+func (m *Manager) Run(ctx context.Context) error {
+	m.mu.Lock()
+	if m.running {
+		m.mu.Unlock()
+		return ErrAlreadyRunning
+	}
+	m.running = true
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		m.running = false
+		m.mu.Unlock()
+	}()
+
+	timer := m.clock.NewTimer(m.period)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.wake:
+			_ = m.syncBatch(ctx, false)
+		case <-timer.C():
+			_ = m.syncBatch(ctx, true)
+			timer.Reset(m.period)
+		}
+	}
+}
+
+// Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
+// does) and returns the errors of the pods that failed, joined. It waits while a batch of
+// Run is in progress. Useful without Run (tools, tests, examples).
+func (m *Manager) Sync(ctx context.Context) error {
+	return m.syncBatch(ctx, true)
+}
+
+// syncBatch syncs the queued pods (all: every pod that needs an update). Batches never
+// overlap. The lock is taken per pod, never held across a StatusPatcher call.
+func (m *Manager) syncBatch(ctx context.Context, all bool) error {
+	select {
+	case m.syncing <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-m.syncing }()
+
+	m.mu.Lock()
+	uids := m.c.takeQueue()
+	if all {
+		seen := make(map[types.UID]bool, len(uids))
+		for _, uid := range uids {
+			seen[uid] = true
+		}
+		var rest []types.UID
+		for uid, e := range m.c.entries {
+			if !seen[uid] && e.needsUpdate() {
+				rest = append(rest, uid)
+			}
+		}
+		slices.Sort(rest)
+		uids = append(uids, rest...)
+	}
+	m.mu.Unlock()
+
+	if all && m.lookup != nil {
+		m.refreshPods(uids)
+	}
+	var errs []error
+	for _, uid := range uids {
+		if ctx.Err() != nil {
+			// Not synced: put the rest back for the next batch.
+			m.mu.Lock()
+			for _, u := range uids {
+				if e := m.c.entries[u]; e != nil && e.needsUpdate() {
+					m.c.enqueue(u, e)
+				}
+			}
+			m.mu.Unlock()
+			return errors.Join(append(errs, ctx.Err())...)
+		}
+		m.mu.Lock()
+		e := m.c.entries[uid]
+		if e == nil || !e.needsUpdate() {
+			m.mu.Unlock()
+			continue
+		}
+		if e.queued { // set again since the queue was taken: this sync covers it
+			e.queued = false
+			m.c.queue = slices.DeleteFunc(m.c.queue, func(u types.UID) bool { return u == uid })
+		}
+		snap := e.snapshot(uid)
+		m.mu.Unlock()
+		if err := m.syncPod(ctx, snap); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// refreshPods updates the cached pod objects from the lookup (new deletionTimestamp).
+func (m *Manager) refreshPods(uids []types.UID) {
+	fresh := make(map[types.UID]*v1.Pod, len(uids))
+	for _, uid := range uids {
+		if pod, ok := m.lookup.GetPodByUID(uid); ok && pod != nil && pod.UID == uid {
+			fresh[uid] = pod
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid, pod := range fresh {
+		if e := m.c.entries[uid]; e != nil {
+			e.pod = pod
+		}
+	}
+}
+
+// syncPod writes one snapshot to the server and deletes the pod when it can; no lock held.
+func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
+	ns, name := s.pod.Namespace, s.pod.Name
+	log := m.log.With("pod", ns+"/"+name, "podUID", s.uid, "version", s.version)
+
+	var wantUID types.UID // the UID the server's pod must have; "" = any mirror pod
+	static := IsStaticPod(s.pod)
+	if !static {
+		wantUID = s.uid
+	} else if m.lookup != nil {
+		mirror, ok := m.lookup.GetMirrorPodByPod(s.pod)
+		if !ok || mirror == nil {
+			m.count(func(st *Stats) { st.NoMirror++ })
+			log.Debug("static pod has no mirror pod; not synced")
+			return nil
+		}
+		wantUID = mirror.UID
+	}
+
+	server := s.server
+	conflicts := 0
+	refreshed := false
+	sent := false
+	for {
+		if server == nil {
+			pod, err := m.patcher.GetPod(ctx, ns, name)
+			m.count(func(st *Stats) { st.Gets++ })
+			if err != nil {
+				return m.callFailed(s, "get", err, log)
+			}
+			if pod == nil {
+				return m.callFailed(s, "get", apierrors.NewNotFound(v1.Resource("pods"), name), log)
+			}
+			server = pod
+			refreshed = true
+		}
+		if (wantUID != "" && server.UID != wantUID) || (static && !IsMirrorPod(server)) {
+			m.forget(s, func(st *Stats) { st.Recreated++ })
+			log.Info("pod was deleted and recreated; status forgotten", "serverUID", server.UID)
+			return nil
+		}
+
+		couldRun := !s.finished
+		if m.couldRun != nil {
+			couldRun = m.couldRun(s.uid)
+		}
+		merged := MergePodStatusAt(server, server.Status, s.status, couldRun, m.clock.Now())
+		patch, unchanged, err := StatusPatch(server.UID, &server.Status, &merged)
+		if err != nil {
+			m.count(func(st *Stats) { st.Errors++ })
+			return fmt.Errorf("statusmgr: pod %s/%s: %w", ns, name, err)
+		}
+		if !unchanged {
+			patched, err := m.patcher.PatchPodStatus(ctx, ns, name, patch)
+			m.count(func(st *Stats) { st.Patches++; st.PatchBytes += len(patch) })
+			if err == nil && patched == nil {
+				err = fmt.Errorf("statusmgr: patcher returned no pod")
+			}
+			if apierrors.IsConflict(err) && conflicts < m.maxConflict {
+				conflicts++
+				m.count(func(st *Stats) { st.Conflicts++ })
+				log.Debug("conflict patching status; re-reading the pod", "err", err)
+				server = nil
+				continue
+			}
+			if err != nil {
+				return m.callFailed(s, "patch", err, log)
+			}
+			log.Debug("patched status", "patch", string(patch))
+			server = patched
+		}
+		sent = true
+
+		if CanBeDeleted(server, s.status, s.finished) {
+			break
+		}
+		if s.finished && !refreshed && !static && s.pod.DeletionTimestamp != nil && server.DeletionTimestamp == nil {
+			// Our copy of the server's pod predates the deletion: read it again.
+			server = nil
+			continue
+		}
+		m.commit(s, sent, server)
+		return nil
+	}
+
+	err := m.patcher.DeletePod(ctx, ns, name, server.UID)
+	m.count(func(st *Stats) { st.Deletes++ })
+	switch {
+	case err == nil:
+		m.forget(s, func(st *Stats) { st.Deleted++ })
+		log.Debug("pod fully terminated and deleted")
+		return nil
+	case apierrors.IsConflict(err):
+		// The UID precondition failed: the name now belongs to a new pod.
+		m.forget(s, func(st *Stats) { st.Conflicts++; st.Recreated++ })
+		log.Info("pod was recreated before its delete; status forgotten", "err", err)
+		return nil
+	}
+	m.commit(s, sent, server)
+	return m.callFailed(s, "delete", err, log)
+}
+
+// callFailed handles a failed API call: NotFound forgets the status, anything else drops
+// the server copy (its state is unknown) and is counted, logged and returned.
+func (m *Manager) callFailed(s snapshot, verb string, err error, log interface {
+	Info(string, ...any)
+	Error(string, ...any)
+}) error {
+	if apierrors.IsNotFound(err) {
+		m.forget(s, func(st *Stats) { st.NotFounds++; st.Gone++ })
+		log.Info("pod not found on the server; status forgotten", "call", verb)
+		return nil
+	}
+	m.mu.Lock()
+	if apierrors.IsConflict(err) {
+		m.stats.Conflicts++
+	} else {
+		m.stats.Errors++
+	}
+	m.c.commit(s, false, nil)
+	m.mu.Unlock()
+	log.Error("status sync failed; will retry", "call", verb, "err", err)
+	return fmt.Errorf("statusmgr: %s pod %s/%s: %w", verb, s.pod.Namespace, s.pod.Name, err)
+}
+
+func (m *Manager) count(f func(*Stats)) {
+	m.mu.Lock()
+	f(&m.stats)
+	m.mu.Unlock()
+}
+
+func (m *Manager) forget(s snapshot, f func(*Stats)) {
+	m.mu.Lock()
+	if m.c.forget(s) {
+		f(&m.stats)
+	}
+	m.mu.Unlock()
+}
+
+func (m *Manager) commit(s snapshot, sent bool, server *v1.Pod) {
+	m.mu.Lock()
+	again := m.c.commit(s, sent, server)
+	m.mu.Unlock()
+	if again {
+		m.signal()
+	}
+}
