@@ -1,106 +1,194 @@
 package pleg
 
-// change is one container (or sandbox) whose normalized state differs between two
-// records of a pod.
+import "strings"
+
+// podView is the relister's compact memory of a runtime pod: its name and the normalized
+// state of each distinct container and sandbox ID, and nothing else. It shares no memory
+// with the runtime's objects (one buffer holds all its strings), so the relister retains
+// little and compares against contiguous memory. The zero view is a pod without
+// containers.
+type podView struct {
+	name, namespace string
+	// entries holds the first occurrence of each ID: containers, then sandboxes.
+	entries []viewEntry
+	// containers is how many leading entries are containers.
+	containers int
+}
+
+type viewEntry struct {
+	id    string
+	state ContainerState // normalized
+}
+
+// viewOf returns the view of p (the zero view for nil). When an ID occurs more than once,
+// the first occurrence, containers before sandboxes, is kept, as the kubelet's lookups do.
+func viewOf(p *Pod) podView {
+	if p == nil {
+		return podView{}
+	}
+	size, n := len(p.Name)+len(p.Namespace), 0
+	for _, part := range [2][]*Container{p.Containers, p.Sandboxes} {
+		for _, c := range part {
+			if c != nil {
+				size += len(c.ID)
+				n++
+			}
+		}
+	}
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(p.Name)
+	b.WriteString(p.Namespace)
+	for _, part := range [2][]*Container{p.Containers, p.Sandboxes} {
+		for _, c := range part {
+			if c != nil {
+				b.WriteString(c.ID)
+			}
+		}
+	}
+	buf := b.String()
+	v := podView{name: buf[:len(p.Name)], namespace: buf[len(p.Name) : len(p.Name)+len(p.Namespace)]}
+	if n > 0 {
+		v.entries = make([]viewEntry, 0, n)
+	}
+	var seen map[string]struct{}
+	if n > mapThreshold {
+		seen = make(map[string]struct{}, n)
+	}
+	off := len(p.Name) + len(p.Namespace)
+	for k, part := range [2][]*Container{p.Containers, p.Sandboxes} {
+		for _, c := range part {
+			if c == nil {
+				continue
+			}
+			id := buf[off : off+len(c.ID)]
+			off += len(c.ID)
+			if seen != nil {
+				if _, dup := seen[id]; dup {
+					continue
+				}
+				seen[id] = struct{}{}
+			} else if v.index(id) >= 0 {
+				continue
+			}
+			v.entries = append(v.entries, viewEntry{id: id, state: normalize(c.State)})
+			if k == 0 {
+				v.containers++
+			}
+		}
+	}
+	return v
+}
+
+// setStates copies the normalized states of cur, whose layout must be the same
+// (sameLayout), into v.
+func (v *podView) setStates(cur *Pod) {
+	if cur == nil {
+		return
+	}
+	for i, c := range cur.Containers {
+		v.entries[i].state = normalize(c.State)
+	}
+	for i, c := range cur.Sandboxes {
+		v.entries[v.containers+i].state = normalize(c.State)
+	}
+}
+
+// index returns the position of id in v's entries, or -1.
+func (v *podView) index(id string) int {
+	for i := range v.entries {
+		if v.entries[i].id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// change is one container (or sandbox) whose normalized state differs between two views
+// of a pod.
 type change struct {
 	id       string
 	old, new ContainerState
 }
 
-// mapThreshold is the number of container and sandbox entries of two records above which
-// appendChanges indexes them with maps instead of scanning them pairwise.
+// mapThreshold is the number of entries above which the diff and viewOf index IDs with
+// maps instead of scanning pairwise.
 const mapThreshold = 48
 
 // appendChanges appends to dst one change for every container or sandbox ID in the union
-// of old and cur whose state differs, with the kubelet's rules: a container absent from a
-// record is non-existent there, states are normalized ("created" and unknown strings are
-// unknown), and when an ID occurs more than once in a record the first occurrence counts,
-// containers before sandboxes. The order is the union's: old's containers, old's sandboxes,
-// then cur's containers and sandboxes that old lacks. Either record may be nil (no
-// containers); nil entries are ignored.
+// of old and cur whose state differs, with the kubelet's rules: an ID absent from a side is
+// non-existent there, states are normalized ("created" and unknown strings are unknown),
+// and when an ID occurs more than once the first occurrence counts, containers before
+// sandboxes. The order is the union's: old's containers and sandboxes, then cur's
+// containers and sandboxes that old lacks. cur may be nil (no containers); nil entries are
+// ignored.
 //
-// It allocates nothing unless the records are large (more than mapThreshold entries) and
-// differ in layout.
-func appendChanges(dst []change, old, cur *Pod) []change {
-	if old == cur {
-		return dst
-	}
+// same reports whether cur lists exactly old's IDs in old's order (so old still describes
+// cur once the changes are applied to its states). It allocates nothing unless the pod is
+// large (more than mapThreshold entries) and its layout changed.
+func appendChanges(dst []change, old *podView, cur *Pod) (_ []change, same bool) {
 	if sameLayout(old, cur) {
-		return appendLayoutChanges(dst, old, cur)
+		for i := range old.entries {
+			c := cur.Containers
+			j := i
+			if i >= old.containers {
+				c, j = cur.Sandboxes, i-old.containers
+			}
+			if n := normalize(c[j].State); n != old.entries[i].state {
+				dst = append(dst, change{id: old.entries[i].id, old: old.entries[i].state, new: n})
+			}
+		}
+		return dst, true
 	}
-	parts := [4][]*Container{}
-	if old != nil {
-		parts[0], parts[1] = old.Containers, old.Sandboxes
-	}
+	var parts [2][]*Container
 	if cur != nil {
-		parts[2], parts[3] = cur.Containers, cur.Sandboxes
+		parts = [2][]*Container{cur.Containers, cur.Sandboxes}
 	}
-	if len(parts[0])+len(parts[1])+len(parts[2])+len(parts[3]) > mapThreshold {
-		return appendChangesIndexed(dst, old, cur)
+	if len(old.entries)+len(parts[0])+len(parts[1]) > mapThreshold {
+		return appendChangesIndexed(dst, old, parts), false
+	}
+	for _, e := range old.entries {
+		if n := stateOf(parts, e.id); n != e.state {
+			dst = append(dst, change{id: e.id, old: e.state, new: n})
+		}
 	}
 	for p, part := range parts {
 		for i, c := range part {
-			if c == nil || seenBefore(&parts, p, i, c.ID) {
+			if c == nil || old.index(c.ID) >= 0 || seenBefore(parts, p, i, c.ID) {
 				continue
 			}
-			var o, n ContainerState
-			if p < 2 {
-				o, n = normalize(c.State), stateOf(cur, c.ID)
-			} else {
-				o, n = ContainerStateNonExistent, normalize(c.State)
-			}
-			if o != n {
-				dst = append(dst, change{id: c.ID, old: o, new: n})
+			if n := normalize(c.State); n != ContainerStateNonExistent {
+				dst = append(dst, change{id: c.ID, old: ContainerStateNonExistent, new: n})
 			}
 		}
 	}
-	return dst
+	return dst, false
 }
 
-// sameLayout reports whether old and cur list the same non-nil container and sandbox IDs
-// at the same positions: the common case of a pod that did not change, or only changed
-// states, which appendLayoutChanges compares position by position.
-func sameLayout(old, cur *Pod) bool {
-	if old == nil || cur == nil ||
-		len(old.Containers) != len(cur.Containers) || len(old.Sandboxes) != len(cur.Sandboxes) {
+// sameLayout reports whether cur lists, without nil entries, exactly old's container IDs
+// and then old's sandbox IDs, in the same order.
+func sameLayout(old *podView, cur *Pod) bool {
+	if cur == nil {
+		return len(old.entries) == 0
+	}
+	if len(cur.Containers) != old.containers || len(cur.Sandboxes) != len(old.entries)-old.containers {
 		return false
 	}
-	for i, c := range old.Containers {
-		d := cur.Containers[i]
-		if c == nil || d == nil || c.ID != d.ID {
+	for i, c := range cur.Containers {
+		if c == nil || c.ID != old.entries[i].id {
 			return false
 		}
 	}
-	for i, c := range old.Sandboxes {
-		d := cur.Sandboxes[i]
-		if c == nil || d == nil || c.ID != d.ID {
+	for i, c := range cur.Sandboxes {
+		if c == nil || c.ID != old.entries[old.containers+i].id {
 			return false
 		}
 	}
 	return true
 }
 
-// appendLayoutChanges is appendChanges for two records of the same layout.
-func appendLayoutChanges(dst []change, old, cur *Pod) []change {
-	parts := [4][]*Container{old.Containers, old.Sandboxes}
-	for p, part := range parts[:2] {
-		for i, c := range part {
-			d := cur.Containers
-			if p == 1 {
-				d = cur.Sandboxes
-			}
-			o, n := normalize(c.State), normalize(d[i].State)
-			if o == n || seenBefore(&parts, p, i, c.ID) {
-				continue
-			}
-			dst = append(dst, change{id: c.ID, old: o, new: n})
-		}
-	}
-	return dst
-}
-
 // seenBefore reports whether id occurs in parts before position i of parts[p].
-func seenBefore(parts *[4][]*Container, p, i int, id string) bool {
+func seenBefore(parts [2][]*Container, p, i int, id string) bool {
 	for q := 0; q <= p; q++ {
 		part := parts[q]
 		if q == p {
@@ -116,73 +204,55 @@ func seenBefore(parts *[4][]*Container, p, i int, id string) bool {
 }
 
 // stateOf returns the normalized state of the first container, else sandbox, with the
-// given ID in pod, or non-existent.
-func stateOf(pod *Pod, id string) ContainerState {
-	if pod == nil {
-		return ContainerStateNonExistent
-	}
-	for _, c := range pod.Containers {
-		if c != nil && c.ID == id {
-			return normalize(c.State)
-		}
-	}
-	for _, c := range pod.Sandboxes {
-		if c != nil && c.ID == id {
-			return normalize(c.State)
+// given ID, or non-existent.
+func stateOf(parts [2][]*Container, id string) ContainerState {
+	for _, part := range parts {
+		for _, c := range part {
+			if c != nil && c.ID == id {
+				return normalize(c.State)
+			}
 		}
 	}
 	return ContainerStateNonExistent
 }
 
-// appendChangesIndexed is appendChanges for large records, in linear time.
-func appendChangesIndexed(dst []change, old, cur *Pod) []change {
-	index := func(pod *Pod) map[string]ContainerState {
-		m := make(map[string]ContainerState)
-		if pod == nil {
-			return m
-		}
-		for _, part := range [2][]*Container{pod.Containers, pod.Sandboxes} {
-			for _, c := range part {
-				if c == nil {
-					continue
-				}
-				if _, dup := m[c.ID]; !dup {
-					m[c.ID] = normalize(c.State)
-				}
+// appendChangesIndexed is appendChanges for large pods, in linear time.
+func appendChangesIndexed(dst []change, old *podView, parts [2][]*Container) []change {
+	curStates := make(map[string]ContainerState)
+	for _, part := range parts {
+		for _, c := range part {
+			if c == nil {
+				continue
 			}
-		}
-		return m
-	}
-	oldStates, curStates := index(old), index(cur)
-	done := make(map[string]struct{}, len(oldStates))
-	visit := func(pod *Pod) {
-		if pod == nil {
-			return
-		}
-		for _, part := range [2][]*Container{pod.Containers, pod.Sandboxes} {
-			for _, c := range part {
-				if c == nil {
-					continue
-				}
-				if _, ok := done[c.ID]; ok {
-					continue
-				}
-				done[c.ID] = struct{}{}
-				o, ok := oldStates[c.ID]
-				if !ok {
-					o = ContainerStateNonExistent
-				}
-				n, ok := curStates[c.ID]
-				if !ok {
-					n = ContainerStateNonExistent
-				}
-				if o != n {
-					dst = append(dst, change{id: c.ID, old: o, new: n})
-				}
+			if _, dup := curStates[c.ID]; !dup {
+				curStates[c.ID] = normalize(c.State)
 			}
 		}
 	}
-	visit(old)
-	visit(cur)
+	oldIDs := make(map[string]struct{}, len(old.entries))
+	for _, e := range old.entries {
+		oldIDs[e.id] = struct{}{}
+		n, ok := curStates[e.id]
+		if !ok {
+			n = ContainerStateNonExistent
+		}
+		if n != e.state {
+			dst = append(dst, change{id: e.id, old: e.state, new: n})
+		}
+	}
+	for _, part := range parts {
+		for _, c := range part {
+			if c == nil {
+				continue
+			}
+			if _, ok := oldIDs[c.ID]; ok {
+				continue
+			}
+			oldIDs[c.ID] = struct{}{} // handled: later duplicates are skipped
+			if n := curStates[c.ID]; n != ContainerStateNonExistent {
+				dst = append(dst, change{id: c.ID, old: ContainerStateNonExistent, new: n})
+			}
+		}
+	}
 	return dst
 }

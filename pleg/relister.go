@@ -93,8 +93,8 @@ type Relister struct {
 	// mu serializes relists, refreshes and pushes, and guards every field below.
 	mu sync.Mutex
 	// records maps each pod UID to the pod as last seen and handled. Invariant: a record's
-	// pod is the view that was diffed into events and whose status reached the cache,
-	// except for pods in reinspect, whose record is the older view their events will be
+	// view is the one that was diffed into events and whose status reached the cache,
+	// except for pods in reinspect, whose view is the older one their events will be
 	// computed from again.
 	records map[types.UID]*podRecord
 	// reinspect holds the pods whose last status fetch failed.
@@ -112,8 +112,8 @@ type Relister struct {
 // podRecord is the relister's memory of one pod.
 type podRecord struct {
 	uid types.UID
-	// pod is the last handled view of the pod; nil before the first.
-	pod *Pod
+	// view is the last handled view of the pod; the zero view before the first.
+	view podView
 	// gen is the relist generation that last listed the pod.
 	gen uint64
 }
@@ -270,10 +270,13 @@ func (r *Relister) lookup(i int, p *Pod) *podRecord {
 // handleListed diffs a listed pod against its record; a pod with changes or marked for
 // re-inspection gets its status fetched, cached and its events sent.
 func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) error {
-	r.changes = appendChanges(r.changes[:0], rec.pod, p)
+	var same bool
+	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
 	_, again := r.reinspect[p.ID]
 	if len(r.changes) == 0 && !again {
-		rec.pod = p
+		if !same { // e.g. reordered containers: remember the new layout
+			rec.view = viewOf(p)
+		}
 		return nil
 	}
 	ts := r.clock.Now()
@@ -288,7 +291,11 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	}
 	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
 	delete(r.reinspect, p.ID)
-	rec.pod = p
+	if same {
+		rec.view.setStates(p)
+	} else {
+		rec.view = viewOf(p)
+	}
 	if len(r.changes) == 0 {
 		r.send(&PodLifecycleEvent{ID: p.ID, Type: PodSync})
 		return nil
@@ -300,7 +307,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 // handleVanished handles a pod the list no longer has: every container of its record is
 // gone (its events are sent), then its cache entry and record are deleted.
 func (r *Relister) handleVanished(uid types.UID, rec *podRecord) {
-	r.changes = appendChanges(r.changes[:0], rec.pod, nil)
+	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
 	r.emit(uid, r.changes)
 	r.cache.Delete(uid)
 	delete(r.records, uid)

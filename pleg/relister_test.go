@@ -187,3 +187,200 @@ func TestRelistLifecycle(t *testing.T) {
 		},
 	})
 }
+
+func TestRelistStatusFailureThenRecovery(t *testing.T) {
+	runSteps(t, false, []step{
+		{
+			name: "pod starts",
+			pods: []*Pod{mkPod("a", "s:sb1:r", "c:c1:r"), mkPod("b", "s:sbb:r")},
+			want: []string{"a ContainerStarted c1", "a ContainerStarted sb1", "b ContainerStarted sbb"},
+		},
+		{
+			name:     "c1 dies but its status fails: events dropped, error cached",
+			pods:     []*Pod{mkPod("a", "s:sb1:r", "c:c1:e"), mkPod("b", "s:sbb:e")},
+			failPods: []types.UID{"a"},
+			wantErr:  ErrPodStatus,
+			want:     []string{"b ContainerDied sbb"},
+			wantCache: map[types.UID][]string{
+				"a": nil, // the failed fetch replaced the entry: Get gives an empty status (and the error)
+			},
+		},
+		{
+			name:     "still failing: the same events are dropped again",
+			pods:     []*Pod{mkPod("a", "s:sb1:r", "c:c1:e"), mkPod("b", "s:sbb:e")},
+			failPods: []types.UID{"a"},
+			wantErr:  ErrPodStatus,
+		},
+		{
+			name: "recovered: the kept record yields the events",
+			pods: []*Pod{mkPod("a", "s:sb1:r", "c:c1:e"), mkPod("b", "s:sbb:e")},
+			want: []string{"a ContainerDied c1"},
+			wantCache: map[types.UID][]string{
+				"a": {"c1 exited", "sb1 ready"},
+			},
+		},
+		{
+			name: "nothing left to re-inspect",
+			pods: []*Pod{mkPod("a", "s:sb1:r", "c:c1:e"), mkPod("b", "s:sbb:e")},
+		},
+		{
+			name:     "fails, then the runtime is back where the record is: PodSync",
+			pods:     []*Pod{mkPod("a", "s:sb1:r", "c:c1:e"), mkPod("b", "s:sbb:r")},
+			failPods: []types.UID{"b"},
+			wantErr:  ErrPodStatus,
+		},
+		{
+			name: "re-inspection without events",
+			pods: []*Pod{mkPod("a", "s:sb1:r", "c:c1:e"), mkPod("b", "s:sbb:e")},
+			want: []string{"b PodSync"},
+		},
+	})
+}
+
+func TestRelistContainerChangedDelivery(t *testing.T) {
+	for _, deliver := range []bool{false, true} {
+		want := []string{"a ContainerStarted c1", "a ContainerChanged c2"}
+		if !deliver {
+			want = want[:1]
+		}
+		t.Run(map[bool]string{false: "kubelet default", true: "delivered"}[deliver], func(t *testing.T) {
+			runSteps(t, deliver, []step{
+				{
+					name: "a running and a created container",
+					pods: []*Pod{mkPod("a", "c:c1:r", "c:c2:c")},
+					want: want,
+				},
+				{
+					name: "created to unknown is no change",
+					pods: []*Pod{mkPod("a", "c:c1:r", "c:c2:u")},
+				},
+				{
+					name: "unknown string counts as unknown",
+					pods: []*Pod{mkPod("a", "c:c1:r", "c:c2:paused")},
+				},
+			})
+		})
+	}
+}
+
+func TestRelistInvalidListEntries(t *testing.T) {
+	runSteps(t, false, []step{
+		{
+			name: "nil pod, pod without UID and a duplicate UID are ignored",
+			pods: []*Pod{nil, mkPod("", "c:x:r"), mkPod("a", "c:c1:r"), mkPod("a", "c:c9:r")},
+			want: []string{"a ContainerStarted c1"},
+		},
+		{
+			name: "the duplicate disappears: no change for a",
+			pods: []*Pod{mkPod("a", "c:c1:r")},
+		},
+		{
+			name: "order changes: still no change",
+			pods: []*Pod{mkPod("b"), mkPod("a", "c:c1:r")},
+		},
+	})
+}
+
+func TestRelistListFailure(t *testing.T) {
+	rt := newFakeRuntime(mkPod("a", "c:c1:r"))
+	r, cache, clk := newTestRelister(t, rt, nil)
+	if err := r.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	drain(r.Events())
+	clk.Step(time.Second)
+	rt.listErr = errors.New("runtime down")
+	rt.set()
+	if err := r.Relist(context.Background()); !errors.Is(err, ErrListPods) {
+		t.Fatalf("Relist = %v, want ErrListPods", err)
+	}
+	if got := drain(r.Events()); got != nil {
+		t.Fatalf("events after a failed list: %v", got)
+	}
+	if !cache.timestamp.Equal(t0) {
+		t.Fatalf("cache timestamp = %v, want unchanged %v", cache.timestamp, t0)
+	}
+	if st, _ := cache.Get("a"); len(st.ContainerStatuses) != 1 {
+		t.Fatalf("cache of a = %v; a failed list must not touch it", st)
+	}
+	r.healthMu.Lock()
+	last := r.relistTime
+	r.healthMu.Unlock()
+	if !last.Equal(t0) {
+		t.Fatalf("relist time = %v, want %v (only successful lists count)", last, t0)
+	}
+}
+
+func TestRelistKeepsIPsOfStoppedPod(t *testing.T) {
+	rt := newFakeRuntime(mkPod("a", "s:sb1:r", "c:c1:r"))
+	r, cache, clk := newTestRelister(t, rt, nil)
+	ctx := context.Background()
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := cache.Get("a")
+	if diff := cmp.Diff([]string{"10.0.0.1"}, st.IPs); diff != "" {
+		t.Fatalf("IPs mismatch (-want +got):\n%s", diff)
+	}
+	if !st.TimeStamp.Equal(t0) {
+		t.Fatalf("TimeStamp = %v, want %v", st.TimeStamp, t0)
+	}
+	clk.Step(time.Second)
+	rt.set(mkPod("a", "s:sb1:e", "c:c1:e"))
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = cache.Get("a")
+	if diff := cmp.Diff([]string{"10.0.0.1"}, st.IPs); diff != "" {
+		t.Fatalf("a pod without a ready sandbox lost its IPs (-want +got):\n%s", diff)
+	}
+	if !st.TimeStamp.Equal(t0.Add(time.Second)) {
+		t.Fatalf("TimeStamp = %v, want %v", st.TimeStamp, t0.Add(time.Second))
+	}
+}
+
+func TestRelistChannelFull(t *testing.T) {
+	rt := newFakeRuntime(mkPod("a", "c:c1:r", "c:c2:r", "c:c3:r"), mkPod("b", "c:c4:r"))
+	r, cache, _ := newTestRelister(t, rt, func(c *Config) { c.EventChannelCapacity = 2 })
+	if err := r.Relist(context.Background()); err != nil { // must not block
+		t.Fatal(err)
+	}
+	if got := len(drain(r.Events())); got != 2 {
+		t.Fatalf("delivered %d events, want 2", got)
+	}
+	if got := r.DroppedEvents(); got != 2 {
+		t.Fatalf("DroppedEvents = %d, want 2", got)
+	}
+	if st, _ := cache.Get("b"); len(st.ContainerStatuses) != 1 {
+		t.Fatalf("cache of b = %v; dropped events must not skip the cache", st)
+	}
+}
+
+func TestHealthy(t *testing.T) {
+	rt := newFakeRuntime()
+	r, _, clk := newTestRelister(t, rt, func(c *Config) { c.RelistThreshold = time.Minute })
+	check := func(when string, want bool) {
+		t.Helper()
+		ok, err := r.Healthy()
+		if ok != want || ok != (err == nil) || (err != nil && !errors.Is(err, ErrNotHealthy)) {
+			t.Fatalf("%s: Healthy = %v, %v; want %v", when, ok, err, want)
+		}
+	}
+	check("before any relist", false)
+	if err := r.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("just relisted", true)
+	clk.Step(time.Minute)
+	check("at the threshold", true)
+	clk.Step(time.Nanosecond)
+	check("past the threshold", false)
+	rt.listErr = errors.New("down")
+	_ = r.Relist(context.Background())
+	check("after a failed relist", false)
+	rt.listErr = nil
+	if err := r.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check("after a successful relist", true)
+}

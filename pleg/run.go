@@ -91,8 +91,8 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 		// cache entry made here like any vanished pod's.
 		rec = &podRecord{uid: uid}
 		r.records[uid] = rec
-	} else if rec.pod != nil {
-		name, namespace = rec.pod.Name, rec.pod.Namespace
+	} else {
+		name, namespace = rec.view.name, rec.view.namespace
 	}
 	ts := r.clock.Now()
 	status, err := r.runtime.PodStatus(ctx, uid, name, namespace)
@@ -141,8 +141,8 @@ func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatu
 		r.records[uid] = rec
 	}
 	cur := podFromStatus(status, name, namespace)
-	r.changes = appendChanges(r.changes[:0], rec.pod, cur)
-	rec.pod = cur
+	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
+	rec.view = viewOf(cur)
 	delete(r.reinspect, uid)
 	r.emit(uid, r.changes)
 	return true

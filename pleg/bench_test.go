@@ -1,0 +1,200 @@
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// W3 (BENCHMARKS.md): a runtime with 1,000 pods x 3 containers + 1 sandbox; every relist
+// 1% of the containers change: 10 running containers exit, 10 exited ones are removed and
+// 10 new ones start, each in a different pod. Every pod is visited once per 100 relists by
+// each kind of change, so the population stays at about 3 containers per pod.
+const (
+	w3Pods       = 1000
+	w3PerKind    = 10 // changes of each kind per relist: 30 = 1% of 3,000 containers
+	w3KindOffset = w3Pods / 3
+)
+
+// w3World is the benchmark's runtime. It keeps two independent copies of every runtime pod
+// (distinct structs and strings) and lists them alternately, so each relist compares
+// objects the relister has never seen, as with a real runtime's fresh list; a changed pod
+// is replaced by new objects, never modified.
+type w3World struct {
+	model    [][]*Container // per pod: containers (the sandbox is separate)
+	uids     []types.UID
+	sandbox  []string
+	copies   [2][]*Pod
+	statuses map[types.UID]*PodStatus
+	nextID   int
+	turn     int // relists so far
+}
+
+func newW3World() *w3World {
+	w := &w3World{statuses: make(map[types.UID]*PodStatus, w3Pods)}
+	for i := range w3Pods {
+		w.uids = append(w.uids, types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)))
+		w.sandbox = append(w.sandbox, w.newID())
+		w.model = append(w.model, []*Container{
+			{ID: w.newID(), Name: "app", Image: "busybox", State: ContainerStateRunning},
+			{ID: w.newID(), Name: "sidecar", Image: "busybox", State: ContainerStateRunning},
+			{ID: w.newID(), Name: "init", Image: "busybox", State: ContainerStateExited},
+		})
+	}
+	for k := range 2 {
+		w.copies[k] = make([]*Pod, w3Pods)
+	}
+	for i := range w3Pods {
+		w.rebuild(i)
+	}
+	return w
+}
+
+func (w *w3World) newID() string {
+	w.nextID++
+	return fmt.Sprintf("%064x", w.nextID)
+}
+
+// rebuild makes new objects for pod i in both copies, and its status.
+func (w *w3World) rebuild(i int) {
+	for k := range 2 {
+		p := &Pod{ID: types.UID(strings.Clone(string(w.uids[i]))), Name: fmt.Sprintf("busybox-%d", i), Namespace: "default"}
+		for _, c := range w.model[i] {
+			cp := *c
+			cp.ID = strings.Clone(c.ID)
+			p.Containers = append(p.Containers, &cp)
+		}
+		p.Sandboxes = []*Container{{ID: strings.Clone(w.sandbox[i]), State: ContainerStateRunning}}
+		w.copies[k][i] = p
+	}
+	s := &PodStatus{ID: w.uids[i], Name: fmt.Sprintf("busybox-%d", i), Namespace: "default", IPs: []string{"10.0.0.1"}}
+	for _, c := range w.model[i] {
+		s.ContainerStatuses = append(s.ContainerStatuses, &ContainerStatus{ID: c.ID, Name: c.Name, Image: c.Image, State: c.State})
+	}
+	s.SandboxStatuses = []*SandboxStatus{{ID: w.sandbox[i], State: SandboxReady}}
+	w.statuses[w.uids[i]] = s
+}
+
+// change applies the next 1% of changes to the model.
+func (w *w3World) change() {
+	base := w.turn * w3PerKind
+	for j := range w3PerKind {
+		exit := (base + j) % w3Pods
+		remove := (base + j + w3KindOffset) % w3Pods
+		start := (base + j + 2*w3KindOffset) % w3Pods
+		w.model[exit] = w.replaceFirst(w.model[exit], ContainerStateRunning, func(c *Container) *Container {
+			cp := *c
+			cp.State = ContainerStateExited
+			return &cp
+		})
+		w.model[remove] = w.replaceFirst(w.model[remove], ContainerStateExited, func(*Container) *Container { return nil })
+		w.model[start] = append(w.model[start][:len(w.model[start]):len(w.model[start])],
+			&Container{ID: w.newID(), Name: "app", Image: "busybox", State: ContainerStateRunning})
+		w.rebuild(exit)
+		w.rebuild(remove)
+		w.rebuild(start)
+	}
+}
+
+// replaceFirst returns cs with its first container in state replaced by f's result
+// (dropped if nil), as a new slice.
+func (w *w3World) replaceFirst(cs []*Container, state ContainerState, f func(*Container) *Container) []*Container {
+	out := make([]*Container, 0, len(cs))
+	done := false
+	for _, c := range cs {
+		if !done && c.State == state {
+			done = true
+			if c = f(c); c == nil {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	if !done {
+		panic(fmt.Sprintf("w3: no %s container to change", state))
+	}
+	return out
+}
+
+func (w *w3World) runtime() RuntimeService {
+	return RuntimeServiceFuncs{
+		ListPodsFunc: func(ctx context.Context, all bool) ([]*Pod, error) {
+			return w.copies[w.turn%2], nil
+		},
+		PodStatusFunc: func(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+			return w.statuses[uid], nil
+		},
+	}
+}
+
+func benchmarkW3(b *testing.B, changing bool) {
+	w := newW3World()
+	r, err := New(Config{Runtime: w.runtime(), Cache: NewCache()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	// Warm up: the first relist sees every container as new.
+	if err := r.Relist(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// (With the default capacity of 1,000, most of its 4,000 events are dropped.)
+	if got, want := len(drain(r.Events()))+int(r.DroppedEvents()), w3Pods*4; got != want {
+		b.Fatalf("warm-up relist sent %d events, want %d", got, want)
+	}
+	dropped := r.DroppedEvents()
+	want := map[EventType]int{}
+	if changing {
+		want = map[EventType]int{ContainerDied: w3PerKind, ContainerRemoved: w3PerKind, ContainerStarted: w3PerKind}
+	}
+	counts := map[EventType]int{}
+	total := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		w.turn++
+		if changing {
+			w.change()
+		}
+		b.StartTimer()
+		if err := r.Relist(ctx); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		clear(counts)
+	drain:
+		for {
+			select {
+			case e := <-r.Events():
+				counts[e.Type]++
+				total++
+			default:
+				break drain
+			}
+		}
+		if len(counts) != len(want) {
+			b.Fatalf("relist %d: events %v, want %v", i, counts, want)
+		}
+		for typ, n := range want {
+			if counts[typ] != n {
+				b.Fatalf("relist %d: events %v, want %v", i, counts, want)
+			}
+		}
+		if d := r.DroppedEvents(); d != dropped {
+			b.Fatalf("relist %d: %d events dropped", i, d-dropped)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(total)/float64(b.N), "events/relist")
+}
+
+// BenchmarkW3Relist is W3: each relist sees 1% of the containers change.
+func BenchmarkW3Relist(b *testing.B) { benchmarkW3(b, true) }
+
+// BenchmarkW3RelistNoChange is W3 without changes: the steady-state cost of a relist.
+func BenchmarkW3RelistNoChange(b *testing.B) { benchmarkW3(b, false) }
