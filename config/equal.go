@@ -1,0 +1,278 @@
+package config
+
+import (
+	"reflect"
+	"unsafe"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// This file holds an exact, allocation-free stand-in for reflect.DeepEqual on the parts of
+// a pod that CheckAndUpdatePod compares.
+//
+// The kubelet compares pods with reflect.DeepEqual on struct values, which boxes the spec
+// and the status on the heap for every pod of every update and grows a "visited" map as it
+// goes. An equalFunc is compiled once per type from reflect.Type into a tree of closures
+// that walk two values through unsafe pointers. It gives exactly reflect.DeepEqual's
+// answer for acyclic values (which pods are: no type of the pod API is recursive):
+//
+//   - nil and empty slices and maps differ; a nil and a non-nil pointer differ;
+//   - pointers, slices and maps that share their memory are equal without looking further
+//     (reflect.DeepEqual takes the same short cut);
+//   - floats compare with == (so NaN differs from itself unless shared);
+//   - unexported fields (resource.Quantity's, time.Time's) are compared like exported ones;
+//   - maps other than string-to-string, interfaces, funcs and channels are handed to
+//     reflect.DeepEqual itself, through pointers so that nothing is boxed.
+//
+// The compiled functions are immutable package-level values built at program start from
+// constant type information; they hold no state. equal_test.go checks them against
+// reflect.DeepEqual on random mutations of pods.
+
+// equalFunc reports whether the two values of one type at a and b are deeply equal. tmp
+// is scratch space for map values (nil: allocate when needed); a caller that is not
+// concurrent, like a Store, passes its own to avoid the allocation.
+type equalFunc func(a, b unsafe.Pointer, tmp *scratch) bool
+
+// scratch is where map values are copied to be compared.
+type scratch struct {
+	q [2]resource.Quantity
+}
+
+var (
+	podSpecEqual   = compileEqual(reflect.TypeFor[v1.PodSpec]())
+	podStatusEqual = compileEqual(reflect.TypeFor[v1.PodStatus]())
+	timePtrEqual   = compileEqual(reflect.TypeFor[*metav1.Time]())
+)
+
+// specEqual reports whether reflect.DeepEqual(a.Spec, b.Spec) holds.
+func specEqual(a, b *v1.Pod, tmp *scratch) bool {
+	return podSpecEqual(unsafe.Pointer(&a.Spec), unsafe.Pointer(&b.Spec), tmp)
+}
+
+// statusEqual reports whether reflect.DeepEqual(a.Status, b.Status) holds.
+func statusEqual(a, b *v1.Pod, tmp *scratch) bool {
+	return podStatusEqual(unsafe.Pointer(&a.Status), unsafe.Pointer(&b.Status), tmp)
+}
+
+// deletionTimestampEqual reports whether reflect.DeepEqual(a.DeletionTimestamp,
+// b.DeletionTimestamp) holds.
+func deletionTimestampEqual(a, b *v1.Pod) bool {
+	return timePtrEqual(unsafe.Pointer(&a.DeletionTimestamp), unsafe.Pointer(&b.DeletionTimestamp), nil)
+}
+
+// int64PtrEqual is reflect.DeepEqual on two *int64.
+func int64PtrEqual(a, b *int64) bool {
+	if a == b {
+		return true
+	}
+	if a == nil || b == nil {
+		return false
+	}
+	return *a == *b
+}
+
+// stringMapEqual is reflect.DeepEqual on two map[string]string.
+func stringMapEqual(a, b map[string]string) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 || *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b)) {
+		return true
+	}
+	for k, va := range a {
+		vb, ok := b[k]
+		if !ok || va != vb {
+			return false
+		}
+	}
+	return true
+}
+
+// compileEqual builds the equalFunc of t. Recursive types are supported through a cell
+// filled in once the type's function is built.
+func compileEqual(t reflect.Type) equalFunc {
+	return (&equalCompiler{done: map[reflect.Type]*equalFunc{}}).compile(t)
+}
+
+type equalCompiler struct {
+	done map[reflect.Type]*equalFunc
+}
+
+func (c *equalCompiler) compile(t reflect.Type) equalFunc {
+	if cell, ok := c.done[t]; ok {
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return (*cell)(a, b, tmp) }
+	}
+	cell := new(equalFunc)
+	c.done[t] = cell
+	f := c.build(t)
+	*cell = f
+	return f
+}
+
+func (c *equalCompiler) build(t reflect.Type) equalFunc {
+	switch t.Kind() {
+	case reflect.Bool:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*bool)(a) == *(*bool)(b) }
+	case reflect.Int:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*int)(a) == *(*int)(b) }
+	case reflect.Int8:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*int8)(a) == *(*int8)(b) }
+	case reflect.Int16:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*int16)(a) == *(*int16)(b) }
+	case reflect.Int32:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*int32)(a) == *(*int32)(b) }
+	case reflect.Int64:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*int64)(a) == *(*int64)(b) }
+	case reflect.Uint:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*uint)(a) == *(*uint)(b) }
+	case reflect.Uint8:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*uint8)(a) == *(*uint8)(b) }
+	case reflect.Uint16:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*uint16)(a) == *(*uint16)(b) }
+	case reflect.Uint32:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*uint32)(a) == *(*uint32)(b) }
+	case reflect.Uint64:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*uint64)(a) == *(*uint64)(b) }
+	case reflect.Uintptr:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*uintptr)(a) == *(*uintptr)(b) }
+	case reflect.Float32:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*float32)(a) == *(*float32)(b) }
+	case reflect.Float64:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*float64)(a) == *(*float64)(b) }
+	case reflect.Complex64:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*complex64)(a) == *(*complex64)(b) }
+	case reflect.Complex128:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*complex128)(a) == *(*complex128)(b) }
+	case reflect.String:
+		return func(a, b unsafe.Pointer, tmp *scratch) bool { return *(*string)(a) == *(*string)(b) }
+	case reflect.Pointer:
+		elem := c.compile(t.Elem())
+		return func(a, b unsafe.Pointer, tmp *scratch) bool {
+			pa, pb := *(*unsafe.Pointer)(a), *(*unsafe.Pointer)(b)
+			if pa == pb {
+				return true
+			}
+			if pa == nil || pb == nil {
+				return false
+			}
+			return elem(pa, pb, tmp)
+		}
+	case reflect.Slice:
+		return c.buildSlice(t)
+	case reflect.Array:
+		elem, size, n := c.compile(t.Elem()), t.Elem().Size(), uintptr(t.Len())
+		return func(a, b unsafe.Pointer, tmp *scratch) bool {
+			for i := uintptr(0); i < n; i++ {
+				if !elem(unsafe.Add(a, i*size), unsafe.Add(b, i*size), tmp) {
+					return false
+				}
+			}
+			return true
+		}
+	case reflect.Struct:
+		return c.buildStruct(t)
+	case reflect.Map:
+		if t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.String {
+			// Any map whose key and value are string kinds has map[string]string's
+			// layout and hashing.
+			return func(a, b unsafe.Pointer, tmp *scratch) bool {
+				return stringMapEqual(*(*map[string]string)(a), *(*map[string]string)(b))
+			}
+		}
+		if t.Key().Kind() == reflect.String && t.Elem() == reflect.TypeFor[resource.Quantity]() {
+			// v1.ResourceList and its kin.
+			return quantityMapEqual(c.compile(t.Elem()))
+		}
+	}
+	// Other maps, interfaces, funcs, channels and unsafe pointers: reflect.DeepEqual
+	// itself, given pointers to the values so that nothing is copied or boxed.
+	return func(a, b unsafe.Pointer, tmp *scratch) bool {
+		return reflect.DeepEqual(reflect.NewAt(t, a).Interface(), reflect.NewAt(t, b).Interface())
+	}
+}
+
+// quantityMapEqual returns reflect.DeepEqual on maps from a string kind to
+// resource.Quantity, given the compiled comparator of Quantity.
+func quantityMapEqual(eq equalFunc) equalFunc {
+	return func(a, b unsafe.Pointer, tmp *scratch) bool {
+		ma, mb := *(*map[string]resource.Quantity)(a), *(*map[string]resource.Quantity)(b)
+		if (ma == nil) != (mb == nil) || len(ma) != len(mb) {
+			return false
+		}
+		if len(ma) == 0 || *(*unsafe.Pointer)(a) == *(*unsafe.Pointer)(b) {
+			return true
+		}
+		for k, va := range ma {
+			vb, ok := mb[k]
+			if !ok || !quantityEqualVia(eq, va, vb, tmp) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// quantityEqualVia compares two quantities copied out of maps. The copies go to tmp (a
+// fresh one if tmp is nil) rather than to the stack, since taking their addresses for a
+// call through a function value would move them to the heap on every call.
+func quantityEqualVia(eq equalFunc, va, vb resource.Quantity, tmp *scratch) bool {
+	if tmp == nil {
+		tmp = new(scratch)
+	}
+	tmp.q[0], tmp.q[1] = va, vb
+	ok := eq(unsafe.Pointer(&tmp.q[0]), unsafe.Pointer(&tmp.q[1]), nil)
+	tmp.q = [2]resource.Quantity{}
+	return ok
+}
+
+// sliceHeader is the memory layout of a slice.
+type sliceHeader struct {
+	data unsafe.Pointer
+	len  int
+	cap  int
+}
+
+func (c *equalCompiler) buildSlice(t reflect.Type) equalFunc {
+	elem, size := c.compile(t.Elem()), t.Elem().Size()
+	return func(a, b unsafe.Pointer, tmp *scratch) bool {
+		sa, sb := (*sliceHeader)(a), (*sliceHeader)(b)
+		if (sa.data == nil) != (sb.data == nil) || sa.len != sb.len {
+			return false
+		}
+		if sa.data == sb.data {
+			return true
+		}
+		for i := 0; i < sa.len; i++ {
+			off := uintptr(i) * size
+			if !elem(unsafe.Add(sa.data, off), unsafe.Add(sb.data, off), tmp) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func (c *equalCompiler) buildStruct(t reflect.Type) equalFunc {
+	type field struct {
+		off uintptr
+		eq  equalFunc
+	}
+	fields := make([]field, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type.Size() == 0 {
+			continue // zero-size fields are always equal
+		}
+		fields = append(fields, field{off: f.Offset, eq: c.compile(f.Type)})
+	}
+	return func(a, b unsafe.Pointer, tmp *scratch) bool {
+		for _, f := range fields {
+			if !f.eq(unsafe.Add(a, f.off), unsafe.Add(b, f.off), tmp) {
+				return false
+			}
+		}
+		return true
+	}
+}

@@ -1,0 +1,285 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+)
+
+// Errors reported for dropped pods (in Drop.Err) and for invalid updates (from Apply and
+// the Mux). Check them with errors.Is.
+var (
+	// ErrNilPod: a nil entry in PodUpdate.Pods.
+	ErrNilPod = errors.New("config: nil pod")
+	// ErrEmptyUID: a pod without metadata.uid.
+	ErrEmptyUID = errors.New("config: pod without UID")
+	// ErrDuplicateName: a pod whose full name (name_namespace) an earlier pod of the same
+	// update already has. The first one wins, as in the kubelet.
+	ErrDuplicateName = errors.New("config: duplicate pod full name in one update")
+	// ErrDuplicateUID: a pod whose UID an earlier pod of the same update already has. The
+	// first one wins (the kubelet would process both).
+	ErrDuplicateUID = errors.New("config: duplicate pod UID in one update")
+	// ErrUnknownOp: a PodUpdate whose Op is none of the constants.
+	ErrUnknownOp = errors.New("config: unknown op")
+	// ErrInvalidOp: a PodUpdate whose Op exists but is not valid as input (Reconcile).
+	ErrInvalidOp = errors.New("config: op not valid as input")
+	// ErrEmptySource: a PodUpdate without a Source.
+	ErrEmptySource = errors.New("config: update without source")
+)
+
+// Drop is one pod of an update that Apply left out, and why.
+type Drop struct {
+	// Source is the update's source.
+	Source string
+	// Index is the pod's position in PodUpdate.Pods.
+	Index int
+	// Pod is the dropped input itself (not a copy; nil for ErrNilPod).
+	Pod *v1.Pod
+	// Err wraps ErrNilPod, ErrEmptyUID, ErrDuplicateName or ErrDuplicateUID.
+	Err error
+}
+
+// Store holds the pods of every source, as the kubelet's podStorage does, and classifies
+// each update against them.
+//
+// A Store is not safe for concurrent use; Mux wraps one with a lock. Its only notion of
+// time is the clock that stamps the first-seen annotation.
+//
+// Memory contract: pods passed in are only read, and the store keeps references into them
+// (spec, labels, status and so on are shared, not copied), so the caller must not modify a
+// pod after passing it, as with an informer's objects. Every pod the store returns is a
+// deep copy sharing no memory with the store or the inputs, so a receiver may modify it
+// freely. The copies are made only for changed pods; an unchanged pod costs a comparison
+// and no allocation.
+type Store struct {
+	clock   clock.PassiveClock
+	sources map[string]*sourceState
+	// gen numbers Apply calls; an entry touched by the current call carries its number.
+	gen uint64
+	// names is scratch space for the duplicate-name filter, reused by every Apply.
+	names map[nameKey]struct{}
+	// tmp is scratch space for comparisons.
+	tmp scratch
+}
+
+// sourceState is one source's pods.
+type sourceState struct {
+	// pods maps UID to the stored pod. Invariant: no two entries share a UID; every
+	// stored pod carries the config.source and config.seen annotations.
+	pods map[types.UID]*entry
+	// seen is true once a Set of the source has been merged.
+	seen bool
+}
+
+// entry is one stored pod.
+type entry struct {
+	// pod is the store's object. The Pod struct and its Annotations map belong to the
+	// store; everything else it references may be shared with an input pod and is never
+	// written through.
+	pod *v1.Pod
+	// gen is the Store.gen of the last Apply that listed the pod.
+	gen uint64
+}
+
+// nameKey is a pod's full name.
+type nameKey struct{ namespace, name string }
+
+// NewStore returns an empty store that stamps first-seen times from the real clock.
+func NewStore() *Store { return NewStoreWithClock(clock.RealClock{}) }
+
+// NewStoreWithClock returns an empty store that stamps first-seen times from c (the real
+// clock if c is nil).
+func NewStoreWithClock(c clock.PassiveClock) *Store {
+	if c == nil {
+		c = clock.RealClock{}
+	}
+	return &Store{clock: c, sources: map[string]*sourceState{}, names: map[nameKey]struct{}{}}
+}
+
+// SeenSource reports whether a Set of source has been merged.
+func (s *Store) SeenSource(source string) bool {
+	st := s.sources[source]
+	return st != nil && st.seen
+}
+
+// Merge is Apply without the report: dropped pods and invalid updates (which change
+// nothing) are left out of the result.
+func (s *Store) Merge(u PodUpdate) Changes {
+	c, _, _ := s.Apply(u)
+	return c
+}
+
+// Apply folds one update of one source into the store and returns what changed, the pods
+// it left out, and an error (wrapping ErrUnknownOp, ErrInvalidOp or ErrEmptySource) if the
+// update as a whole is invalid, in which case nothing changes.
+//
+//   - Set: the listed pods become the source's pods. Pods new to the source are Adds
+//     (stamped with the source and the first-seen time), known pods are classified by
+//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing), and stored pods
+//     not listed are Removes. The source counts as seen afterwards.
+//   - Add, Update, Delete: the listed pods are upserted and classified like Set's; other
+//     pods stay. The op itself does not matter (an Update of an unknown pod is an Add).
+//   - Remove: the listed UIDs are dropped and returned as Removes; unknown UIDs are
+//     ignored. Content does not matter.
+//   - Reconcile, or any other value: invalid.
+//
+// Before anything else, nil pods and pods without a UID are dropped, and (except for
+// Remove) so is every pod whose full name or UID an earlier pod of the update has. A
+// dropped pod counts as not listed, so a Set that drops a stored pod's only copy removes
+// it.
+func (s *Store) Apply(u PodUpdate) (Changes, []Drop, error) {
+	switch {
+	case !u.Op.valid():
+		return Changes{}, nil, fmt.Errorf("%w: %d from source %q", ErrUnknownOp, int(u.Op), u.Source)
+	case u.Op == Reconcile:
+		return Changes{}, nil, fmt.Errorf("%w: %v from source %q", ErrInvalidOp, u.Op, u.Source)
+	case u.Source == "":
+		return Changes{}, nil, fmt.Errorf("%w (op %v)", ErrEmptySource, u.Op)
+	}
+	st := s.sources[u.Source]
+	if st == nil {
+		st = &sourceState{pods: map[types.UID]*entry{}}
+		s.sources[u.Source] = st
+	}
+	s.gen++
+	if u.Op == Remove {
+		return s.remove(st, u)
+	}
+	return s.upsert(st, u)
+}
+
+// upsert handles Set, Add, Update and Delete.
+func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
+	var (
+		c     Changes
+		drops []Drop
+		seen  string // the first-seen stamp, formatted once per call when needed
+	)
+	clear(s.names)
+	for i, ref := range u.Pods {
+		if err := checkPod(ref); err != nil {
+			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
+			continue
+		}
+		key := nameKey{ref.Namespace, ref.Name}
+		if _, dup := s.names[key]; dup {
+			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
+				Err: fmt.Errorf("%w: %s_%s (uid %s)", ErrDuplicateName, ref.Name, ref.Namespace, ref.UID)})
+			continue
+		}
+		s.names[key] = struct{}{}
+		e := st.pods[ref.UID]
+		if e != nil && e.gen == s.gen {
+			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
+				Err: fmt.Errorf("%w: %s (%s_%s)", ErrDuplicateUID, ref.UID, ref.Name, ref.Namespace)})
+			continue
+		}
+		if e == nil {
+			if seen == "" {
+				seen = s.clock.Now().Format(SeenTimeLayout)
+			}
+			e = &entry{pod: newStored(ref, u.Source, seen)}
+			st.pods[ref.UID] = e
+			e.gen = s.gen
+			c.Adds = append(c.Adds, e.pod.DeepCopy())
+			continue
+		}
+		e.gen = s.gen
+		op, changed := classify(e.pod, ref, &s.tmp)
+		if !changed {
+			continue
+		}
+		out := e.pod.DeepCopy()
+		switch op {
+		case Update:
+			c.Updates = append(c.Updates, out)
+		case Delete:
+			c.Deletes = append(c.Deletes, out)
+		default:
+			c.Reconciles = append(c.Reconciles, out)
+		}
+	}
+	if u.Op == Set {
+		for uid, e := range st.pods {
+			if e.gen != s.gen {
+				delete(st.pods, uid)
+				c.Removes = append(c.Removes, e.pod.DeepCopy())
+			}
+		}
+		sortPods(c.Removes)
+		st.seen = true
+	}
+	return c, drops, nil
+}
+
+// remove handles Remove.
+func (s *Store) remove(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
+	var (
+		c     Changes
+		drops []Drop
+	)
+	for i, ref := range u.Pods {
+		if err := checkPod(ref); err != nil {
+			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
+			continue
+		}
+		if e := st.pods[ref.UID]; e != nil {
+			delete(st.pods, ref.UID)
+			c.Removes = append(c.Removes, e.pod.DeepCopy())
+		}
+	}
+	sortPods(c.Removes)
+	return c, drops, nil
+}
+
+// checkPod returns why a pod cannot be stored at all, or nil.
+func checkPod(p *v1.Pod) error {
+	if p == nil {
+		return ErrNilPod
+	}
+	if p.UID == "" {
+		return fmt.Errorf("%w: %s_%s", ErrEmptyUID, p.Name, p.Namespace)
+	}
+	return nil
+}
+
+// newStored returns the store's object for a pod new to a source: a shallow copy of ref
+// with its own annotation map, stamped with the source and the first-seen time.
+func newStored(ref *v1.Pod, source, seen string) *v1.Pod {
+	p := new(v1.Pod)
+	*p = *ref
+	ann := make(map[string]string, len(ref.Annotations)+2)
+	maps.Copy(ann, ref.Annotations)
+	ann[ConfigSourceAnnotationKey] = source
+	ann[ConfigFirstSeenAnnotationKey] = seen
+	p.Annotations = ann
+	return p
+}
+
+// sortPods orders pods by namespace, name and UID.
+func sortPods(pods []*v1.Pod) {
+	slices.SortFunc(pods, func(a, b *v1.Pod) int {
+		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name), cmp.Compare(a.UID, b.UID))
+	})
+}
+
+// Pods returns deep copies of the pods stored for source, sorted by namespace, name and
+// UID (nil if there are none).
+func (s *Store) Pods(source string) []*v1.Pod {
+	st := s.sources[source]
+	if st == nil || len(st.pods) == 0 {
+		return nil
+	}
+	out := make([]*v1.Pod, 0, len(st.pods))
+	for _, e := range st.pods {
+		out = append(out, e.pod.DeepCopy())
+	}
+	sortPods(out)
+	return out
+}

@@ -1,0 +1,347 @@
+package config
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+var t0 = time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC)
+
+const t0Seen = "2026-11-26T01:02:03.000000004Z"
+
+// newPod is an API pod without local annotations.
+func newPod(name string, uid types.UID) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: uid, Labels: map[string]string{"app": name}},
+		Spec:       v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
+		Status:     v1.PodStatus{Phase: v1.PodRunning},
+	}
+}
+
+// stamped is what the store keeps and returns for p added from source at seen.
+func stamped(p *v1.Pod, source, seen string) *v1.Pod {
+	p = p.DeepCopy()
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	p.Annotations[ConfigSourceAnnotationKey] = source
+	p.Annotations[ConfigFirstSeenAnnotationKey] = seen
+	return p
+}
+
+func set(pods ...*v1.Pod) PodUpdate { return PodUpdate{Op: Set, Source: "api", Pods: pods} }
+
+// TestMergeSeedScenario runs KUBELET-BEHAVIOR.md §5's seed scenario, one Set per step.
+func TestMergeSeedScenario(t *testing.T) {
+	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+	base := newPod("web", "uid-1")
+	deleting := func(grace int64) *v1.Pod {
+		p := base.DeepCopy()
+		p.DeletionTimestamp = ts(100)
+		p.DeletionGracePeriodSeconds = i64(grace)
+		return p
+	}
+	failed := deleting(0)
+	failed.Status.Phase = v1.PodFailed
+	withDeletion := func(grace int64, phase v1.PodPhase) *v1.Pod {
+		p := stamped(deleting(grace), "api", t0Seen)
+		p.Status.Phase = phase
+		return p
+	}
+	steps := []struct {
+		name   string
+		update PodUpdate
+		want   Changes
+	}{
+		{"add", set(base.DeepCopy()), Changes{Adds: []*v1.Pod{stamped(base, "api", t0Seen)}}},
+		{"deletionTimestamp and grace 30: delete", set(deleting(30)), Changes{Deletes: []*v1.Pod{withDeletion(30, v1.PodRunning)}}},
+		{"the same again: nothing", set(deleting(30)), Changes{}},
+		{"grace 30 to 0: delete", set(deleting(0)), Changes{Deletes: []*v1.Pod{withDeletion(0, v1.PodRunning)}}},
+		{"status Failed: reconcile", set(failed.DeepCopy()), Changes{Reconciles: []*v1.Pod{withDeletion(0, v1.PodFailed)}}},
+		{"pod missing: remove", set(), Changes{Removes: []*v1.Pod{withDeletion(0, v1.PodFailed)}}},
+		{"the same again: nothing", set(), Changes{}},
+	}
+	for i, step := range steps {
+		got, drops, err := s.Apply(step.update)
+		if err != nil || drops != nil {
+			t.Fatalf("step %d (%s): drops %v, err %v", i, step.name, drops, err)
+		}
+		if diff := cmp.Diff(step.want, got); diff != "" {
+			t.Fatalf("step %d (%s): changes (-want +got):\n%s", i, step.name, diff)
+		}
+	}
+	if !s.SeenSource("api") || s.SeenSource("file") {
+		t.Errorf("SeenSource: api %v, file %v; want true, false", s.SeenSource("api"), s.SeenSource("file"))
+	}
+}
+
+func TestMergeOps(t *testing.T) {
+	a, b, c := newPod("a", "uid-a"), newPod("b", "uid-b"), newPod("c", "uid-c")
+	relabel := func(p *v1.Pod) *v1.Pod { p = p.DeepCopy(); p.Labels = map[string]string{"new": "1"}; return p }
+	restatus := func(p *v1.Pod) *v1.Pod { p = p.DeepCopy(); p.Status.Phase = v1.PodSucceeded; return p }
+	del := func(p *v1.Pod) *v1.Pod {
+		p = p.DeepCopy()
+		p.DeletionTimestamp = ts(5)
+		p.DeletionGracePeriodSeconds = i64(30)
+		return p
+	}
+	st := func(p *v1.Pod) *v1.Pod { return stamped(p, "api", t0Seen) }
+	cases := []struct {
+		name string
+		// before is merged first, as a Set of source "api".
+		before   []*v1.Pod
+		update   PodUpdate
+		want     Changes
+		wantErr  error
+		wantPods []*v1.Pod // the store afterwards
+		wantSeen bool
+	}{
+		{
+			name:     "set replaces: adds, updates, deletes, reconciles, removes in one",
+			before:   []*v1.Pod{a, b, c},
+			update:   set(relabel(a), del(b), newPod("d", "uid-d"), restatus(c)),
+			want:     Changes{Adds: []*v1.Pod{st(newPod("d", "uid-d"))}, Updates: []*v1.Pod{st(relabel(a))}, Deletes: []*v1.Pod{st(del(b))}, Reconciles: []*v1.Pod{st(restatus(c))}},
+			wantPods: []*v1.Pod{st(relabel(a)), st(del(b)), st(restatus(c)), st(newPod("d", "uid-d"))},
+			wantSeen: true,
+		},
+		{
+			name:     "set of nothing removes everything, sorted",
+			before:   []*v1.Pod{c, a, b},
+			update:   set(),
+			want:     Changes{Removes: []*v1.Pod{st(a), st(b), st(c)}},
+			wantSeen: true,
+		},
+		{
+			name:     "add upserts and never removes",
+			before:   []*v1.Pod{a, b},
+			update:   PodUpdate{Op: Add, Source: "api", Pods: []*v1.Pod{relabel(a), c}},
+			want:     Changes{Adds: []*v1.Pod{st(c)}, Updates: []*v1.Pod{st(relabel(a))}},
+			wantPods: []*v1.Pod{st(relabel(a)), st(b), st(c)},
+			wantSeen: true,
+		},
+		{
+			name:     "update of an unknown pod is an add; add of a status change is a reconcile",
+			update:   PodUpdate{Op: Update, Source: "api", Pods: []*v1.Pod{a}},
+			want:     Changes{Adds: []*v1.Pod{st(a)}},
+			wantPods: []*v1.Pod{st(a)},
+		},
+		{
+			name:     "add with only a status change: reconcile",
+			before:   []*v1.Pod{a},
+			update:   PodUpdate{Op: Add, Source: "api", Pods: []*v1.Pod{restatus(a)}},
+			want:     Changes{Reconciles: []*v1.Pod{st(restatus(a))}},
+			wantPods: []*v1.Pod{st(restatus(a))},
+			wantSeen: true,
+		},
+		{
+			name:     "delete op without deletionTimestamp: classified by content",
+			before:   []*v1.Pod{a},
+			update:   PodUpdate{Op: Delete, Source: "api", Pods: []*v1.Pod{relabel(a)}},
+			want:     Changes{Updates: []*v1.Pod{st(relabel(a))}},
+			wantPods: []*v1.Pod{st(relabel(a))},
+			wantSeen: true,
+		},
+		{
+			name:     "delete op of a deleting pod: delete",
+			before:   []*v1.Pod{a},
+			update:   PodUpdate{Op: Delete, Source: "api", Pods: []*v1.Pod{del(a)}},
+			want:     Changes{Deletes: []*v1.Pod{st(del(a))}},
+			wantPods: []*v1.Pod{st(del(a))},
+			wantSeen: true,
+		},
+		{
+			name:     "remove drops listed UIDs, whatever their content; unknown UIDs do nothing",
+			before:   []*v1.Pod{a, b},
+			update:   PodUpdate{Op: Remove, Source: "api", Pods: []*v1.Pod{relabel(b), c}},
+			want:     Changes{Removes: []*v1.Pod{st(b)}},
+			wantPods: []*v1.Pod{st(a)},
+			wantSeen: true,
+		},
+		{
+			name:     "reconcile as input is invalid and changes nothing",
+			before:   []*v1.Pod{a},
+			update:   PodUpdate{Op: Reconcile, Source: "api", Pods: []*v1.Pod{restatus(a)}},
+			wantErr:  ErrInvalidOp,
+			wantPods: []*v1.Pod{st(a)},
+			wantSeen: true,
+		},
+		{
+			name:     "unknown op is invalid and changes nothing",
+			before:   []*v1.Pod{a},
+			update:   PodUpdate{Op: 42, Source: "api", Pods: []*v1.Pod{b}},
+			wantErr:  ErrUnknownOp,
+			wantPods: []*v1.Pod{st(a)},
+			wantSeen: true,
+		},
+		{
+			name:    "empty source is invalid",
+			update:  PodUpdate{Op: Set, Pods: []*v1.Pod{b}},
+			wantErr: ErrEmptySource,
+		},
+		{
+			name:     "other sources are untouched",
+			before:   []*v1.Pod{a},
+			update:   PodUpdate{Op: Set, Source: "file", Pods: []*v1.Pod{b}},
+			want:     Changes{Adds: []*v1.Pod{stamped(b, "file", t0Seen)}},
+			wantPods: []*v1.Pod{st(a)},
+			wantSeen: true,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+			if c.before != nil {
+				s.Merge(set(c.before...))
+			}
+			got, _, err := s.Apply(c.update)
+			if !errors.Is(err, c.wantErr) {
+				t.Fatalf("error %v, want %v", err, c.wantErr)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(c.wantPods, s.Pods("api")); diff != "" {
+				t.Errorf("store afterwards (-want +got):\n%s", diff)
+			}
+			if s.SeenSource("api") != c.wantSeen {
+				t.Errorf("SeenSource(api) = %v, want %v", s.SeenSource("api"), c.wantSeen)
+			}
+		})
+	}
+}
+
+func TestMergeDrops(t *testing.T) {
+	a, b := newPod("a", "uid-a"), newPod("b", "uid-b")
+	twinA := newPod("a", "uid-a2") // same full name as a, another UID
+	otherNS := newPod("a", "uid-a3")
+	otherNS.Namespace = "other"
+	sameUID := newPod("z", "uid-a") // same UID as a, another name
+	noUID := newPod("n", "")
+	st := func(p *v1.Pod) *v1.Pod { return stamped(p, "api", t0Seen) }
+	type drop struct {
+		Index int
+		Err   error
+	}
+	cases := []struct {
+		name      string
+		before    []*v1.Pod
+		update    PodUpdate
+		want      Changes
+		wantDrops []drop
+	}{
+		{
+			name:      "nil pod and empty UID are dropped",
+			update:    set(nil, noUID, a),
+			want:      Changes{Adds: []*v1.Pod{st(a)}},
+			wantDrops: []drop{{0, ErrNilPod}, {1, ErrEmptyUID}},
+		},
+		{
+			name:      "same full name: the first wins even with another UID",
+			update:    set(a, twinA, otherNS),
+			want:      Changes{Adds: []*v1.Pod{st(a), st(otherNS)}},
+			wantDrops: []drop{{1, ErrDuplicateName}},
+		},
+		{
+			name:      "a stored pod dropped as a duplicate is removed",
+			before:    []*v1.Pod{twinA},
+			update:    set(a, twinA),
+			want:      Changes{Adds: []*v1.Pod{st(a)}, Removes: []*v1.Pod{st(twinA)}},
+			wantDrops: []drop{{1, ErrDuplicateName}},
+		},
+		{
+			name:      "same UID twice: the first wins",
+			update:    set(a, sameUID, b),
+			want:      Changes{Adds: []*v1.Pod{st(a), st(b)}},
+			wantDrops: []drop{{1, ErrDuplicateUID}},
+		},
+		{
+			name:      "incremental ops filter duplicates too",
+			update:    PodUpdate{Op: Add, Source: "api", Pods: []*v1.Pod{a, twinA, nil}},
+			want:      Changes{Adds: []*v1.Pod{st(a)}},
+			wantDrops: []drop{{1, ErrDuplicateName}, {2, ErrNilPod}},
+		},
+		{
+			name:      "remove drops nil pods and empty UIDs",
+			before:    []*v1.Pod{a},
+			update:    PodUpdate{Op: Remove, Source: "api", Pods: []*v1.Pod{nil, noUID, a}},
+			want:      Changes{Removes: []*v1.Pod{st(a)}},
+			wantDrops: []drop{{0, ErrNilPod}, {1, ErrEmptyUID}},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+			if c.before != nil {
+				s.Merge(set(c.before...))
+			}
+			got, drops, err := s.Apply(c.update)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("changes (-want +got):\n%s", diff)
+			}
+			var gotDrops []drop
+			for _, d := range drops {
+				if d.Source != "api" || d.Pod != c.update.Pods[d.Index] {
+					t.Errorf("drop %+v does not name its input", d)
+				}
+				for _, sentinel := range []error{ErrNilPod, ErrEmptyUID, ErrDuplicateName, ErrDuplicateUID} {
+					if errors.Is(d.Err, sentinel) {
+						gotDrops = append(gotDrops, drop{d.Index, sentinel})
+					}
+				}
+			}
+			if diff := cmp.Diff(c.wantDrops, gotDrops, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+				t.Errorf("drops (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMergeOwnership checks the memory contract: inputs are never modified, and returned
+// pods can be modified without touching the store.
+func TestMergeOwnership(t *testing.T) {
+	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+	in := seedPod(1)
+	pristine := in.DeepCopy()
+	c := s.Merge(set(in))
+	if diff := cmp.Diff(pristine, in); diff != "" {
+		t.Fatalf("Merge modified its input (-before +after):\n%s", diff)
+	}
+	// Scribble over everything returned.
+	out := c.Adds[0]
+	out.Labels["app"] = "scribbled"
+	out.Annotations[ConfigFirstSeenAnnotationKey] = "scribbled"
+	out.Spec.Containers[0].Command[0] = "scribbled"
+	out.Status.Conditions[0].Type = "scribbled"
+	if diff := cmp.Diff(pristine, in); diff != "" {
+		t.Fatalf("modifying a returned pod modified the input (-before +after):\n%s", diff)
+	}
+	// The same pod again is no change: the store was not touched either.
+	if c := s.Merge(set(pristine.DeepCopy())); c.Len() != 0 {
+		t.Fatalf("store changed through a returned pod: %+v", c)
+	}
+	if got := s.Pods("api")[0]; got.Annotations[ConfigFirstSeenAnnotationKey] != t0Seen {
+		t.Errorf("stored seen = %q, want %q", got.Annotations[ConfigFirstSeenAnnotationKey], t0Seen)
+	}
+}
+
+func TestOpString(t *testing.T) {
+	want := map[Op]string{Set: "set", Add: "add", Update: "update", Delete: "delete", Remove: "remove", Reconcile: "reconcile", -1: "Op(-1)", 6: "Op(6)"}
+	for op, s := range want {
+		if op.String() != s {
+			t.Errorf("Op(%d).String() = %q, want %q", int(op), op.String(), s)
+		}
+	}
+	if Set != 0 || Reconcile != 5 {
+		t.Errorf("Set = %d, Reconcile = %d; want 0 and 5", Set, Reconcile)
+	}
+}
