@@ -61,9 +61,14 @@ func TestCheckAndUpdatePod(t *testing.T) {
 			wantRefSeen:  "-",
 		},
 		{
-			name:    "label change: update, meaningful fields copied, not resourceVersion or finalizers",
-			editRef: func(p *v1.Pod) { p.Labels = map[string]string{"app": "web2"}; p.ResourceVersion = "11"; p.Generation = 2; p.Finalizers = []string{"f"} },
-			want:    flags{Update: true},
+			name: "label change: update, meaningful fields copied, not resourceVersion or finalizers",
+			editRef: func(p *v1.Pod) {
+				p.Labels = map[string]string{"app": "web2"}
+				p.ResourceVersion = "11"
+				p.Generation = 2
+				p.Finalizers = []string{"f"}
+			},
+			want: flags{Update: true},
 			wantExisting: func(p *v1.Pod) {
 				p.Labels = map[string]string{"app": "web2"}
 				p.Generation = 2
@@ -137,8 +142,13 @@ func TestCheckAndUpdatePod(t *testing.T) {
 			wantRefSeen:  seenT0,
 		},
 		{
-			name:        "resourceVersion, generation, finalizers, ownerReferences alone: nothing",
-			editRef:     func(p *v1.Pod) { p.ResourceVersion = "99"; p.Generation = 5; p.Finalizers = []string{"f"}; p.OwnerReferences = []metav1.OwnerReference{{Name: "rs"}} },
+			name: "resourceVersion, generation, finalizers, ownerReferences alone: nothing",
+			editRef: func(p *v1.Pod) {
+				p.ResourceVersion = "99"
+				p.Generation = 5
+				p.Finalizers = []string{"f"}
+				p.OwnerReferences = []metav1.OwnerReference{{Name: "rs"}}
+			},
 			wantRefSeen: "-",
 		},
 		{
