@@ -156,6 +156,13 @@ func (s *PodStatus) IsRunning() bool {
 //   - PodStatus returns the detailed status of one pod. A pod the runtime does not know
 //     returns an empty status (ID set, no containers) and a nil error. An error makes the
 //     relister drop that pod's events for this relist and inspect it again next time.
+//     The status must list the same containers and sandboxes, with the same states, as
+//     ListPods would at that moment (RequestRefresh and PushStatus derive the pod's
+//     containers from it; a mismatch shows up as spurious events at the next relist).
+//     The relister never modifies a returned status; it caches it, or a shallow copy
+//     with ID, TimeStamp and IPs completed.
+//
+// Both calls get the context of Relist or Run and should return when it ends.
 type RuntimeService interface {
 	ListPods(ctx context.Context, all bool) ([]*Pod, error)
 	PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error)
