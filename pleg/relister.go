@@ -200,7 +200,8 @@ func (r *Relister) Healthy() (bool, error) {
 // every RelistPeriod; tests and benchmarks call it directly. It returns an error wrapping
 // ErrListPods when the list failed (then nothing else happened), or the errors, each
 // wrapping ErrPodStatus, of the pods whose status could not be fetched (their events wait
-// for the next relist, which inspects them again); the relist itself completed.
+// for the next relist, which inspects them again); the relist itself completed. If ctx
+// ends during the relist, it stops and returns ctx.Err(); the next relist picks up.
 func (r *Relister) Relist(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -219,6 +220,12 @@ func (r *Relister) Relist(ctx context.Context) error {
 	seen := 0
 	next := r.next[:0]
 	for i, p := range pods {
+		if err := ctx.Err(); err != nil {
+			// Abandon the relist: pods not handled yet keep their records, so the next
+			// relist finds their changes again. No cache timestamp is claimed.
+			r.prev = nil
+			return err
+		}
 		rec := r.lookup(i, p)
 		if rec == nil {
 			next = append(next, nil)

@@ -384,3 +384,33 @@ func TestHealthy(t *testing.T) {
 	}
 	check("after a successful relist", true)
 }
+
+func TestRelistAbandonedWhenContextEnds(t *testing.T) {
+	rt := newFakeRuntime(mkPod("a", "c:c1:r"), mkPod("b", "c:c2:r"))
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	wrapped := RuntimeServiceFuncs{
+		ListPodsFunc: rt.ListPods,
+		PodStatusFunc: func(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+			calls++
+			cancel() // the context ends while the first pod is inspected
+			return rt.PodStatus(ctx, uid, name, namespace)
+		},
+	}
+	r, cache, _ := newTestRelister(t, wrapped, nil)
+	if err := r.Relist(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Relist = %v, want context.Canceled", err)
+	}
+	if calls != 1 || !cache.timestamp.IsZero() {
+		t.Fatalf("PodStatus calls = %d (want 1), cache timestamp %v (want zero)", calls, cache.timestamp)
+	}
+	if diff := cmp.Diff([]string{"a ContainerStarted c1"}, drain(r.Events())); diff != "" {
+		t.Fatalf("events mismatch (-want +got):\n%s", diff)
+	}
+	if err := r.Relist(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"b ContainerStarted c2"}, drain(r.Events())); diff != "" {
+		t.Fatalf("the next relist must pick up b (-want +got):\n%s", diff)
+	}
+}
