@@ -1,0 +1,414 @@
+// Package plegtest provides an in-memory container runtime for tests and demos: Runtime
+// implements pleg.RuntimeService, and its methods give a PodSyncer something real to drive.
+//
+// Pods have one sandbox and any number of containers. Containers start, run, exit on their
+// own after a while (RunFor), receive a stop signal, run a preStop hook that takes time,
+// exit some time after the signal (StopDelay) or are killed when the stop timeout runs out.
+//
+// The runtime starts no goroutine: every state change is computed from the clock when the
+// runtime is read or driven, so it works the same on the real clock, a fake clock
+// (k8s.io/utils/clock/testing) and in a testing/synctest bubble. Only KillPod blocks: it
+// waits on the clock until every container of the pod has exited, or its context ends.
+package plegtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// Errors of the Runtime, checked with errors.Is.
+var (
+	ErrInvalidPod = errors.New("plegtest: invalid pod")
+	ErrNoSuchPod  = errors.New("plegtest: no such pod")
+)
+
+// Exit codes and reasons the runtime reports.
+const (
+	// ExitCodeKilled is the exit code of a container killed when its stop timeout ran out.
+	ExitCodeKilled = 137
+	ReasonKilled   = "Error"
+	ReasonExited   = "Completed"
+)
+
+// ContainerSpec describes how one container behaves.
+type ContainerSpec struct {
+	Name  string
+	Image string
+	// RunFor, when positive, makes the container exit on its own (with ExitCode) after
+	// running that long; zero runs until stopped.
+	RunFor time.Duration
+	// ExitCode is the code of an exit on its own (RunFor) or after a stop signal.
+	ExitCode int
+	// PreStop is how long the container's preStop hook runs once it is asked to stop; the
+	// stop signal follows the hook. Zero means no hook.
+	PreStop time.Duration
+	// StopDelay is how long the container takes to exit after the stop signal. A negative
+	// value ignores the signal: the container is killed when its stop timeout runs out.
+	StopDelay time.Duration
+}
+
+// PodSpec describes a pod for StartPod.
+type PodSpec struct {
+	UID        types.UID
+	Name       string
+	Namespace  string
+	Containers []ContainerSpec
+	// RestartExited restarts exited containers on StartPod (restartPolicy Always; for
+	// OnFailure set it only when the exit code was non-zero).
+	RestartExited bool
+}
+
+// Runtime is an in-memory container runtime. Safe for concurrent use. The zero value is not
+// usable; call NewRuntime.
+type Runtime struct {
+	clock clock.Clock
+
+	mu      sync.Mutex
+	pods    map[types.UID]*pod
+	order   []types.UID // pods in creation order, for stable listings
+	nextID  int
+	listErr error
+	statErr map[types.UID]error
+	calls   Calls
+}
+
+// Calls counts the RuntimeService calls the runtime answered.
+type Calls struct {
+	ListPods, PodStatus int
+}
+
+type pod struct {
+	uid             types.UID
+	name, namespace string
+	createdAt       time.Time
+	ip              string
+	sandboxes       []*sandbox // newest first
+	containers      []*container
+}
+
+type sandbox struct {
+	id        string
+	createdAt time.Time
+	attempt   uint32
+	ready     bool
+}
+
+type container struct {
+	spec                                 ContainerSpec
+	id                                   string
+	restartCount                         int
+	createdAt, startedAt, finishedAt     time.Time
+	running                              bool
+	exitCode                             int
+	reason                               string
+	// exitAt is when the container exits on its own (RunFor, or signal + hook + delay);
+	// zero when it would run forever.
+	exitAt time.Time
+	// killAt is when the stop timeout runs out; zero before any stop request.
+	killAt time.Time
+	// signalled: a stop was requested (hook started).
+	signalled bool
+}
+
+// NewRuntime returns an empty runtime on clk (nil means the real clock).
+func NewRuntime(clk clock.Clock) *Runtime {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Runtime{clock: clk, pods: make(map[types.UID]*pod), statErr: make(map[types.UID]error)}
+}
+
+var _ pleg.RuntimeService = (*Runtime)(nil)
+
+func (r *Runtime) newID(kind string) string {
+	r.nextID++
+	return fmt.Sprintf("%s-%06d", kind, r.nextID)
+}
+
+// advance applies every exit and kill due at now. Callers hold r.mu.
+func (p *pod) advance(now time.Time) {
+	for _, c := range p.containers {
+		if !c.running {
+			continue
+		}
+		switch {
+		case !c.exitAt.IsZero() && !c.exitAt.After(now) && (c.killAt.IsZero() || !c.killAt.Before(c.exitAt)):
+			c.running, c.finishedAt, c.exitCode, c.reason = false, c.exitAt, c.spec.ExitCode, ReasonExited
+		case !c.killAt.IsZero() && !c.killAt.After(now):
+			c.running, c.finishedAt, c.exitCode, c.reason = false, c.killAt, ExitCodeKilled, ReasonKilled
+		}
+	}
+}
+
+// nextChange returns the earliest future exit or kill, or zero when none is scheduled.
+func (p *pod) nextChange() time.Time {
+	var next time.Time
+	for _, c := range p.containers {
+		if !c.running {
+			continue
+		}
+		for _, t := range []time.Time{c.exitAt, c.killAt} {
+			if !t.IsZero() && (next.IsZero() || t.Before(next)) {
+				next = t
+			}
+		}
+	}
+	return next
+}
+
+func (p *pod) running() bool {
+	for _, c := range p.containers {
+		if c.running {
+			return true
+		}
+	}
+	return false
+}
+
+// StartPod creates the pod's sandbox if it has no ready one and starts every container of the
+// spec that has no running instance: one never started, or (with RestartExited) one that
+// exited, as a new instance with a higher restart count. It is idempotent, as SyncPod must be.
+func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
+	if spec.UID == "" || spec.Name == "" {
+		return fmt.Errorf("%w: UID %q, name %q", ErrInvalidPod, spec.UID, spec.Name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.clock.Now()
+	p, ok := r.pods[spec.UID]
+	if !ok {
+		p = &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
+			ip: fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+1)}
+		r.pods[spec.UID] = p
+		r.order = append(r.order, spec.UID)
+	}
+	p.advance(now)
+	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
+		sb := &sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
+		p.sandboxes = slices.Insert(p.sandboxes, 0, sb)
+	}
+	for _, cs := range spec.Containers {
+		latest := p.latest(cs.Name)
+		if latest != nil && (latest.running || !spec.RestartExited) {
+			continue
+		}
+		c := &container{spec: cs, id: r.newID("container"), createdAt: now, startedAt: now, running: true}
+		if latest != nil {
+			c.restartCount = latest.restartCount + 1
+		}
+		if cs.RunFor > 0 {
+			c.exitAt = now.Add(cs.RunFor)
+		}
+		p.containers = slices.Insert(p.containers, 0, c)
+	}
+	return nil
+}
+
+// latest returns the newest instance of the named container, or nil.
+func (p *pod) latest(name string) *container {
+	for _, c := range p.containers {
+		if c.spec.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// KillPod stops every running container of the pod and then its sandbox, and blocks until
+// they have stopped or ctx ends. A container not yet asked to stop runs its preStop hook, then
+// gets the stop signal and exits StopDelay later; whatever still runs gracePeriod after this
+// call is killed. A later call with a shorter period brings the kill forward (a longer one
+// never postpones it). An unknown pod is already stopped. It returns ctx.Err() when ctx ends
+// first, leaving the containers on their way to stopping.
+func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.Duration) error {
+	r.mu.Lock()
+	p, ok := r.pods[uid]
+	if !ok {
+		r.mu.Unlock()
+		return nil
+	}
+	killAt := r.clock.Now().Add(max(gracePeriod, 0))
+	r.mu.Unlock()
+
+	for {
+		r.mu.Lock()
+		if r.pods[uid] != p { // removed meanwhile: nothing left to stop
+			r.mu.Unlock()
+			return nil
+		}
+		now := r.clock.Now()
+		p.advance(now)
+		p.requestStop(now, killAt)
+		if !p.running() {
+			for _, sb := range p.sandboxes {
+				sb.ready = false
+			}
+			r.mu.Unlock()
+			return nil
+		}
+		wait := p.nextChange().Sub(now)
+		r.mu.Unlock()
+		t := r.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+// requestStop signals every running container not yet asked to stop (its preStop hook starts
+// now) and brings every running container's kill forward to killAt. Callers hold r.mu.
+func (p *pod) requestStop(now, killAt time.Time) {
+	for _, c := range p.containers {
+		if !c.running {
+			continue
+		}
+		if !c.signalled {
+			c.signalled = true
+			if c.spec.StopDelay >= 0 {
+				exit := now.Add(c.spec.PreStop + c.spec.StopDelay)
+				if c.exitAt.IsZero() || exit.Before(c.exitAt) {
+					c.exitAt = exit
+				}
+			}
+		}
+		if c.killAt.IsZero() || killAt.Before(c.killAt) {
+			c.killAt = killAt
+		}
+	}
+	p.advance(now)
+}
+
+// RemovePod removes the pod and everything of it from the runtime (the kubelet's cleanup of a
+// terminated pod's containers and sandbox). Running containers are removed too.
+func (r *Runtime) RemovePod(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.pods[uid]; !ok {
+		return
+	}
+	delete(r.pods, uid)
+	r.order = slices.DeleteFunc(r.order, func(u types.UID) bool { return u == uid })
+}
+
+// SetListError makes ListPods fail with err (nil restores it).
+func (r *Runtime) SetListError(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.listErr = err
+}
+
+// SetPodStatusError makes PodStatus of uid fail with err (nil restores it).
+func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		delete(r.statErr, uid)
+		return
+	}
+	r.statErr[uid] = err
+}
+
+// Calls returns how many RuntimeService calls the runtime answered.
+func (r *Runtime) Calls() Calls {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls
+}
+
+// IsRunning reports whether any container of the pod runs.
+func (r *Runtime) IsRunning(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.pods[uid]
+	if !ok {
+		return false
+	}
+	p.advance(r.clock.Now())
+	return p.running()
+}
+
+// ListPods returns every pod (all=false: those with a running container or a ready sandbox),
+// in creation order, as fresh values.
+func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls.ListPods++
+	if r.listErr != nil {
+		return nil, r.listErr
+	}
+	now := r.clock.Now()
+	out := make([]*pleg.Pod, 0, len(r.order))
+	for _, uid := range r.order {
+		p := r.pods[uid]
+		p.advance(now)
+		rp := &pleg.Pod{ID: p.uid, Name: p.name, Namespace: p.namespace, CreatedAt: p.createdAt}
+		active := false
+		for _, sb := range p.sandboxes {
+			st := pleg.ContainerStateExited
+			if sb.ready {
+				st, active = pleg.ContainerStateRunning, true
+			}
+			rp.Sandboxes = append(rp.Sandboxes, &pleg.Container{ID: sb.id, State: st})
+		}
+		for _, c := range p.containers {
+			st := pleg.ContainerStateExited
+			if c.running {
+				st, active = pleg.ContainerStateRunning, true
+			}
+			rp.Containers = append(rp.Containers, &pleg.Container{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, State: st})
+		}
+		if all || active {
+			out = append(out, rp)
+		}
+	}
+	return out, nil
+}
+
+// PodStatus returns the pod's detailed status; an unknown pod has an empty status.
+func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls.PodStatus++
+	if err := r.statErr[uid]; err != nil {
+		return nil, err
+	}
+	st := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	p, ok := r.pods[uid]
+	if !ok {
+		return st, nil
+	}
+	p.advance(r.clock.Now())
+	if len(p.sandboxes) > 0 && p.sandboxes[0].ready {
+		st.IPs = []string{p.ip}
+	}
+	for _, sb := range p.sandboxes {
+		state := pleg.SandboxNotReady
+		if sb.ready {
+			state = pleg.SandboxReady
+		}
+		st.SandboxStatuses = append(st.SandboxStatuses, &pleg.SandboxStatus{ID: sb.id, State: state, CreatedAt: sb.createdAt, Attempt: sb.attempt, IP: p.ip})
+	}
+	for _, c := range p.containers {
+		cs := &pleg.ContainerStatus{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
+			CreatedAt: c.createdAt, StartedAt: c.startedAt, RestartCount: c.restartCount}
+		if c.running {
+			cs.State = pleg.ContainerStateRunning
+		} else {
+			cs.State, cs.FinishedAt, cs.ExitCode, cs.Reason = pleg.ContainerStateExited, c.finishedAt, c.exitCode, c.reason
+		}
+		st.ContainerStatuses = append(st.ContainerStatuses, cs)
+	}
+	return st, nil
+}

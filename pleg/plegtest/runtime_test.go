@@ -1,0 +1,206 @@
+package plegtest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+func startWeb(t *testing.T, r *Runtime, containers ...ContainerSpec) {
+	t.Helper()
+	if err := r.StartPod(context.Background(), PodSpec{UID: "u1", Name: "web", Namespace: "default", Containers: containers}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func states(t *testing.T, r *Runtime) (containers map[string]pleg.ContainerState, sandbox pleg.SandboxState) {
+	t.Helper()
+	st, err := r.PodStatus(context.Background(), "u1", "web", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	containers = map[string]pleg.ContainerState{}
+	for i := len(st.ContainerStatuses) - 1; i >= 0; i-- { // newest wins
+		cs := st.ContainerStatuses[i]
+		containers[cs.Name] = cs.State
+	}
+	if len(st.SandboxStatuses) > 0 {
+		sandbox = st.SandboxStatuses[0].State
+	}
+	return containers, sandbox
+}
+
+func TestStartListStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRuntime(clock.RealClock{})
+		startWeb(t, r, ContainerSpec{Name: "app", Image: "busybox"}, ContainerSpec{Name: "side", Image: "envoy"})
+		pods, err := r.ListPods(context.Background(), true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != 1 || len(pods[0].Containers) != 2 || len(pods[0].Sandboxes) != 1 {
+			t.Fatalf("ListPods = %+v", pods)
+		}
+		for _, c := range append(pods[0].Containers, pods[0].Sandboxes...) {
+			if c.State != pleg.ContainerStateRunning {
+				t.Errorf("container %s is %s, want running", c.ID, c.State)
+			}
+		}
+		got, sb := states(t, r)
+		if diff := cmp.Diff(map[string]pleg.ContainerState{"app": "running", "side": "running"}, got); diff != "" || sb != pleg.SandboxReady {
+			t.Errorf("states (-want +got):\n%s sandbox %s", diff, sb)
+		}
+		st, _ := r.PodStatus(context.Background(), "u1", "web", "default")
+		if len(st.IPs) != 1 || !st.IsRunning() {
+			t.Errorf("status = %+v, want one IP and running", st)
+		}
+		// Starting again is idempotent.
+		startWeb(t, r, ContainerSpec{Name: "app"}, ContainerSpec{Name: "side"})
+		if pods, _ := r.ListPods(context.Background(), true); len(pods[0].Containers) != 2 {
+			t.Errorf("StartPod twice made %d containers, want 2", len(pods[0].Containers))
+		}
+	})
+}
+
+func TestExitOnItsOwnAndRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRuntime(clock.RealClock{})
+		startWeb(t, r, ContainerSpec{Name: "job", RunFor: 10 * time.Second, ExitCode: 3})
+		time.Sleep(9 * time.Second) // fake time inside the bubble
+		if got, _ := states(t, r); got["job"] != pleg.ContainerStateRunning {
+			t.Fatalf("job at 9s is %s, want running", got["job"])
+		}
+		time.Sleep(time.Second)
+		st, _ := r.PodStatus(context.Background(), "u1", "web", "default")
+		cs := st.FindContainerStatusByName("job")
+		if cs.State != pleg.ContainerStateExited || cs.ExitCode != 3 || cs.Reason != ReasonExited {
+			t.Fatalf("job at 10s = %+v, want exited with code 3", cs)
+		}
+		// Without RestartExited the container stays exited.
+		startWeb(t, r, ContainerSpec{Name: "job"})
+		if got, _ := states(t, r); got["job"] != pleg.ContainerStateExited {
+			t.Fatalf("job restarted without RestartExited")
+		}
+		if err := r.StartPod(context.Background(), PodSpec{UID: "u1", Name: "web", Containers: []ContainerSpec{{Name: "job"}}, RestartExited: true}); err != nil {
+			t.Fatal(err)
+		}
+		st, _ = r.PodStatus(context.Background(), "u1", "web", "default")
+		if len(st.ContainerStatuses) != 2 || st.ContainerStatuses[0].State != pleg.ContainerStateRunning || st.ContainerStatuses[0].RestartCount != 1 {
+			t.Fatalf("after restart: %+v, want a new running instance with restart count 1", st.ContainerStatuses)
+		}
+	})
+}
+
+func TestKillPod(t *testing.T) {
+	cases := []struct {
+		name     string
+		spec     ContainerSpec
+		grace    time.Duration
+		wantTook time.Duration
+		wantCode int
+	}{
+		{name: "exits after the stop delay", spec: ContainerSpec{Name: "c", StopDelay: 2 * time.Second}, grace: 30 * time.Second, wantTook: 2 * time.Second, wantCode: 0},
+		{name: "preStop hook then the stop delay", spec: ContainerSpec{Name: "c", PreStop: 5 * time.Second, StopDelay: time.Second}, grace: 30 * time.Second, wantTook: 6 * time.Second, wantCode: 0},
+		{name: "ignores the signal: killed at the grace period", spec: ContainerSpec{Name: "c", StopDelay: -1}, grace: 30 * time.Second, wantTook: 30 * time.Second, wantCode: ExitCodeKilled},
+		{name: "slower than the grace period: killed", spec: ContainerSpec{Name: "c", StopDelay: 45 * time.Second}, grace: 30 * time.Second, wantTook: 30 * time.Second, wantCode: ExitCodeKilled},
+		{name: "grace 0 kills at once", spec: ContainerSpec{Name: "c", StopDelay: 5 * time.Second}, grace: 0, wantTook: 0, wantCode: ExitCodeKilled},
+		{name: "stops at once", spec: ContainerSpec{Name: "c"}, grace: 30 * time.Second, wantTook: 0, wantCode: 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := NewRuntime(clock.RealClock{})
+				startWeb(t, r, tc.spec)
+				start := time.Now()
+				if err := r.KillPod(context.Background(), "u1", tc.grace); err != nil {
+					t.Fatal(err)
+				}
+				if took := time.Since(start); took != tc.wantTook {
+					t.Errorf("KillPod took %v, want %v", took, tc.wantTook)
+				}
+				st, _ := r.PodStatus(context.Background(), "u1", "web", "default")
+				cs := st.FindContainerStatusByName("c")
+				if cs.State != pleg.ContainerStateExited || cs.ExitCode != tc.wantCode {
+					t.Errorf("container = %+v, want exited with %d", cs, tc.wantCode)
+				}
+				if st.IsRunning() || len(st.IPs) != 0 {
+					t.Errorf("pod still running after KillPod: %+v", st)
+				}
+			})
+		})
+	}
+}
+
+func TestKillPodShortenedAndCancelled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRuntime(clock.RealClock{})
+		startWeb(t, r, ContainerSpec{Name: "c", StopDelay: -1})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.KillPod(ctx, "u1", 30*time.Second) }()
+		time.Sleep(10 * time.Second)
+		cancel() // the grace period was shortened: the pod worker cancels and calls again
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled KillPod = %v, want context.Canceled", err)
+		}
+		if !r.IsRunning("u1") {
+			t.Fatal("a cancelled KillPod stopped the pod")
+		}
+		start := time.Now()
+		if err := r.KillPod(context.Background(), "u1", 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took != 5*time.Second {
+			t.Errorf("shortened KillPod took %v, want 5s", took)
+		}
+		// A longer period never postpones a kill already due.
+		startWeb(t, r, ContainerSpec{Name: "c"}) // sandbox recreated; container stays exited
+		if got, _ := states(t, r); got["c"] != pleg.ContainerStateExited {
+			t.Errorf("container restarted without RestartExited")
+		}
+	})
+}
+
+func TestRemoveUnknownAndErrors(t *testing.T) {
+	r := NewRuntime(nil)
+	ctx := context.Background()
+	if err := r.StartPod(ctx, PodSpec{Name: "x"}); !errors.Is(err, ErrInvalidPod) {
+		t.Errorf("StartPod without UID = %v, want ErrInvalidPod", err)
+	}
+	if err := r.KillPod(ctx, "nope", time.Second); err != nil {
+		t.Errorf("KillPod of an unknown pod = %v, want nil", err)
+	}
+	st, err := r.PodStatus(ctx, "nope", "n", "ns")
+	if err != nil || st.ID != "nope" || len(st.ContainerStatuses) != 0 {
+		t.Errorf("PodStatus of unknown pod = %+v, %v; want empty status", st, err)
+	}
+	startWeb(t, r, ContainerSpec{Name: "c"})
+	boom := errors.New("boom")
+	r.SetListError(boom)
+	if _, err := r.ListPods(ctx, true); !errors.Is(err, boom) {
+		t.Errorf("ListPods = %v, want boom", err)
+	}
+	r.SetListError(nil)
+	r.SetPodStatusError("u1", boom)
+	if _, err := r.PodStatus(ctx, "u1", "web", "default"); !errors.Is(err, boom) {
+		t.Errorf("PodStatus = %v, want boom", err)
+	}
+	r.SetPodStatusError("u1", nil)
+	if running, _ := r.ListPods(ctx, false); len(running) != 1 {
+		t.Errorf("ListPods(running) = %d pods, want 1", len(running))
+	}
+	r.RemovePod("u1")
+	if pods, _ := r.ListPods(ctx, true); len(pods) != 0 {
+		t.Errorf("after RemovePod: %d pods", len(pods))
+	}
+	if c := r.Calls(); c.ListPods != 3 || c.PodStatus != 2 {
+		t.Errorf("Calls = %+v, want 3 lists and 2 statuses", c)
+	}
+}
