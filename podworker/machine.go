@@ -1,0 +1,488 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/grace"
+)
+
+// Defaults of MachineConfig and Config.
+const (
+	DefaultResyncInterval = time.Minute
+	DefaultBackoffInitial = time.Second
+	DefaultBackoffMax     = 10 * time.Second
+)
+
+// MachineConfig configures a Machine. Zero durations take the defaults.
+type MachineConfig struct {
+	// ResyncInterval is how long after a successful SyncPod the pod is synced again
+	// (jittered downwards by up to half). Default DefaultResyncInterval.
+	ResyncInterval time.Duration
+	// BackoffInitial and BackoffMax bound the retry delay after a failed work: it
+	// doubles per consecutive failure from BackoffInitial up to BackoffMax, jittered
+	// downwards by up to half. Defaults DefaultBackoffInitial and DefaultBackoffMax.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
+	// MaxConcurrentSyncs bounds how many works are in flight at once over all pods;
+	// 0 means no bound (the kubelet's behaviour). Pods beyond the bound wait in arrival
+	// order.
+	MaxConcurrentSyncs int
+	// Rand returns numbers in [0, 1) for the jitter. nil means no jitter (deterministic).
+	Rand func() float64
+}
+
+func (c *MachineConfig) validate() error {
+	switch {
+	case c.ResyncInterval < 0:
+		return fmt.Errorf("%w: negative ResyncInterval %v", ErrInvalidConfig, c.ResyncInterval)
+	case c.BackoffInitial < 0:
+		return fmt.Errorf("%w: negative BackoffInitial %v", ErrInvalidConfig, c.BackoffInitial)
+	case c.BackoffMax < 0:
+		return fmt.Errorf("%w: negative BackoffMax %v", ErrInvalidConfig, c.BackoffMax)
+	case c.MaxConcurrentSyncs < 0:
+		return fmt.Errorf("%w: negative MaxConcurrentSyncs %d", ErrInvalidConfig, c.MaxConcurrentSyncs)
+	}
+	if c.ResyncInterval == 0 {
+		c.ResyncInterval = DefaultResyncInterval
+	}
+	if c.BackoffInitial == 0 {
+		c.BackoffInitial = DefaultBackoffInitial
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = max(DefaultBackoffMax, c.BackoffInitial)
+	}
+	if c.BackoffMax < c.BackoffInitial {
+		return fmt.Errorf("%w: BackoffMax %v below BackoffInitial %v", ErrInvalidConfig, c.BackoffMax, c.BackoffInitial)
+	}
+	return nil
+}
+
+// Machine is the pure pod-worker state machine: one serialized lifecycle per pod UID.
+// It never blocks, starts no goroutine and reads no clock: time comes in as arguments,
+// and every decision comes out as a Ready. It is not safe for concurrent use; Runner
+// wraps it with a lock, goroutines and a timer.
+type Machine struct {
+	cfg     MachineConfig
+	backoff Backoff
+
+	pods map[types.UID]*podState
+	// peakPods is the largest len(pods) since the map was last rebuilt.
+	peakPods int
+	// podsSynced is set by the first SyncKnownPods: from then on, a pod unknown to the
+	// Machine is known not to run.
+	podsSynced bool
+
+	// queue holds, in arrival order, the pods with a pending update and no work in
+	// flight (podState.queued); queue[qhead:] is live.
+	queue []types.UID
+	qhead int
+	// inFlight counts works started and not yet completed.
+	inFlight int
+
+	// requeue is a min-heap of pods by due time.
+	requeue requeueHeap
+
+	// startedStatic maps a static pod's full name to the UID allowed to run under it;
+	// waitingStatic lists, in arrival order, the UIDs that want to.
+	startedStatic map[string]types.UID
+	waitingStatic map[string][]types.UID
+}
+
+// NewMachine returns an empty Machine, or an error wrapping ErrInvalidConfig.
+func NewMachine(cfg MachineConfig) (*Machine, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Machine{
+		cfg:           cfg,
+		backoff:       Backoff{Initial: cfg.BackoffInitial, Max: cfg.BackoffMax},
+		pods:          make(map[types.UID]*podState),
+		startedStatic: make(map[string]types.UID),
+		waitingStatic: make(map[string][]types.UID),
+	}, nil
+}
+
+func (m *Machine) random() float64 {
+	if m.cfg.Rand == nil {
+		return 0
+	}
+	return m.cfg.Rand()
+}
+
+// UpdatePod records an update of a pod at time now and returns what to do. It returns
+// an error (and changes nothing) for invalid options, see UpdatePodOptions.Validate.
+//
+// runtimeStopped tells whether the caller knows that nothing of the pod runs in the
+// runtime; it is consulted only when the pod is first seen in a terminal phase (an agent
+// restart): such a pod goes straight to terminated, so SyncTerminatedPod still runs and
+// it never counts as active.
+//
+// Documented drops (nil error, nothing changes): a create for a pod that is terminating
+// (the UID was reused; the pod is restarted once finished and forgotten), any update
+// for a finished pod, and a runtime-only kill for a terminated pod. Their completion
+// channels, if any, are closed at once.
+func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped bool) (Ready, error) {
+	var r Ready
+	if err := opts.Validate(); err != nil {
+		return r, err
+	}
+	uid, _ := opts.identity()
+	runtimeOnly := opts.Pod == nil
+	var completed chan<- struct{}
+	if opts.KillPodOptions != nil {
+		completed = opts.KillPodOptions.CompletedCh
+	}
+
+	st, known := m.pods[uid]
+	if !known {
+		st = &podState{uid: uid, heapIdx: -1, lastWork: -1}
+		if runtimeOnly {
+			st.fullname = fullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
+		} else {
+			st.fullname = fullName(opts.Pod.Name, opts.Pod.Namespace)
+			st.static = IsStaticPod(opts.Pod)
+			if isTerminalPhase(opts.Pod) && runtimeStopped {
+				st.terminatingAt, st.terminatedAt = now, now
+				st.startedTerminating = true
+			}
+		}
+		if st.static {
+			m.waitingStatic[st.fullname] = append(m.waitingStatic[st.fullname], uid)
+		}
+		m.pods[uid] = st
+		m.peakPods = max(m.peakPods, len(m.pods))
+	}
+	defer m.note(st, &r)
+
+	switch {
+	case known && st.isTerminationRequested() && opts.UpdateType == SyncPodCreate:
+		st.restartRequested = true
+		return r, nil
+	case st.finished, st.isTerminated() && runtimeOnly:
+		if completed != nil {
+			r.Close = append(r.Close, completed)
+		}
+		return r, nil
+	}
+
+	// Remember the latest configuration. A runtime-only kill of a pod known with a
+	// configuration applies to that configuration.
+	if !runtimeOnly {
+		st.pod = opts.Pod
+		st.running = nil
+		if opts.MirrorPod != nil {
+			st.mirror = opts.MirrorPod
+		}
+	} else if st.pod == nil {
+		st.running = opts.RunningPod
+	}
+
+	became := false
+	if !st.isTerminationRequested() {
+		switch {
+		case runtimeOnly, st.pod.DeletionTimestamp != nil:
+			st.deleted = true
+			became = true
+		case isTerminalPhase(st.pod):
+			became = true
+		case opts.UpdateType == SyncPodKill:
+			if opts.KillPodOptions != nil && opts.KillPodOptions.Evict {
+				st.evicted = true
+			}
+			became = true
+		}
+		if became {
+			st.terminatingAt = now
+		}
+	}
+
+	shortened := false
+	switch {
+	case st.isTerminated():
+		if completed != nil {
+			r.Close = append(r.Close, completed)
+		}
+	case st.isTerminationRequested():
+		var override *int64
+		if ko := opts.KillPodOptions; ko != nil {
+			if ko.CompletedCh != nil {
+				st.notify = append(st.notify, ko.CompletedCh)
+			}
+			if ko.PodStatusFunc != nil {
+				st.statusFn = ko.PodStatusFunc
+			}
+			override = ko.PodTerminationGracePeriodSecondsOverride
+		}
+		if st.pod == nil {
+			one := int64(1) // runtime-only pods are killed with grace 1
+			override = &one
+		}
+		st.gracePeriod, shortened = grace.Effective(st.gracePeriod, st.pod, override)
+	}
+
+	m.setPending(st, opts.UpdateType)
+	if st.working && (became || shortened) && !st.cancelRequested {
+		st.cancelRequested = true
+		r.Cancel = append(r.Cancel, uid)
+	}
+	m.note(st, &r)
+	m.fill(now, &r)
+	return r, nil
+}
+
+// setPending records a pending update and queues the pod if it can be started.
+func (m *Machine) setPending(st *podState, t SyncPodType) {
+	st.hasPending = true
+	st.pendingType = t
+	if !st.working && !st.queued {
+		st.waitingStatic = false
+		m.enqueue(st)
+	}
+}
+
+// Complete reports the outcome of the in-flight work of pod uid, which ended at now,
+// and returns what to do next. It returns ErrNotWorking if uid has no work in flight.
+//
+// A work whose context the Machine cancelled and that returned an error is superseded:
+// no backoff, the pending update runs at once. Any other error backs off. A successful
+// SyncPod is resynced after the resync interval; a transition queues the next stage at
+// once.
+func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, error) {
+	var r Ready
+	st, ok := m.pods[uid]
+	if !ok || !st.working {
+		return r, fmt.Errorf("%w %s", ErrNotWorking, uid)
+	}
+	m.inFlight--
+	st.working = false
+	st.lastSyncAt = now
+	cancelled := st.cancelRequested
+	st.cancelRequested = false
+	wt := st.lastWork
+
+	switch {
+	case res.Err != nil && cancelled && errors.Is(res.Err, context.Canceled):
+		// Superseded: the pending update that caused the cancellation runs next.
+	case res.Err != nil:
+		st.failures++
+		m.schedule(st, now, m.backoff.When(int(st.failures), m.random()), &r)
+	case wt == TerminatedPod:
+		m.finish(st, now, &r)
+		m.note(st, &r)
+		m.fill(now, &r)
+		return r, nil
+	case wt == TerminatingPod && st.pod == nil:
+		// A runtime-only pod is not desired state: once stopped, forget it.
+		st.terminatedAt = now
+		m.note(st, &r)
+		m.closeNotify(st, &r)
+		m.finish(st, now, &r)
+		m.note(st, &r)
+		m.forget(st)
+		m.note(st, &r)
+		m.fill(now, &r)
+		return r, nil
+	case wt == TerminatingPod:
+		st.failures = 0
+		st.terminatedAt = now
+		m.closeNotify(st, &r)
+		st.statusFn = nil
+		m.unschedule(st)
+		m.requeueLast(st)
+	case res.IsTerminal && wt == SyncPod:
+		st.failures = 0
+		if !st.isTerminationRequested() {
+			st.terminatingAt = now
+			st.gracePeriod, _ = grace.Effective(st.gracePeriod, st.pod, nil)
+		}
+		st.startedTerminating = true
+		m.unschedule(st)
+		m.requeueLast(st)
+	default:
+		st.failures = 0
+		if wt == SyncPod && !st.isTerminationRequested() {
+			m.schedule(st, now, jitter(m.cfg.ResyncInterval, m.random()), &r)
+		}
+	}
+	if st.hasPending && !st.queued {
+		m.enqueue(st)
+	}
+	m.note(st, &r)
+	m.fill(now, &r)
+	return r, nil
+}
+
+// requeueLast makes sure the pod has a pending update so the next stage runs at once
+// (the kubelet's requeueLastPodUpdate).
+func (m *Machine) requeueLast(st *podState) {
+	if !st.hasPending {
+		st.hasPending = true
+		st.pendingType = SyncPodSync
+	}
+}
+
+// Tick runs the resyncs and retries that are due at now.
+func (m *Machine) Tick(now time.Time) Ready {
+	var r Ready
+	for len(m.requeue) > 0 && !m.requeue[0].due.After(now) {
+		st := m.requeue[0]
+		m.unschedule(st)
+		if st.finished {
+			continue
+		}
+		if !st.hasPending {
+			m.setPending(st, SyncPodSync)
+		} else if !st.working && !st.queued {
+			m.enqueue(st)
+		}
+	}
+	m.fill(now, &r)
+	return r
+}
+
+// NextRequeue returns the earliest due time of a resync or retry, if any.
+func (m *Machine) NextRequeue() (time.Time, bool) {
+	if len(m.requeue) == 0 {
+		return time.Time{}, false
+	}
+	return m.requeue[0].due, true
+}
+
+// SyncKnownPods reconciles the Machine with the pods that are desired (every pod the
+// node agent still has a configuration for) at time now. Finished pods that are not
+// desired, or that were asked to restart, are forgotten (nothing of them is kept). Pods
+// not desired whose termination was not yet requested are asked to terminate, as deleted
+// pods. It returns the state of every pod still known, and what to do.
+func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID]PodWorkerSync, Ready) {
+	var r Ready
+	m.podsSynced = true
+	want := make(map[types.UID]struct{}, len(desired))
+	for _, p := range desired {
+		if p != nil {
+			want[p.UID] = struct{}{}
+		}
+	}
+	known := make(map[types.UID]PodWorkerSync, len(m.pods))
+	for uid, st := range m.pods {
+		_, isDesired := want[uid]
+		orphan := !isDesired
+		if st.finished && (orphan || st.restartRequested) {
+			m.forget(st)
+			m.note(st, &r)
+			continue
+		}
+		if orphan && !st.isTerminationRequested() {
+			st.deleted = true
+			st.terminatingAt = now
+			st.gracePeriod, _ = grace.Effective(st.gracePeriod, st.pod, nil)
+			m.setPending(st, SyncPodKill)
+			if st.working && !st.cancelRequested {
+				st.cancelRequested = true
+				r.Cancel = append(r.Cancel, uid)
+			}
+			m.note(st, &r)
+		}
+		known[uid] = PodWorkerSync{
+			State:     st.workType(),
+			Orphan:    orphan,
+			HasConfig: st.pod != nil,
+			Static:    st.static,
+		}
+	}
+	m.compact()
+	m.fill(now, &r)
+	return known, r
+}
+
+// Len returns how many pods the Machine knows.
+func (m *Machine) Len() int { return len(m.pods) }
+
+// PodState returns a snapshot of a known pod.
+func (m *Machine) PodState(uid types.UID) (PodState, bool) {
+	st, ok := m.pods[uid]
+	if !ok {
+		return PodState{}, false
+	}
+	return st.snapshot(), true
+}
+
+// note reports the pod's stage change since the last report, if any.
+func (m *Machine) note(st *podState, r *Ready) {
+	to := st.stage()
+	if m.pods[st.uid] != st {
+		to = StageNone
+	}
+	if to != st.reported {
+		r.Transitions = append(r.Transitions, Transition{UID: st.uid, From: st.reported, To: to})
+		st.reported = to
+	}
+}
+
+func (m *Machine) closeNotify(st *podState, r *Ready) {
+	r.Close = append(r.Close, st.notify...)
+	st.notify = nil
+}
+
+// finish marks the pod finished: no more work, updates ignored until forgotten.
+func (m *Machine) finish(st *podState, now time.Time, r *Ready) {
+	if st.terminatedAt.IsZero() {
+		st.terminatedAt = now
+	}
+	if st.terminatingAt.IsZero() {
+		st.terminatingAt = now
+	}
+	st.finished = true
+	st.hasPending = false
+	st.waitingStatic = false
+	st.statusFn = nil
+	m.closeNotify(st, r)
+	m.unschedule(st)
+	m.releaseStatic(st)
+}
+
+// forget drops every trace of the pod.
+func (m *Machine) forget(st *podState) {
+	m.unschedule(st)
+	m.releaseStatic(st)
+	if st.static {
+		w := m.waitingStatic[st.fullname]
+		for i, u := range w {
+			if u == st.uid {
+				w = append(w[:i:i], w[i+1:]...)
+				break
+			}
+		}
+		if len(w) == 0 {
+			delete(m.waitingStatic, st.fullname)
+		} else {
+			m.waitingStatic[st.fullname] = w
+		}
+	}
+	delete(m.pods, st.uid)
+}
+
+// compact rebuilds the pod map once most of its peak content was forgotten, since Go
+// maps never shrink: a forgotten pod must leave nothing behind.
+func (m *Machine) compact() {
+	if m.peakPods < 64 || len(m.pods) > m.peakPods/4 {
+		return
+	}
+	pods := make(map[types.UID]*podState, len(m.pods))
+	for k, v := range m.pods {
+		pods[k] = v
+	}
+	m.pods = pods
+	m.peakPods = len(pods)
+	if m.qhead == len(m.queue) {
+		m.queue, m.qhead = nil, 0
+	}
+	if len(m.requeue) == 0 {
+		m.requeue = nil
+	}
+}

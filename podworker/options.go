@@ -1,0 +1,127 @@
+package podworker
+
+import (
+	"errors"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// Errors returned for bad input. They are wrapped with the pod's identity; test them
+// with errors.Is.
+var (
+	// ErrNilPod: neither Pod nor RunningPod was given.
+	ErrNilPod = errors.New("podworker: nil pod")
+	// ErrEmptyUID: the pod (or runtime pod) has no UID.
+	ErrEmptyUID = errors.New("podworker: empty pod UID")
+	// ErrPodAndRunningPod: both Pod and RunningPod were given; give one.
+	ErrPodAndRunningPod = errors.New("podworker: both Pod and RunningPod set")
+	// ErrRuntimePodNotKill: a runtime-only pod may only be killed.
+	ErrRuntimePodNotKill = errors.New("podworker: runtime-only pod with an update type other than kill")
+	// ErrKillOptionsNotKill: KillPodOptions were given with an update type other than kill.
+	ErrKillOptionsNotKill = errors.New("podworker: kill options on an update type other than kill")
+	// ErrInvalidUpdateType: the update type is not one of the SyncPodType constants.
+	ErrInvalidUpdateType = errors.New("podworker: invalid update type")
+	// ErrNegativeGracePeriod: a negative grace period override.
+	ErrNegativeGracePeriod = errors.New("podworker: negative grace period override")
+	// ErrNotWorking: Complete was called for a pod that has no work in flight.
+	ErrNotWorking = errors.New("podworker: no work in flight for pod")
+	// ErrInvalidConfig: a Config or MachineConfig field is out of range.
+	ErrInvalidConfig = errors.New("podworker: invalid config")
+	// ErrRunning: Run was called twice.
+	ErrRunning = errors.New("podworker: runner already started")
+)
+
+// UpdatePodOptions is one notification to the pod workers. Exactly one of Pod and
+// RunningPod is set.
+type UpdatePodOptions struct {
+	// UpdateType says why the update is sent.
+	UpdateType SyncPodType
+	// Pod is the pod's configuration. The pod workers keep a reference to it and never
+	// modify it; the caller must not modify it afterwards either.
+	Pod *v1.Pod
+	// MirrorPod is the mirror pod of a static pod, if known. A nil MirrorPod keeps the
+	// last one seen.
+	MirrorPod *v1.Pod
+	// RunningPod is a pod known only from the runtime (no configuration exists): it may
+	// only be killed (UpdateType SyncPodKill). If the UID is already known with a
+	// configuration, the kill applies to that pod.
+	RunningPod *pleg.Pod
+	// KillPodOptions may be set only with UpdateType SyncPodKill.
+	KillPodOptions *KillPodOptions
+}
+
+// KillPodOptions are the options of a kill request.
+type KillPodOptions struct {
+	// CompletedCh is closed once the pod is terminated (no container runs), or at once
+	// if it already is. It is never closed before UpdatePod returns nil; it is not
+	// touched if UpdatePod returns an error.
+	CompletedCh chan<- struct{}
+	// Evict marks the pod as evicted (its content is then removed even if the pod was
+	// not deleted).
+	Evict bool
+	// PodStatusFunc, if set, is passed to SyncTerminatingPod to adjust the final status
+	// (the latest one given wins).
+	PodStatusFunc func(*v1.PodStatus)
+	// PodTerminationGracePeriodSecondsOverride may shorten the grace period (never
+	// lengthen it; see grace.Effective). Negative values are rejected.
+	PodTerminationGracePeriodSecondsOverride *int64
+}
+
+// Validate checks o and returns a wrapped sentinel error for bad input.
+func (o *UpdatePodOptions) Validate() error {
+	uid, ref := o.identity()
+	switch {
+	case !o.UpdateType.valid():
+		return fmt.Errorf("%w: %d (pod %s)", ErrInvalidUpdateType, int(o.UpdateType), ref)
+	case o.Pod == nil && o.RunningPod == nil:
+		return ErrNilPod
+	case o.Pod != nil && o.RunningPod != nil:
+		return fmt.Errorf("%w (pod %s)", ErrPodAndRunningPod, ref)
+	case uid == "":
+		return fmt.Errorf("%w (pod %s)", ErrEmptyUID, ref)
+	case o.Pod == nil && o.UpdateType != SyncPodKill:
+		return fmt.Errorf("%w: %s (pod %s)", ErrRuntimePodNotKill, o.UpdateType, ref)
+	case o.KillPodOptions != nil && o.UpdateType != SyncPodKill:
+		return fmt.Errorf("%w: %s (pod %s)", ErrKillOptionsNotKill, o.UpdateType, ref)
+	case o.KillPodOptions != nil && o.KillPodOptions.PodTerminationGracePeriodSecondsOverride != nil &&
+		*o.KillPodOptions.PodTerminationGracePeriodSecondsOverride < 0:
+		return fmt.Errorf("%w: %d (pod %s)", ErrNegativeGracePeriod,
+			*o.KillPodOptions.PodTerminationGracePeriodSecondsOverride, ref)
+	}
+	return nil
+}
+
+// identity returns the UID and a namespace/name reference of the update's pod.
+func (o *UpdatePodOptions) identity() (types.UID, string) {
+	switch {
+	case o.Pod != nil:
+		return o.Pod.UID, o.Pod.Namespace + "/" + o.Pod.Name
+	case o.RunningPod != nil:
+		return o.RunningPod.ID, o.RunningPod.Namespace + "/" + o.RunningPod.Name
+	}
+	return "", "<nil>"
+}
+
+// ConfigSourceAnnotationKey is the annotation naming a pod's config source; a pod whose
+// source is set and is not "api" is a static pod.
+const ConfigSourceAnnotationKey = "kubernetes.io/config.source"
+
+// IsStaticPod reports whether pod came from a source other than the API server.
+func IsStaticPod(pod *v1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	src, ok := pod.Annotations[ConfigSourceAnnotationKey]
+	return ok && src != "api"
+}
+
+// fullName is the kubelet's pod full name, name_namespace.
+func fullName(name, namespace string) string { return name + "_" + namespace }
+
+func isTerminalPhase(pod *v1.Pod) bool {
+	return pod != nil && (pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed)
+}

@@ -1,0 +1,399 @@
+package podworker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// Config configures a Runner. Only Syncer is required.
+type Config struct {
+	// Syncer is the caller's PodSyncer. Required.
+	Syncer PodSyncer
+	// Cache is read before every sync (except for runtime-only pods) for a status newer
+	// than the pod's previous sync; *pleg.Cache satisfies it. nil: syncs get a nil status.
+	Cache StatusCache
+	// Refresher, if set, is asked to re-inspect a pod at once before the first status read
+	// of a new stage (terminating, terminated), so a transition does not wait for the next
+	// periodic relist; *pleg.Relister satisfies it.
+	Refresher Refresher
+	// StatusGetter, if set, tells whether anything of a pod first seen in a terminal
+	// phase still runs (see Machine.UpdatePod). nil: Cache is used if it implements
+	// StatusGetter; otherwise such a pod is stopped through SyncTerminatingPod first.
+	StatusGetter StatusGetter
+	// Clock is the time source of the runner; nil means the real clock.
+	Clock clock.Clock
+	// Logger receives debug logs of transitions and error logs of failed syncs; nil
+	// discards them.
+	Logger *slog.Logger
+	// ResyncInterval, BackoffInitial, BackoffMax and MaxConcurrentSyncs: see
+	// MachineConfig.
+	ResyncInterval     time.Duration
+	BackoffInitial     time.Duration
+	BackoffMax         time.Duration
+	MaxConcurrentSyncs int
+	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means a
+	// private generator seeded from Clock. It is called with the runner's lock held.
+	Rand func() float64
+	// OnTransition, if set, is called for every stage change of a pod, in order per pod,
+	// with the runner's lock held: it must be quick and must not call the Runner.
+	OnTransition func(Transition)
+}
+
+// Runner drives a Machine: it owns the lock, the goroutines and the timer, and calls the
+// caller's PodSyncer outside the lock. A goroutine exists only while a pod has work in
+// flight (at most MaxConcurrentSyncs of them when set), plus one timer goroutine while
+// Run runs. All methods are safe for concurrent use.
+type Runner struct {
+	syncer       PodSyncer
+	cache        StatusCache
+	refresher    Refresher
+	getter       StatusGetter
+	clock        clock.Clock
+	log          *slog.Logger
+	onTransition func(Transition)
+
+	mu sync.Mutex
+	m  *Machine
+	// ctx is Run's context; running is true while Run runs, stopped once it returned.
+	ctx      context.Context
+	running  bool
+	stopped  bool
+	deferred []Work
+	// cancels holds the cancel function of every in-flight work.
+	cancels map[types.UID]context.CancelFunc
+	// armed is the due time the timer goroutine waits for (zero: none).
+	armed time.Time
+	kick  chan struct{}
+	wg    sync.WaitGroup
+}
+
+// New returns a Runner, or an error wrapping ErrInvalidConfig.
+func New(cfg Config) (*Runner, error) {
+	if cfg.Syncer == nil {
+		return nil, fmt.Errorf("%w: nil Syncer", ErrInvalidConfig)
+	}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	rnd := cfg.Rand
+	if rnd == nil {
+		seed := uint64(clk.Now().UnixNano())
+		rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)).Float64
+	}
+	m, err := NewMachine(MachineConfig{
+		ResyncInterval:     cfg.ResyncInterval,
+		BackoffInitial:     cfg.BackoffInitial,
+		BackoffMax:         cfg.BackoffMax,
+		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		Rand:               rnd,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	getter := cfg.StatusGetter
+	if getter == nil {
+		getter, _ = cfg.Cache.(StatusGetter)
+	}
+	return &Runner{
+		syncer:       cfg.Syncer,
+		cache:        cfg.Cache,
+		refresher:    cfg.Refresher,
+		getter:       getter,
+		clock:        clk,
+		log:          log,
+		onTransition: cfg.OnTransition,
+		m:            m,
+		cancels:      make(map[types.UID]context.CancelFunc),
+		kick:         make(chan struct{}, 1),
+	}, nil
+}
+
+// Run starts the work queued so far and drives resyncs and retries until ctx ends; then
+// it cancels every in-flight sync, waits for the goroutines to return and returns nil.
+// Updates given after Run returned are recorded but start no work. Run may be called
+// once; a second call returns ErrRunning.
+func (r *Runner) Run(ctx context.Context) error {
+	r.mu.Lock()
+	if r.running || r.stopped {
+		r.mu.Unlock()
+		return ErrRunning
+	}
+	r.running, r.ctx = true, ctx
+	for _, w := range r.deferred {
+		r.spawnLocked(w)
+	}
+	r.deferred = nil
+	r.mu.Unlock()
+
+	r.timerLoop(ctx)
+
+	r.mu.Lock()
+	r.running, r.stopped = false, true
+	r.mu.Unlock()
+	r.wg.Wait()
+	return nil
+}
+
+// UpdatePod records an update of a pod (see Machine.UpdatePod) and starts its work if
+// possible. It never blocks on a sync; it returns an error for invalid options.
+func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
+	stopped := false
+	if opts.Pod != nil && isTerminalPhase(opts.Pod) && r.getter != nil {
+		if s, err := r.getter.Get(opts.Pod.UID); err == nil && !s.IsRunning() {
+			stopped = true
+		}
+	}
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rd, err := r.m.UpdatePod(now, opts, stopped)
+	if err != nil {
+		return err
+	}
+	r.applyLocked(&rd, false)
+	return nil
+}
+
+// SyncKnownPods forgets finished pods that are not desired, asks pods that are not
+// desired to terminate, and returns the state of every pod still known (see
+// Machine.SyncKnownPods).
+func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	known, rd := r.m.SyncKnownPods(now, desired)
+	r.applyLocked(&rd, false)
+	return known
+}
+
+// applyLocked carries out a Ready with r.mu held. With inline, the first work to start
+// is returned to the caller (a worker goroutine that runs it next) instead of spawned.
+func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context.Context, ok bool) {
+	for _, t := range rd.Transitions {
+		r.log.Debug("pod stage changed", "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
+		if r.onTransition != nil {
+			r.onTransition(t)
+		}
+	}
+	for _, uid := range rd.Cancel {
+		if cancel := r.cancels[uid]; cancel != nil {
+			r.log.Debug("cancelling current pod sync", "podUID", uid)
+			cancel()
+		}
+	}
+	for _, ch := range rd.Close {
+		close(ch)
+	}
+	for _, w := range rd.Start {
+		if !r.running {
+			r.deferred = append(r.deferred, w)
+			continue
+		}
+		if inline && !ok {
+			next, nextCtx, ok = w, r.workContextLocked(w.UID), true
+			continue
+		}
+		r.spawnLocked(w)
+	}
+	if len(rd.Requeue) > 0 {
+		if due, has := r.m.NextRequeue(); has && (r.armed.IsZero() || due.Before(r.armed)) {
+			r.armed = due
+			select {
+			case r.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return next, nextCtx, ok
+}
+
+func (r *Runner) workContextLocked(uid types.UID) context.Context {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.cancels[uid] = cancel
+	return ctx
+}
+
+func (r *Runner) spawnLocked(w Work) {
+	ctx := r.workContextLocked(w.UID)
+	r.wg.Add(1)
+	go r.worker(ctx, w)
+}
+
+// worker runs works until none is handed to it.
+func (r *Runner) worker(ctx context.Context, w Work) {
+	defer r.wg.Done()
+	for {
+		res := r.execute(ctx, w)
+		now := r.clock.Now()
+		r.mu.Lock()
+		if cancel := r.cancels[w.UID]; cancel != nil {
+			cancel()
+			delete(r.cancels, w.UID)
+		}
+		rd, err := r.m.Complete(now, w.UID, res)
+		if err != nil {
+			r.mu.Unlock()
+			r.log.Error("pod worker lost its work", "podUID", w.UID, "err", err)
+			return
+		}
+		var ok bool
+		w, ctx, ok = r.applyLocked(&rd, true)
+		r.mu.Unlock()
+		if !ok {
+			return
+		}
+	}
+}
+
+// execute reads the pod's runtime status and calls the PodSyncer, outside any lock.
+func (r *Runner) execute(ctx context.Context, w Work) Result {
+	var status *pleg.PodStatus
+	if w.RunningPod == nil {
+		if w.RefreshStatus && r.refresher != nil {
+			r.refresher.RequestRefresh(w.UID)
+		}
+		if r.cache != nil {
+			s, err := r.cache.GetNewerThan(ctx, w.UID, w.StatusNewerThan)
+			if err != nil {
+				return Result{Err: fmt.Errorf("podworker: reading the runtime status of pod %s: %w", w.UID, err)}
+			}
+			status = s
+		}
+	}
+	var res Result
+	switch {
+	case w.WorkType == TerminatedPod:
+		res.Err = r.syncer.SyncTerminatedPod(ctx, w.Pod, status)
+	case w.WorkType == TerminatingPod && w.RunningPod != nil:
+		res.Err = r.syncer.SyncTerminatingRuntimePod(ctx, w.RunningPod)
+	case w.WorkType == TerminatingPod:
+		res.Err = r.syncer.SyncTerminatingPod(ctx, w.Pod, status, w.GracePeriodSeconds, w.PodStatusFunc)
+	default:
+		res.IsTerminal, res.Err = r.syncer.SyncPod(ctx, w.UpdateType, w.Pod, w.MirrorPod, status)
+	}
+	if res.Err != nil && ctx.Err() == nil {
+		r.log.Error("error syncing pod, will retry", "podUID", w.UID, "workType", w.WorkType.String(), "err", res.Err)
+	}
+	return res
+}
+
+// timerLoop wakes the Machine when a resync or retry is due, until ctx ends.
+func (r *Runner) timerLoop(ctx context.Context) {
+	for {
+		r.mu.Lock()
+		due, has := r.m.NextRequeue()
+		r.armed = due
+		r.mu.Unlock()
+		var timer clock.Timer
+		var fire <-chan time.Time
+		if has {
+			d := due.Sub(r.clock.Now())
+			if d <= 0 {
+				r.tick()
+				continue
+			}
+			timer = r.clock.NewTimer(d)
+			fire = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-r.kick:
+		case <-fire:
+			r.tick()
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+func (r *Runner) tick() {
+	now := r.clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rd := r.m.Tick(now)
+	r.applyLocked(&rd, false)
+}
+
+// Len returns how many pods the runner knows.
+func (r *Runner) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.Len()
+}
+
+// PodState returns a snapshot of a known pod.
+func (r *Runner) PodState(uid types.UID) (PodState, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.PodState(uid)
+}
+
+// IsPodKnownTerminated: see Machine.IsPodKnownTerminated.
+func (r *Runner) IsPodKnownTerminated(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.IsPodKnownTerminated(uid)
+}
+
+// CouldHaveRunningContainers: see Machine.CouldHaveRunningContainers.
+func (r *Runner) CouldHaveRunningContainers(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.CouldHaveRunningContainers(uid)
+}
+
+// ShouldPodBeFinished: see Machine.ShouldPodBeFinished.
+func (r *Runner) ShouldPodBeFinished(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.ShouldPodBeFinished(uid)
+}
+
+// IsPodTerminationRequested: see Machine.IsPodTerminationRequested.
+func (r *Runner) IsPodTerminationRequested(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.IsPodTerminationRequested(uid)
+}
+
+// ShouldPodContainersBeTerminating: see Machine.ShouldPodContainersBeTerminating.
+func (r *Runner) ShouldPodContainersBeTerminating(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.ShouldPodContainersBeTerminating(uid)
+}
+
+// ShouldPodRuntimeBeRemoved: see Machine.ShouldPodRuntimeBeRemoved.
+func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.ShouldPodRuntimeBeRemoved(uid)
+}
+
+// ShouldPodContentBeRemoved: see Machine.ShouldPodContentBeRemoved.
+func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m.ShouldPodContentBeRemoved(uid)
+}

@@ -1,0 +1,115 @@
+package podworker
+
+import (
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// podState is everything the Machine knows about one pod UID: the kubelet's
+// podSyncStatus plus the scheduling flags of the Machine. Invariants are stated per
+// field; the timestamps only ever go from zero to set, in the order
+// startedAt/terminatingAt <= terminatedAt, and finished implies terminatedAt is set.
+type podState struct {
+	uid      types.UID
+	fullname string
+	// static is fixed at first sight: the pod's config source is not the API server.
+	static bool
+
+	// pod is the latest configuration (nil for a runtime-only pod); mirror the latest
+	// mirror pod; running the runtime pod, kept only while pod is nil.
+	pod     *v1.Pod
+	mirror  *v1.Pod
+	running *pleg.Pod
+
+	// hasPending: an update arrived that no started work has consumed yet; pendingType
+	// is the latest one's type (updates coalesce: only the latest is kept).
+	hasPending  bool
+	pendingType SyncPodType
+
+	// startedAt is set when the first work is started (for static pods: once the full
+	// name was granted to this UID).
+	startedAt time.Time
+	// terminatingAt is set when termination was requested (deletion, terminal phase,
+	// kill, orphan, SyncPod reporting terminal).
+	terminatingAt time.Time
+	// terminatedAt is set when SyncTerminatingPod returned nil (or at first sight of a
+	// terminal pod that nothing runs for, or when an unstarted pod is dropped).
+	terminatedAt time.Time
+	// lastSyncAt is when the last work ended: the next status read must be newer.
+	lastSyncAt time.Time
+	// due is when the Machine resyncs the pod (zero: not scheduled); heapIdx is the
+	// pod's index in the requeue heap, -1 when absent.
+	due     time.Time
+	heapIdx int
+
+	// gracePeriod is the effective grace period in force, 0 before termination; it only
+	// ever decreases once set.
+	gracePeriod int64
+	// notify holds the completion channels of kill requests, closed at terminated.
+	notify []chan<- struct{}
+	// statusFn is the latest status function of a kill request.
+	statusFn func(*v1.PodStatus)
+
+	// reported is the stage last reported in a Transition (StageNone before the first).
+	reported Stage
+
+	// failures counts consecutive failed works, for the backoff.
+	failures int32
+	// lastWork is the WorkType of the last started work, -1 before any.
+	lastWork WorkType
+
+	startedTerminating bool // SyncPod will never run again
+	deleted            bool // deleted from config (or orphaned, or runtime-only)
+	evicted            bool // killed with Evict
+	finished           bool // SyncTerminatedPod returned nil; updates are ignored
+	restartRequested   bool // a create arrived while terminating
+	working            bool // a work is in flight
+	queued             bool // in the Machine's ready queue
+	cancelRequested    bool // the in-flight work's context was (asked to be) cancelled
+	waitingStatic      bool // a static pod waiting for its full name, with a pending update
+}
+
+func (s *podState) isStarted() bool              { return !s.startedAt.IsZero() }
+func (s *podState) isTerminationRequested() bool { return !s.terminatingAt.IsZero() }
+func (s *podState) isTerminated() bool           { return !s.terminatedAt.IsZero() }
+
+// workType is the kubelet's podSyncStatus.WorkType.
+func (s *podState) workType() WorkType {
+	switch {
+	case s.isTerminated():
+		return TerminatedPod
+	case s.isTerminationRequested():
+		return TerminatingPod
+	}
+	return SyncPod
+}
+
+func (s *podState) stage() Stage {
+	switch {
+	case s.finished:
+		return StageFinished
+	case s.isTerminated():
+		return StageTerminated
+	case s.isTerminationRequested():
+		return StageTerminating
+	}
+	return StageSyncing
+}
+
+func (s *podState) snapshot() PodState {
+	return PodState{
+		Stage:              s.stage(),
+		WorkType:           s.workType(),
+		Working:            s.working,
+		TerminationStarted: s.startedTerminating,
+		GracePeriodSeconds: s.gracePeriod,
+		Deleted:            s.deleted,
+		Evicted:            s.evicted,
+		Static:             s.static,
+		RestartRequested:   s.restartRequested,
+	}
+}
