@@ -103,13 +103,13 @@ type sandbox struct {
 }
 
 type container struct {
-	spec                                 ContainerSpec
-	id                                   string
-	restartCount                         int
-	createdAt, startedAt, finishedAt     time.Time
-	running                              bool
-	exitCode                             int
-	reason                               string
+	spec                             ContainerSpec
+	id                               string
+	restartCount                     int
+	createdAt, startedAt, finishedAt time.Time
+	running                          bool
+	exitCode                         int
+	reason                           string
 	// exitAt is when the container exits on its own (RunFor, or signal + hook + delay);
 	// zero when it would run forever.
 	exitAt time.Time
