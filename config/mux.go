@@ -1,0 +1,268 @@
+package config
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+)
+
+// MuxConfig configures a Mux.
+type MuxConfig struct {
+	// Sources are the sources that must each have sent a Set before SeenAllSources
+	// reports true (the kubelet's "all sources ready"). Names must be non-empty and
+	// distinct. Other sources may send updates too; they just are not waited for.
+	Sources []string
+	// UpdatesBufferLen is the capacity of the Updates channel. 0 means 50, the kubelet's
+	// value; negative values are invalid.
+	UpdatesBufferLen int
+	// Clock stamps first-seen times. nil means the real clock.
+	Clock clock.PassiveClock
+	// Logger receives dropped pods and invalid updates. nil discards.
+	Logger *slog.Logger
+	// OnDrop, if set, is called for every dropped pod, outside the Mux's lock, from the
+	// goroutine that sent the update.
+	OnDrop func(Drop)
+	// OnError, if set, is called with the error of every update that arrived through a
+	// channel from Channel and failed (ErrUnknownOp, ErrInvalidOp, a context error), outside
+	// the Mux's lock. Updates sent with Update return their error instead.
+	OnError func(source string, err error)
+}
+
+// DefaultUpdatesBufferLen is the capacity of a Mux's output channel when
+// MuxConfig.UpdatesBufferLen is 0.
+const DefaultUpdatesBufferLen = 50
+
+// ErrInvalidConfig is wrapped by NewMux's validation errors.
+var ErrInvalidConfig = errors.New("config: invalid MuxConfig")
+
+// Mux merges the updates of several pod sources into one stream of changes, like the
+// kubelet's PodConfig. It is safe for concurrent use.
+//
+// Each merge's changes are delivered on Updates as PodUpdates, in the kubelet's order:
+// Remove, Add, Update, Delete, Reconcile (empty categories are skipped), plus an empty Add
+// on the first Set of a source that added, updated and deleted nothing, as the ready
+// signal the kubelet sends. Merges are delivered whole and in the order they were merged,
+// across all sources.
+type Mux struct {
+	updates chan PodUpdate
+	logger  *slog.Logger
+	onDrop  func(Drop)
+	onError func(string, error)
+
+	// turn is a lock that can be given up when a context ends: held (one token inside)
+	// from the start of a merge until its changes are delivered. It guards store.
+	turn  chan struct{}
+	store *Store
+
+	// mu guards the fields below; it is never held while blocking.
+	mu       sync.Mutex
+	expected []string
+	ready    map[string]chan struct{} // closed once the source's first Set is merged
+	channels map[string]chan PodUpdate
+	drops    uint64
+}
+
+// NewMux returns a Mux, or an error wrapping ErrInvalidConfig.
+func NewMux(cfg MuxConfig) (*Mux, error) {
+	if cfg.UpdatesBufferLen < 0 {
+		return nil, fmt.Errorf("%w: UpdatesBufferLen %d is negative", ErrInvalidConfig, cfg.UpdatesBufferLen)
+	}
+	if cfg.UpdatesBufferLen == 0 {
+		cfg.UpdatesBufferLen = DefaultUpdatesBufferLen
+	}
+	m := &Mux{
+		updates:  make(chan PodUpdate, cfg.UpdatesBufferLen),
+		logger:   cfg.Logger,
+		onDrop:   cfg.OnDrop,
+		onError:  cfg.OnError,
+		turn:     make(chan struct{}, 1),
+		store:    NewStoreWithClock(cfg.Clock),
+		ready:    map[string]chan struct{}{},
+		channels: map[string]chan PodUpdate{},
+	}
+	if m.logger == nil {
+		m.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	for _, s := range cfg.Sources {
+		if s == "" {
+			return nil, fmt.Errorf("%w: empty source name", ErrInvalidConfig)
+		}
+		if _, dup := m.ready[s]; dup {
+			return nil, fmt.Errorf("%w: source %q listed twice", ErrInvalidConfig, s)
+		}
+		m.ready[s] = make(chan struct{})
+		m.expected = append(m.expected, s)
+	}
+	return m, nil
+}
+
+// Updates returns the stream of changes. Reading it is the consumer's only duty: a full
+// channel blocks every source.
+func (m *Mux) Updates() <-chan PodUpdate { return m.updates }
+
+// Update merges u and delivers its changes on Updates before it returns. It returns an
+// error wrapping ErrUnknownOp, ErrInvalidOp or ErrEmptySource for an invalid update (which
+// changes nothing), or ctx's error if ctx ends first. If ctx ends during delivery, the
+// changes not yet delivered are lost to the consumer (the store has merged them); the
+// error says how many updates were undelivered. Dropped pods are logged, counted and
+// passed to OnDrop; they do not make Update fail.
+func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
+	}
+	select {
+	case m.turn <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
+	}
+	firstSet := u.Op == Set && !m.store.SeenSource(u.Source)
+	c, drops, err := m.store.Apply(u)
+	if err != nil {
+		<-m.turn
+		return err
+	}
+	if firstSet {
+		m.markReady(u.Source)
+	}
+	out := stream(u.Source, c, firstSet)
+	sent := 0
+deliver:
+	for _, pu := range out {
+		select {
+		case m.updates <- pu:
+			sent++
+		case <-ctx.Done():
+			break deliver
+		}
+	}
+	<-m.turn
+	m.reportDrops(drops)
+	if sent < len(out) {
+		return fmt.Errorf("config: %d of %d updates from source %q undelivered: %w", len(out)-sent, len(out), u.Source, context.Cause(ctx))
+	}
+	return nil
+}
+
+// stream orders one merge's changes the kubelet's way.
+func stream(source string, c Changes, firstSet bool) []PodUpdate {
+	var out []PodUpdate
+	add := func(op Op, pods []*v1.Pod) {
+		if len(pods) > 0 {
+			out = append(out, PodUpdate{Pods: pods, Op: op, Source: source})
+		}
+	}
+	add(Remove, c.Removes)
+	add(Add, c.Adds)
+	add(Update, c.Updates)
+	add(Delete, c.Deletes)
+	if firstSet && len(c.Adds) == 0 && len(c.Updates) == 0 && len(c.Deletes) == 0 {
+		out = append(out, PodUpdate{Op: Add, Source: source})
+	}
+	add(Reconcile, c.Reconciles)
+	return out
+}
+
+func (m *Mux) markReady(source string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.ready[source]
+	if !ok {
+		ch = make(chan struct{})
+		m.ready[source] = ch
+	}
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+func (m *Mux) reportDrops(drops []Drop) {
+	if len(drops) == 0 {
+		return
+	}
+	m.mu.Lock()
+	m.drops += uint64(len(drops))
+	m.mu.Unlock()
+	for _, d := range drops {
+		m.logger.Warn("pod dropped", "source", d.Source, "index", d.Index, "err", d.Err)
+		if m.onDrop != nil {
+			m.onDrop(d)
+		}
+	}
+}
+
+// Dropped returns how many pods have been dropped so far (see Drop).
+func (m *Mux) Dropped() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.drops
+}
+
+// SourceReady returns a channel that is closed once a Set of source has been merged.
+func (m *Mux) SourceReady(source string) <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch, ok := m.ready[source]
+	if !ok {
+		ch = make(chan struct{})
+		m.ready[source] = ch
+	}
+	return ch
+}
+
+// SeenAllSources reports whether every source of MuxConfig.Sources has had a Set merged.
+func (m *Mux) SeenAllSources() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, s := range m.expected {
+		select {
+		case <-m.ready[s]:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Channel returns the channel through which source sends updates, creating it and the
+// goroutine that serves it on the first call for source. The goroutine merges each update
+// with Update (the PodUpdate's Source is overwritten with source) and stops when ctx ends;
+// later calls for the same source return the same channel whatever their ctx. Errors go
+// to MuxConfig.OnError and the logger. The channel is unbuffered: a send blocks until the
+// previous update of the source has been delivered.
+func (m *Mux) Channel(ctx context.Context, source string) chan<- PodUpdate {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if ch, ok := m.channels[source]; ok {
+		return ch
+	}
+	ch := make(chan PodUpdate)
+	m.channels[source] = ch
+	go m.serve(ctx, source, ch)
+	return ch
+}
+
+// serve merges the updates of one source's channel until ctx ends.
+func (m *Mux) serve(ctx context.Context, source string, ch <-chan PodUpdate) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-ch:
+			u.Source = source
+			if err := m.Update(ctx, u); err != nil {
+				m.logger.Warn("pod update failed", "source", source, "err", err)
+				if m.onError != nil {
+					m.onError(source, err)
+				}
+			}
+		}
+	}
+}
