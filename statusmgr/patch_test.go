@@ -142,3 +142,79 @@ func TestStatusPatch(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
+	old := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t0),
+	}}
+	nw := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		cond(v1.PodReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
+		cond(v1.ContainersReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
+	}}
+	patch, _, err := StatusPatch("u1", &old, &nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Since old was read, another client added its own condition on the server.
+	gate := cond("example.com/gate", v1.ConditionTrue, "", t0)
+	server := *old.DeepCopy()
+	server.Conditions = append(server.Conditions, gate)
+	got := applyStatusPatch(t, "u1", server, patch)
+	if i := findCondition(got.Status.Conditions, gate.Type); i < 0 {
+		t.Fatalf("other client's condition lost; patch %s", patch)
+	}
+	want := roundTrip(t, nw)
+	want.Conditions = append(want.Conditions, roundTrip(t, v1.PodStatus{Conditions: []v1.PodCondition{gate}}).Conditions...)
+	for _, c := range want.Conditions {
+		i := findCondition(got.Status.Conditions, c.Type)
+		if i < 0 || !equality.Semantic.DeepEqual(got.Status.Conditions[i], c) {
+			t.Errorf("condition %s: got %+v", c.Type, got.Status.Conditions)
+		}
+	}
+}
+
+func TestStatusPatchNil(t *testing.T) {
+	if _, _, err := StatusPatch("u", nil, &v1.PodStatus{}); err == nil {
+		t.Error("nil old status accepted")
+	}
+}
+
+// FuzzStatusPatch checks the hand-built patch against apimachinery's strategic merge: applied
+// to the server's status it must give the new status exactly, and keep a condition another
+// client added meanwhile.
+func FuzzStatusPatch(f *testing.F) {
+	f.Add(uint64(0), uint64(1), false)
+	f.Add(uint64(7), uint64(7), true)
+	f.Add(uint64(0xdead), uint64(0xbeef), true)
+	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool) {
+		old, nw := roundTrip(t, randomStatus(oldSeed)), roundTrip(t, randomStatus(newSeed))
+		patch, unchanged, err := StatusPatch("uid-1", &old, &nw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if unchanged != equality.Semantic.DeepEqual(old, nw) {
+			t.Fatalf("unchanged = %v for\nold %+v\nnew %+v", unchanged, old, nw)
+		}
+		server := *old.DeepCopy()
+		extra := cond("example.com/other-client", v1.ConditionTrue, "", t0)
+		if otherClient {
+			server.Conditions = append(server.Conditions, extra)
+		}
+		got := applyStatusPatch(t, "uid-1", server, patch).Status
+		if otherClient {
+			i := findCondition(got.Conditions, extra.Type)
+			if i < 0 {
+				t.Fatalf("other client's condition lost; patch %s", patch)
+			}
+			got.Conditions = append(got.Conditions[:i:i], got.Conditions[i+1:]...)
+			if len(got.Conditions) == 0 {
+				got.Conditions = nil
+			}
+		}
+		if !equality.Semantic.DeepEqual(got, nw) {
+			t.Fatalf("patched status differs (-want +got):\n%s\npatch: %s", cmp.Diff(nw, got), patch)
+		}
+	})
+}

@@ -66,7 +66,9 @@ func NewFakeAPI(pods ...*v1.Pod) *FakeAPI {
 	return f
 }
 
-func key(ns, name string) types.NamespacedName { return types.NamespacedName{Namespace: ns, Name: name} }
+func key(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}
 
 // Put stores a deep copy of pod (creating or replacing it, e.g. with a new UID).
 func (f *FakeAPI) Put(pod *v1.Pod) {

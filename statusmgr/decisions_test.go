@@ -1,0 +1,450 @@
+package statusmgr
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func podWith(f func(p *v1.Pod)) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", UID: "u1",
+		Annotations: map[string]string{ConfigSourceAnnotationKey: APISource}}}
+	p.Spec.RestartPolicy = v1.RestartPolicyAlways
+	p.Spec.Containers = []v1.Container{{Name: "a"}, {Name: "b"}}
+	if f != nil {
+		f(p)
+	}
+	return p
+}
+
+func withDeletion(p *v1.Pod) {
+	ts := metav1.NewTime(t0)
+	p.DeletionTimestamp = &ts
+}
+
+func TestCanBeDeleted(t *testing.T) {
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		finished bool
+		want     bool
+	}{
+		{"nil pod", nil, true, false},
+		{"no deletionTimestamp", podWith(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }), true, false},
+		{"deleting, Failed, finished", podWith(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodFailed }), true, true},
+		{"deleting, Succeeded, finished", podWith(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodSucceeded }), true, true},
+		{"deleting, Failed, not finished", podWith(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodFailed }), false, false},
+		{"deleting, Running on the server", podWith(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodRunning }), true, false},
+		{"deleting, Pending", podWith(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodPending }), true, false},
+		{"deleting, Unknown", podWith(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodUnknown }), true, false},
+		{"deleting, empty phase", podWith(func(p *v1.Pod) { withDeletion(p) }), true, false},
+		{"mirror pod", podWith(func(p *v1.Pod) {
+			withDeletion(p)
+			p.Status.Phase = v1.PodFailed
+			p.Annotations[ConfigMirrorAnnotationKey] = "hash"
+		}), true, false},
+		{"mirror pod with empty annotation", podWith(func(p *v1.Pod) {
+			withDeletion(p)
+			p.Status.Phase = v1.PodSucceeded
+			p.Annotations[ConfigMirrorAnnotationKey] = ""
+		}), true, false},
+		{"static pod is not special", podWith(func(p *v1.Pod) {
+			withDeletion(p)
+			p.Status.Phase = v1.PodSucceeded
+			p.Annotations[ConfigSourceAnnotationKey] = "file"
+		}), true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// The node agent's own status does not matter, only the server's phase.
+			for _, local := range []v1.PodPhase{v1.PodRunning, v1.PodFailed} {
+				if got := CanBeDeleted(tc.pod, v1.PodStatus{Phase: local}, tc.finished); got != tc.want {
+					t.Errorf("CanBeDeleted(local %s) = %v, want %v", local, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestNeedsUpdate(t *testing.T) {
+	deletingPod := podWith(withDeletion)
+	server := func(f func(p *v1.Pod)) *v1.Pod { return podWith(f) }
+	tests := []struct {
+		name string
+		e    entry
+		want bool
+	}{
+		{"never sent", entry{pod: podWith(nil), version: 1}, true},
+		{"older version sent", entry{pod: podWith(nil), version: 3, sentVersion: 2}, true},
+		{"latest sent", entry{pod: podWith(nil), version: 3, sentVersion: 3, server: server(nil)}, false},
+		{"sent, finished, no deletion", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true,
+			status: v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, false},
+		{"sent, finished, deletable on the server", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
+			server: server(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodFailed })}, true},
+		{"sent, not finished, deletable phase", entry{pod: deletingPod, version: 2, sentVersion: 2,
+			server: server(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodFailed })}, false},
+		{"sent, finished, server copy unknown, deleting", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true}, true},
+		{"sent, finished, server copy unknown, not deleting", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true}, false},
+		{"sent, finished, stale server copy without deletion", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
+			server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, true},
+		{"sent, finished, terminal phase held back on the server", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true,
+			status: v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodRunning })}, true},
+		{"mirror pod never deleted", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
+			server: server(func(p *v1.Pod) {
+				withDeletion(p)
+				p.Status.Phase = v1.PodFailed
+				p.Annotations[ConfigMirrorAnnotationKey] = "h"
+			})}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.e.needsUpdate(); got != tc.want {
+				t.Errorf("needsUpdate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func running(name string) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}
+}
+
+func waiting(name string) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "PodInitializing"}}}
+}
+
+func terminated(name string, code int32) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: code}}}
+}
+
+func unknownTerminated(name string) v1.ContainerStatus {
+	return v1.ContainerStatus{Name: name, State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		Reason: ReasonContainerStatusUnknown, Message: MessageContainerNotFound, ExitCode: ExitCodeContainerNotFound}}}
+}
+
+func TestTerminatedStatus(t *testing.T) {
+	always := v1.ContainerRestartPolicyAlways
+	withInits := func(p *v1.Pod) {
+		p.Spec.InitContainers = []v1.Container{{Name: "i1"}, {Name: "i2"}}
+	}
+	tests := []struct {
+		name string
+		pod  *v1.Pod
+		in   v1.PodStatus
+		want v1.PodStatus
+	}{
+		{
+			name: "running pod: containers without terminated state fail, phase Failed",
+			pod:  podWith(nil),
+			in:   v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running("a"), terminated("b", 0)}},
+			want: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{unknownTerminated("a"), terminated("b", 0)}},
+		},
+		{
+			name: "pending pod becomes Failed",
+			pod:  podWith(nil),
+			in:   v1.PodStatus{Phase: v1.PodPending, ContainerStatuses: []v1.ContainerStatus{waiting("a")}},
+			want: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{unknownTerminated("a")}},
+		},
+		{
+			name: "unknown phase becomes Failed",
+			pod:  podWith(nil),
+			in:   v1.PodStatus{Phase: "Bogus"},
+			want: v1.PodStatus{Phase: v1.PodFailed},
+		},
+		{
+			name: "Succeeded is kept",
+			pod:  podWith(nil),
+			in:   v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: []v1.ContainerStatus{terminated("a", 0)}},
+			want: v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: []v1.ContainerStatus{terminated("a", 0)}},
+		},
+		{
+			name: "static pod keeps its phase",
+			pod:  podWith(func(p *v1.Pod) { p.Annotations[ConfigSourceAnnotationKey] = "file" }),
+			in:   v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running("a")}},
+			want: v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{unknownTerminated("a")}},
+		},
+		{
+			name: "not initialized: waiting regular containers kept, first init container failed",
+			pod: podWith(func(p *v1.Pod) {
+				withInits(p)
+				p.Status.ContainerStatuses = []v1.ContainerStatus{waiting("a")}
+			}),
+			in: v1.PodStatus{Phase: v1.PodPending,
+				InitContainerStatuses: []v1.ContainerStatus{waiting("i1"), waiting("i2")},
+				ContainerStatuses:     []v1.ContainerStatus{waiting("a"), waiting("b")}},
+			want: v1.PodStatus{Phase: v1.PodFailed,
+				InitContainerStatuses: []v1.ContainerStatus{unknownTerminated("i1"), waiting("i2")},
+				ContainerStatuses:     []v1.ContainerStatus{waiting("a"), waiting("b")}},
+		},
+		{
+			name: "not initialized: init containers up to the last started one fail",
+			pod:  podWith(withInits),
+			in: v1.PodStatus{Phase: v1.PodPending,
+				InitContainerStatuses: []v1.ContainerStatus{terminated("i1", 0), running("i2")},
+				ContainerStatuses:     []v1.ContainerStatus{waiting("a")}},
+			want: v1.PodStatus{Phase: v1.PodFailed,
+				InitContainerStatuses: []v1.ContainerStatus{terminated("i1", 0), unknownTerminated("i2")},
+				ContainerStatuses:     []v1.ContainerStatus{waiting("a")}},
+		},
+		{
+			name: "initialized by the last init container's success: waiting regular containers fail",
+			pod: podWith(func(p *v1.Pod) {
+				withInits(p)
+				p.Status.InitContainerStatuses = []v1.ContainerStatus{terminated("i1", 0), terminated("i2", 0)}
+				p.Status.ContainerStatuses = []v1.ContainerStatus{waiting("a")}
+			}),
+			in: v1.PodStatus{Phase: v1.PodRunning,
+				InitContainerStatuses: []v1.ContainerStatus{terminated("i1", 0), terminated("i2", 0)},
+				ContainerStatuses:     []v1.ContainerStatus{waiting("a")}},
+			want: v1.PodStatus{Phase: v1.PodFailed,
+				InitContainerStatuses: []v1.ContainerStatus{terminated("i1", 0), terminated("i2", 0)},
+				ContainerStatuses:     []v1.ContainerStatus{unknownTerminated("a")}},
+		},
+		{
+			name: "initialized by a started sidecar",
+			pod: podWith(func(p *v1.Pod) {
+				p.Spec.InitContainers = []v1.Container{{Name: "side", RestartPolicy: &always}}
+				side := running("side")
+				side.Started = ptr(true)
+				p.Status.InitContainerStatuses = []v1.ContainerStatus{side}
+				p.Status.ContainerStatuses = []v1.ContainerStatus{waiting("a")}
+			}),
+			in:   v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{waiting("a")}},
+			want: v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{unknownTerminated("a")}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := *tc.in.DeepCopy()
+			got, err := TerminatedStatus(tc.pod, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(in, tc.in); diff != "" {
+				t.Errorf("input modified:\n%s", diff)
+			}
+		})
+	}
+	if _, err := TerminatedStatus(nil, v1.PodStatus{}); !errors.Is(err, ErrNilPod) {
+		t.Errorf("nil pod: %v", err)
+	}
+}
+
+func TestCheckContainerStateTransition(t *testing.T) {
+	onFailure := v1.ContainerRestartPolicyOnFailure
+	always := v1.ContainerRestartPolicyAlways
+	never := v1.ContainerRestartPolicyNever
+	policy := func(rp v1.RestartPolicy) func(*v1.Pod) { return func(p *v1.Pod) { p.Spec.RestartPolicy = rp } }
+	st := func(cs ...v1.ContainerStatus) *v1.PodStatus { return &v1.PodStatus{ContainerStatuses: cs} }
+	tests := []struct {
+		name     string
+		pod      *v1.Pod
+		old, new *v1.PodStatus
+		illegal  bool
+	}{
+		{"Never: terminated back to running", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 0)), st(running("a")), true},
+		{"Never: terminated back to waiting", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 1)), st(waiting("a")), true},
+		{"Never: stays terminated", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 1)), st(terminated("a", 1)), false},
+		{"Never: running to terminated", podWith(policy(v1.RestartPolicyNever)), st(running("a")), st(terminated("a", 0)), false},
+		{"Never: other container unaffected", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 0)), st(running("b")), false},
+		{"Always: restart allowed", podWith(policy(v1.RestartPolicyAlways)), st(terminated("a", 0)), st(running("a")), false},
+		{"OnFailure: after failure allowed", podWith(policy(v1.RestartPolicyOnFailure)), st(terminated("a", 2)), st(running("a")), false},
+		{"OnFailure: after success refused", podWith(policy(v1.RestartPolicyOnFailure)), st(terminated("a", 0)), st(running("a")), true},
+		{"container policy Always overrides pod Never", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.Containers[0].RestartPolicy = &always
+		}), st(terminated("a", 0)), st(running("a")), false},
+		{"container policy OnFailure after failure", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.Containers[0].RestartPolicy = &onFailure
+		}), st(terminated("a", 3)), st(running("a")), false},
+		{"container policy Never overrides pod Always", podWith(func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = &never
+		}), st(terminated("a", 3)), st(running("a")), true},
+		{"restart rule on exit code", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.Containers[0].RestartPolicy = &never
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+		}), st(terminated("a", 42)), st(running("a")), false},
+		{"restart rule not matching", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{42}}}}
+		}), st(terminated("a", 42)), st(running("a")), true},
+		{"restart all containers in place", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 0)),
+			&v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{running("a")},
+				Conditions: []v1.PodCondition{{Type: v1.AllContainersRestarting, Status: v1.ConditionTrue}}}, false},
+		{"init container: terminated back to running refused", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.InitContainers = []v1.Container{{Name: "i"}}
+		}), &v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{terminated("i", 0)}},
+			&v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{running("i")}}, true},
+		{"init container: sidecar may restart", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.InitContainers = []v1.Container{{Name: "i", RestartPolicy: &always}}
+		}), &v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{terminated("i", 0)}},
+			&v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{running("i")}}, false},
+		{"init container: OnFailure after failure allowed", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+			p.Spec.InitContainers = []v1.Container{{Name: "i"}}
+		}), &v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{terminated("i", 1)}},
+			&v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{running("i")}}, false},
+		{"init container status not in spec", podWith(nil),
+			&v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{terminated("ghost", 0)}}, &v1.PodStatus{}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckContainerStateTransition(tc.pod, tc.old, tc.new)
+			if tc.illegal != errors.Is(err, ErrIllegalTransition) || (!tc.illegal && err != nil) {
+				t.Errorf("error = %v, want illegal %v", err, tc.illegal)
+			}
+		})
+	}
+	if err := CheckContainerStateTransition(nil, nil, nil); !errors.Is(err, ErrNilPod) {
+		t.Errorf("nil pod: %v", err)
+	}
+}
+
+func TestCacheSet(t *testing.T) {
+	now := t0.Add(time.Hour)
+	later := now.Add(time.Minute)
+	pod := podWith(nil)
+	readyTrue := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: "example.com/gate", Status: v1.ConditionTrue}}}
+
+	c := newCache()
+	changed, err := c.set(pod, *readyTrue.DeepCopy(), &pod.Status, false, false, now)
+	if err != nil || !changed {
+		t.Fatalf("first set: %v %v", changed, err)
+	}
+	e := c.entries["u1"]
+	if e.version != 1 || !e.queued || e.status.StartTime == nil || !e.status.StartTime.Time.Equal(now) {
+		t.Errorf("entry after first set: %+v", e)
+	}
+	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(now) {
+		t.Errorf("Ready LastTransitionTime = %v, want now", got)
+	}
+	if got := e.status.Conditions[1].LastTransitionTime; !got.IsZero() {
+		t.Errorf("pod-owned condition stamped: %v", got)
+	}
+
+	// Identical (pod-owned conditions aside): skipped.
+	same := *readyTrue.DeepCopy()
+	same.Conditions[1].Status = v1.ConditionFalse
+	if changed, _ := c.set(pod, same, nil, false, false, later); changed {
+		t.Error("identical status made a new version")
+	}
+	// Forced: new version, LastTransitionTime and StartTime kept.
+	if changed, _ := c.set(pod, *readyTrue.DeepCopy(), nil, true, false, later); !changed || e.version != 2 {
+		t.Errorf("forced set: changed %v version %d", changed, e.version)
+	}
+	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(now) {
+		t.Errorf("unchanged Ready got a new LastTransitionTime %v", got)
+	}
+	if !e.status.StartTime.Time.Equal(now) {
+		t.Errorf("StartTime changed to %v", e.status.StartTime)
+	}
+	// Ready flips: new LastTransitionTime.
+	notReady := *readyTrue.DeepCopy()
+	notReady.Conditions[0].Status = v1.ConditionFalse
+	c.set(pod, notReady, nil, false, false, later)
+	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(later) {
+		t.Errorf("flipped Ready LastTransitionTime = %v, want %v", got, later)
+	}
+	// Finished sticks for a non-static pod.
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed}, nil, true, true, later)
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, Message: "x"}, nil, true, false, later)
+	if !e.podIsFinished {
+		t.Error("podIsFinished was reset")
+	}
+	// A higher observed generation is kept.
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 5}, nil, true, false, later)
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 3}, nil, true, false, later)
+	if e.status.ObservedGeneration != 5 {
+		t.Errorf("ObservedGeneration = %d, want 5", e.status.ObservedGeneration)
+	}
+	if q := c.takeQueue(); len(q) != 1 || e.queued {
+		t.Errorf("queue = %v (queued %v), want the UID once", q, e.queued)
+	}
+}
+
+func TestNormalizeStatus(t *testing.T) {
+	frac := metav1.NewTime(t0.Add(500 * time.Millisecond))
+	long := string(make([]byte, MaxTerminationMessageBytes))
+	pod := podWith(func(p *v1.Pod) { p.Spec.InitContainers = []v1.Container{{Name: "z"}, {Name: "a"}} })
+	s := v1.PodStatus{
+		StartTime:             &frac,
+		Conditions:            []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: frac, LastProbeTime: frac}},
+		InitContainerStatuses: []v1.ContainerStatus{{Name: "a"}, {Name: "z"}},
+		ContainerStatuses: []v1.ContainerStatus{
+			{Name: "b", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Message: long, StartedAt: frac, FinishedAt: frac}}},
+			{Name: "a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: frac}}},
+		},
+	}
+	NormalizeStatus(pod, &s)
+	whole := metav1.NewTime(t0)
+	want := v1.PodStatus{
+		StartTime:             &whole,
+		Conditions:            []v1.PodCondition{{Type: v1.PodReady, LastTransitionTime: whole, LastProbeTime: whole}},
+		InitContainerStatuses: []v1.ContainerStatus{{Name: "z"}, {Name: "a"}},
+		ContainerStatuses: []v1.ContainerStatus{
+			{Name: "a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: whole}}},
+			{Name: "b", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Message: long[:MaxTerminationMessageBytes/4], StartedAt: whole, FinishedAt: whole}}},
+		},
+	}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("normalized (-want +got):\n%s", diff)
+	}
+	NormalizeStatus(nil, nil) // no panic
+}
+
+func TestReadinessConditions(t *testing.T) {
+	pod := podWith(func(p *v1.Pod) {
+		p.Generation = 2
+		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/gate"}}
+	})
+	ready := func(name string, r bool) v1.ContainerStatus { return v1.ContainerStatus{Name: name, Ready: r} }
+	tests := []struct {
+		name      string
+		status    v1.PodStatus
+		cr, ready v1.PodCondition
+	}{
+		{"no statuses", v1.PodStatus{},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonUnknownContainerStatuses, ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonUnknownContainerStatuses, ObservedGeneration: 2}},
+		{"one unready, one unknown", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", false)}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unknown status: [b], containers with unready status: [a]", ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unknown status: [b], containers with unready status: [a]", ObservedGeneration: 2}},
+		{"ready containers, gate missing", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", true), ready("b", true)}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady,
+				Message: `corresponding condition of pod readiness gate "example.com/gate" does not exist.`, ObservedGeneration: 2}},
+		{"all ready", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", true), ready("b", true)},
+			Conditions: []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, ObservedGeneration: 2}},
+		{"succeeded", v1.PodStatus{Phase: v1.PodSucceeded, ContainerStatuses: []v1.ContainerStatus{ready("a", false), ready("b", false)}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodCompleted, ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonPodCompleted, ObservedGeneration: 2}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.cr, ContainersReadyCondition(pod, &tc.status)); diff != "" {
+				t.Errorf("ContainersReady (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.ready, PodReadyCondition(pod, &tc.status)); diff != "" {
+				t.Errorf("Ready (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
