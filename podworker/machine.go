@@ -88,6 +88,9 @@ type Machine struct {
 	// requeue is a min-heap of pods by due time.
 	requeue requeueHeap
 
+	// buf backs the slices of the Ready returned by the last call.
+	buf Ready
+
 	// startedStatic maps a static pod's full name to the UID allowed to run under it;
 	// waitingStatic lists, in arrival order, the UIDs that want to.
 	startedStatic map[string]types.UID
@@ -107,6 +110,21 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 		waitingStatic: make(map[string][]types.UID),
 	}, nil
 }
+
+// ready returns an empty Ready backed by the Machine's buffers (the previous Ready is
+// dead by contract; the references it held are dropped).
+func (m *Machine) ready() Ready {
+	b := &m.buf
+	clear(b.Close[:cap(b.Close)])
+	clear(b.Start[:cap(b.Start)])
+	return Ready{
+		Transitions: b.Transitions[:0], Cancel: b.Cancel[:0], Close: b.Close[:0],
+		Start: b.Start[:0], Requeue: b.Requeue[:0],
+	}
+}
+
+// keep stores r's slices for reuse by the next call.
+func (m *Machine) keep(r *Ready) { m.buf = *r }
 
 func (m *Machine) random() float64 {
 	if m.cfg.Rand == nil {
@@ -128,11 +146,12 @@ func (m *Machine) random() float64 {
 // for a finished pod, and a runtime-only kill for a terminated pod. Their completion
 // channels, if any, are closed at once.
 func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped bool) (Ready, error) {
-	var r Ready
+	r := m.ready()
+	defer m.keep(&r)
 	if err := opts.Validate(); err != nil {
 		return r, err
 	}
-	uid, _ := opts.identity()
+	uid := opts.uid()
 	runtimeOnly := opts.Pod == nil
 	var completed chan<- struct{}
 	if opts.KillPodOptions != nil {
@@ -254,7 +273,8 @@ func (m *Machine) setPending(st *podState, t SyncPodType) {
 // SyncPod is resynced after the resync interval; a transition queues the next stage at
 // once.
 func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, error) {
-	var r Ready
+	r := m.ready()
+	defer m.keep(&r)
 	st, ok := m.pods[uid]
 	if !ok || !st.working {
 		return r, fmt.Errorf("%w %s", ErrNotWorking, uid)
@@ -329,7 +349,8 @@ func (m *Machine) requeueLast(st *podState) {
 
 // Tick runs the resyncs and retries that are due at now.
 func (m *Machine) Tick(now time.Time) Ready {
-	var r Ready
+	r := m.ready()
+	defer m.keep(&r)
 	for len(m.requeue) > 0 && !m.requeue[0].due.After(now) {
 		st := m.requeue[0]
 		m.unschedule(st)
@@ -360,7 +381,8 @@ func (m *Machine) NextRequeue() (time.Time, bool) {
 // not desired whose termination was not yet requested are asked to terminate, as deleted
 // pods. It returns the state of every pod still known, and what to do.
 func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID]PodWorkerSync, Ready) {
-	var r Ready
+	r := m.ready()
+	defer m.keep(&r)
 	m.podsSynced = true
 	want := make(map[types.UID]struct{}, len(desired))
 	for _, p := range desired {

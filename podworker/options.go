@@ -73,7 +73,15 @@ type KillPodOptions struct {
 
 // Validate checks o and returns a wrapped sentinel error for bad input.
 func (o *UpdatePodOptions) Validate() error {
-	uid, ref := o.identity()
+	uid := o.uid()
+	if o.UpdateType.valid() && uid != "" && (o.Pod != nil) != (o.RunningPod != nil) &&
+		(o.Pod != nil || o.UpdateType == SyncPodKill) &&
+		(o.KillPodOptions == nil || (o.UpdateType == SyncPodKill &&
+			(o.KillPodOptions.PodTerminationGracePeriodSecondsOverride == nil ||
+				*o.KillPodOptions.PodTerminationGracePeriodSecondsOverride >= 0))) {
+		return nil
+	}
+	ref := o.ref()
 	switch {
 	case !o.UpdateType.valid():
 		return fmt.Errorf("%w: %d (pod %s)", ErrInvalidUpdateType, int(o.UpdateType), ref)
@@ -95,15 +103,26 @@ func (o *UpdatePodOptions) Validate() error {
 	return nil
 }
 
-// identity returns the UID and a namespace/name reference of the update's pod.
-func (o *UpdatePodOptions) identity() (types.UID, string) {
+// uid returns the UID of the update's pod.
+func (o *UpdatePodOptions) uid() types.UID {
 	switch {
 	case o.Pod != nil:
-		return o.Pod.UID, o.Pod.Namespace + "/" + o.Pod.Name
+		return o.Pod.UID
 	case o.RunningPod != nil:
-		return o.RunningPod.ID, o.RunningPod.Namespace + "/" + o.RunningPod.Name
+		return o.RunningPod.ID
 	}
-	return "", "<nil>"
+	return ""
+}
+
+// ref returns a namespace/name reference of the update's pod, for errors.
+func (o *UpdatePodOptions) ref() string {
+	switch {
+	case o.Pod != nil:
+		return o.Pod.Namespace + "/" + o.Pod.Name
+	case o.RunningPod != nil:
+		return o.RunningPod.Namespace + "/" + o.RunningPod.Name
+	}
+	return "<nil>"
 }
 
 // ConfigSourceAnnotationKey is the annotation naming a pod's config source; a pod whose

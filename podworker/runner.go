@@ -70,8 +70,8 @@ type Runner struct {
 	running  bool
 	stopped  bool
 	deferred []Work
-	// cancels holds the cancel function of every in-flight work.
-	cancels map[types.UID]context.CancelFunc
+	// cancels holds the context of every in-flight work.
+	cancels map[types.UID]*workContext
 	// armed is the due time the timer goroutine waits for (zero: none).
 	armed time.Time
 	kick  chan struct{}
@@ -119,7 +119,7 @@ func New(cfg Config) (*Runner, error) {
 		log:          log,
 		onTransition: cfg.OnTransition,
 		m:            m,
-		cancels:      make(map[types.UID]context.CancelFunc),
+		cancels:      make(map[types.UID]*workContext),
 		kick:         make(chan struct{}, 1),
 	}, nil
 }
@@ -145,6 +145,9 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	r.mu.Lock()
 	r.running, r.stopped = false, true
+	for _, c := range r.cancels {
+		c.cancel()
+	}
 	r.mu.Unlock()
 	r.wg.Wait()
 	return nil
@@ -192,9 +195,9 @@ func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context
 		}
 	}
 	for _, uid := range rd.Cancel {
-		if cancel := r.cancels[uid]; cancel != nil {
+		if c := r.cancels[uid]; c != nil {
 			r.log.Debug("cancelling current pod sync", "podUID", uid)
-			cancel()
+			c.cancel()
 		}
 	}
 	for _, ch := range rd.Close {
@@ -224,9 +227,12 @@ func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context
 }
 
 func (r *Runner) workContextLocked(uid types.UID) context.Context {
-	ctx, cancel := context.WithCancel(r.ctx)
-	r.cancels[uid] = cancel
-	return ctx
+	c := &workContext{Context: r.ctx}
+	if r.stopped || r.ctx.Err() != nil {
+		c.cancel()
+	}
+	r.cancels[uid] = c
+	return c
 }
 
 func (r *Runner) spawnLocked(w Work) {
@@ -242,10 +248,7 @@ func (r *Runner) worker(ctx context.Context, w Work) {
 		res := r.execute(ctx, w)
 		now := r.clock.Now()
 		r.mu.Lock()
-		if cancel := r.cancels[w.UID]; cancel != nil {
-			cancel()
-			delete(r.cancels, w.UID)
-		}
+		delete(r.cancels, w.UID)
 		rd, err := r.m.Complete(now, w.UID, res)
 		if err != nil {
 			r.mu.Unlock()
@@ -396,4 +399,46 @@ func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.m.ShouldPodContentBeRemoved(uid)
+}
+
+// workContext is the context of one work: cancelled by the runner when the Machine asks
+// or when Run ends. Unlike context.WithCancel it does not register with its parent (the
+// runner cancels every in-flight work itself when Run's context ends), which keeps a
+// work's start cheap. Values and the deadline come from Run's context.
+type workContext struct {
+	context.Context
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
+}
+
+// Done returns a channel closed when the work is cancelled.
+func (c *workContext) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+		if c.err != nil {
+			close(c.done)
+		}
+	}
+	return c.done
+}
+
+// Err returns context.Canceled once the work is cancelled.
+func (c *workContext) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *workContext) cancel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = context.Canceled
+		if c.done != nil {
+			close(c.done)
+		}
+	}
 }

@@ -161,7 +161,9 @@ type Requeue struct {
 	After time.Duration
 }
 
-// Ready is what one call of a Machine decided. The driver must apply it in this order:
+// Ready is what one call of a Machine decided. Its slices belong to the Machine and are
+// valid only until the Machine's next call: copy what must outlive it (Clone). The driver
+// must apply it in this order:
 // record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
 // close every channel in Close (each appears exactly once over the Machine's life), and
 // start every Work in Start.
@@ -171,6 +173,17 @@ type Ready struct {
 	Close       []chan<- struct{}
 	Start       []Work
 	Requeue     []Requeue
+}
+
+// Clone returns a copy of r that does not share the Machine's buffers.
+func (r *Ready) Clone() Ready {
+	return Ready{
+		Transitions: append([]Transition(nil), r.Transitions...),
+		Cancel:      append([]types.UID(nil), r.Cancel...),
+		Close:       append([]chan<- struct{}(nil), r.Close...),
+		Start:       append([]Work(nil), r.Start...),
+		Requeue:     append([]Requeue(nil), r.Requeue...),
+	}
 }
 
 // IsEmpty reports whether r asks for nothing.

@@ -164,7 +164,8 @@ func terminatingDetail(g int64, fn func(*v1.PodStatus)) string {
 }
 
 // process applies a Machine's Ready the way the Runner does, synchronously.
-func (h *harness) process(rd podworker.Ready) {
+func (h *harness) process(shared podworker.Ready) {
+	rd := shared.Clone()
 	for _, t := range rd.Transitions {
 		h.transition(t)
 	}
