@@ -49,7 +49,9 @@ type NodeChecker interface {
 // ListerFuncs adapts two functions to a Lister. A nil field makes its method return an
 // error wrapping ErrNotImplemented.
 type ListerFuncs struct {
-	ListPodsFunc  func(ctx context.Context) ([]*v1.Pod, error)
+	// ListPodsFunc implements ListPods.
+	ListPodsFunc func(ctx context.Context) ([]*v1.Pod, error)
+	// ListNodesFunc implements ListNodes.
 	ListNodesFunc func(ctx context.Context) ([]*v1.Node, error)
 }
 
@@ -72,8 +74,10 @@ func (f ListerFuncs) ListNodes(ctx context.Context) ([]*v1.Node, error) {
 // PodWriterFuncs adapts two functions to a PodWriter. A nil field makes its method return
 // an error wrapping ErrNotImplemented.
 type PodWriterFuncs struct {
+	// PatchPodStatusFunc implements PatchPodStatus.
 	PatchPodStatusFunc func(ctx context.Context, namespace, name string, patch []byte) error
-	DeletePodFunc      func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
+	// DeletePodFunc implements DeletePod.
+	DeletePodFunc func(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error
 }
 
 // PatchPodStatus calls f.PatchPodStatusFunc.
@@ -95,6 +99,7 @@ func (f PodWriterFuncs) DeletePod(ctx context.Context, namespace, name string, o
 // NodeCheckerFuncs adapts a function to a NodeChecker. A nil field makes NodeExists return
 // an error wrapping ErrNotImplemented.
 type NodeCheckerFuncs struct {
+	// NodeExistsFunc implements NodeExists.
 	NodeExistsFunc func(ctx context.Context, name string) (bool, error)
 }
 
