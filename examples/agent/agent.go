@@ -1,0 +1,325 @@
+// Package agent is a node agent built on podlife, wired the way the kubelet closes its loop:
+//
+//	API server --watch--> config (Set/Add/Update/Remove) --changes--> sync loop
+//	sync loop --UpdatePod--> podworker --PodSyncer--> runtime (start, kill, remove)
+//	runtime <--relist-- pleg --events--> sync loop --UpdatePod(sync)--> podworker
+//	PodSyncer --SetPodStatus/TerminatePod--> statusmgr --patch, final delete--> API server
+//
+// A status patch comes back from the API as a Reconcile, a graceful delete as a Delete, and
+// the final delete with grace 0 as a Remove; housekeeping (SyncKnownPods) forgets finished
+// pods and removes their runtime leftovers.
+//
+// The API server and the runtime are in-memory (Server and plegtest.Runtime), so the agent
+// runs anywhere; pods say how their containers behave through annotations (see
+// ContainerBehaviour). Every step is reported to an Observer, which the nodeagent command
+// prints as a timeline.
+package agent
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/pleg"
+	"github.com/podlife/podlife/pleg/plegtest"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/statusmgr"
+)
+
+// Defaults of Config.
+const (
+	DefaultNodeName           = "node1"
+	DefaultRelistPeriod       = time.Second
+	DefaultHousekeepingPeriod = 2 * time.Second
+	DefaultStatusSyncPeriod   = 10 * time.Second
+	// hostIP is the node's address as it appears in pod statuses (a documentation address).
+	hostIP = "192.0.2.1"
+)
+
+// Config configures an Agent. Zero durations take their defaults.
+type Config struct {
+	// NodeName is the node whose pods the agent runs.
+	NodeName string
+	// Server is the API server. Required.
+	Server *Server
+	// Runtime is the container runtime. Required.
+	Runtime *plegtest.Runtime
+	// Clock is the time source of every component; nil means the real clock.
+	Clock clock.Clock
+	// RelistPeriod is the PLEG's relist period (the kubelet's 1 s).
+	RelistPeriod time.Duration
+	// HousekeepingPeriod is the period of SyncKnownPods and runtime cleanup (the kubelet's 2 s).
+	HousekeepingPeriod time.Duration
+	// StatusSyncPeriod is the status manager's full-sync period (the kubelet's 10 s).
+	StatusSyncPeriod time.Duration
+	// Containers is how containers behave unless a pod's annotations say otherwise.
+	Containers ContainerBehaviour
+	// Observer, if set, receives every step of the lifecycle, in order. It is called from
+	// the agent's goroutines and must be quick and safe for concurrent use.
+	Observer func(Step)
+	// Logger receives the components' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Agent is a running node agent. Create it with New and run it with Run.
+type Agent struct {
+	cfg     Config
+	clock   clock.Clock
+	server  *Server
+	runtime *plegtest.Runtime
+	started time.Time
+
+	store    *config.Store
+	cache    *pleg.Cache
+	relister *pleg.Relister
+	workers  *podworker.Runner
+	status   *statusmgr.Manager
+
+	mu sync.Mutex
+	// pods is the pod manager: the desired pods by UID, as the config last gave them.
+	pods map[types.UID]*v1.Pod
+}
+
+// New validates cfg and assembles the agent. It starts nothing.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Server == nil || cfg.Runtime == nil {
+		return nil, errors.New("agent: Server and Runtime are required")
+	}
+	if cfg.NodeName == "" {
+		cfg.NodeName = DefaultNodeName
+	}
+	if cfg.RelistPeriod == 0 {
+		cfg.RelistPeriod = DefaultRelistPeriod
+	}
+	if cfg.HousekeepingPeriod == 0 {
+		cfg.HousekeepingPeriod = DefaultHousekeepingPeriod
+	}
+	if cfg.StatusSyncPeriod == 0 {
+		cfg.StatusSyncPeriod = DefaultStatusSyncPeriod
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	a := &Agent{cfg: cfg, clock: cfg.Clock, server: cfg.Server, runtime: cfg.Runtime,
+		store: config.NewStoreWithClock(cfg.Clock), cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{}}
+	var err error
+	a.relister, err = pleg.New(pleg.Config{Runtime: cfg.Runtime, Cache: a.cache, Clock: cfg.Clock,
+		RelistPeriod: cfg.RelistPeriod, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	a.workers, err = podworker.New(podworker.Config{Syncer: a, Cache: a.cache, Refresher: a.relister,
+		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: a.onTransition})
+	if err != nil {
+		return nil, err
+	}
+	a.status, err = statusmgr.New(statusmgr.Config{
+		Patcher:                    observedPatcher{a},
+		Lookup:                     statusmgr.PodLookupFuncs{GetPodByUIDFunc: a.pod},
+		CouldHaveRunningContainers: a.workers.CouldHaveRunningContainers,
+		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// pod returns the desired pod with the UID.
+func (a *Agent) pod(uid types.UID) (*v1.Pod, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	p, ok := a.pods[uid]
+	return p, ok
+}
+
+// Run runs the agent until ctx ends, then waits for every goroutine it started.
+func (a *Agent) Run(ctx context.Context) error {
+	a.started = a.clock.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(f func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(ctx); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	run(func(ctx context.Context) error { a.relister.Run(ctx); return nil })
+	run(a.workers.Run)
+	run(a.status.Run)
+
+	initial, watch := a.server.Watch(ctx, a.cfg.NodeName)
+	a.apply(config.PodUpdate{Op: config.Set, Source: "api", Pods: initial})
+	a.syncLoop(ctx, watch)
+	cancel()
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// syncLoop is the kubelet's syncLoopIteration: config changes, PLEG events and housekeeping.
+func (a *Agent) syncLoop(ctx context.Context, watch <-chan Event) {
+	housekeeping := a.clock.NewTimer(a.cfg.HousekeepingPeriod)
+	defer housekeeping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-watch:
+			if !ok {
+				return
+			}
+			a.apply(watchUpdate(ev))
+		case ev := <-a.relister.Events():
+			a.handlePLEG(ev)
+		case <-housekeeping.C():
+			a.housekeeping()
+			housekeeping.Reset(a.cfg.HousekeepingPeriod)
+		}
+	}
+}
+
+// watchUpdate turns one watch event into an incremental config update.
+func watchUpdate(ev Event) config.PodUpdate {
+	op := config.Update
+	switch ev.Type {
+	case Added:
+		op = config.Add
+	case Deleted:
+		op = config.Remove
+	}
+	return config.PodUpdate{Op: op, Source: "api", Pods: []*v1.Pod{ev.Pod}}
+}
+
+// apply merges a config update and dispatches the changes in the kubelet's order.
+func (a *Agent) apply(u config.PodUpdate) {
+	c := a.store.Merge(u)
+	for _, p := range c.Removes {
+		a.observe(KindConfig, p, "REMOVE")
+		a.mu.Lock()
+		delete(a.pods, p.UID)
+		a.mu.Unlock()
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p})
+	}
+	for _, p := range c.Adds {
+		a.observe(KindConfig, p, "ADD")
+		a.setPod(p)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p})
+	}
+	for _, p := range c.Updates {
+		a.observe(KindConfig, p, "UPDATE")
+		a.setPod(p)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p})
+	}
+	for _, p := range c.Deletes {
+		a.observe(KindConfig, p, "DELETE (graceful, %ds)", derefOr(p.DeletionGracePeriodSeconds, -1))
+		a.setPod(p)
+		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p})
+	}
+	for _, p := range c.Reconciles {
+		a.observe(KindConfig, p, "RECONCILE (phase %s)", p.Status.Phase)
+		a.setPod(p)
+	}
+}
+
+func (a *Agent) setPod(p *v1.Pod) {
+	a.mu.Lock()
+	a.pods[p.UID] = p
+	a.mu.Unlock()
+}
+
+func (a *Agent) updatePod(opts podworker.UpdatePodOptions) {
+	if err := a.workers.UpdatePod(opts); err != nil {
+		a.observe(KindError, opts.Pod, "UpdatePod: %v", err)
+	}
+}
+
+// handlePLEG syncs the pod of a lifecycle event, as the kubelet's HandlePodSyncs does.
+func (a *Agent) handlePLEG(ev *pleg.PodLifecycleEvent) {
+	p, ok := a.pod(ev.ID)
+	if !ok {
+		a.observeUID(KindPLEG, ev.ID, "%s %v (pod unknown)", ev.Type, ev.Data)
+		return
+	}
+	a.observe(KindPLEG, p, "%s %v", ev.Type, ev.Data)
+	a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p})
+}
+
+// housekeeping forgets finished pods that are no longer desired, drops their statuses,
+// stops runtime pods nothing knows of and removes the runtime leftovers of finished pods.
+func (a *Agent) housekeeping() {
+	a.mu.Lock()
+	desired := make([]*v1.Pod, 0, len(a.pods))
+	uids := make(map[types.UID]bool, len(a.pods))
+	for uid, p := range a.pods {
+		desired = append(desired, p)
+		uids[uid] = true
+	}
+	a.mu.Unlock()
+	before := a.workers.Len()
+	known := a.workers.SyncKnownPods(desired)
+	if n := before - len(known); n > 0 {
+		a.observeUID(KindHousekeeping, "", "forgot %d finished pod(s)", n)
+	}
+	a.status.RemoveOrphanedStatuses(uids)
+
+	pods, err := a.runtime.ListPods(context.Background(), true)
+	if err != nil {
+		return
+	}
+	for _, rp := range pods {
+		if _, ok := known[rp.ID]; ok && !a.workers.ShouldPodRuntimeBeRemoved(rp.ID) {
+			continue
+		}
+		if _, ok := known[rp.ID]; !ok && isRunning(rp) {
+			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp})
+			continue
+		}
+		if !isRunning(rp) {
+			a.runtime.RemovePod(rp.ID)
+			a.observeUID(KindRuntime, rp.ID, "removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)
+		}
+	}
+}
+
+func isRunning(rp *pleg.Pod) bool {
+	for _, c := range append(rp.Containers[:len(rp.Containers):len(rp.Containers)], rp.Sandboxes...) {
+		if c.State == pleg.ContainerStateRunning {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *Agent) onTransition(t podworker.Transition) {
+	a.observeUID(KindWorker, t.UID, "%s -> %s", t.From, t.To)
+}
+
+func derefOr(p *int64, def int64) int64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// Workers, Status and Relister expose the agent's components, for tests and observers.
+func (a *Agent) Workers() *podworker.Runner { return a.workers }
+func (a *Agent) Status() *statusmgr.Manager { return a.status }
+func (a *Agent) Relister() *pleg.Relister   { return a.relister }

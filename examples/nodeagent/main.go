@@ -1,0 +1,150 @@
+// Command nodeagent runs podlife's example node agent on an in-memory API server and an
+// in-memory container runtime, creates pods, deletes them gracefully, and prints the
+// timeline of their whole lifecycle: the config ops, the pod workers' work and stages, the
+// PLEG events, the status patches and the final delete.
+//
+//	go run ./nodeagent                         # one pod, from the examples module
+//	go run ./nodeagent -pods 3 -grace 10 -stop-delay 2s
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/pleg/plegtest"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "nodeagent:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("nodeagent", flag.ContinueOnError)
+	pods := fs.Int("pods", 1, "number of pods to create and then delete")
+	grace := fs.Int64("grace", 30, "terminationGracePeriodSeconds of the pods (the graceful delete uses it)")
+	stopDelay := fs.Duration("stop-delay", time.Second, "how long containers take to exit after the stop signal (negative: they ignore it and are killed when the grace period runs out)")
+	relist := fs.Duration("relist", time.Second, "PLEG relist period")
+	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *pods < 1 {
+		return fmt.Errorf("-pods must be at least 1")
+	}
+
+	var mu sync.Mutex
+	observer := func(s agent.Step) {
+		if *quiet {
+			return
+		}
+		mu.Lock()
+		fmt.Fprintln(out, s)
+		mu.Unlock()
+	}
+	server := agent.NewServer(nil)
+	a, err := agent.New(agent.Config{Server: server, Runtime: plegtest.NewRuntime(nil), RelistPeriod: *relist,
+		Containers: agent.ContainerBehaviour{StopDelay: *stopDelay}, Observer: observer})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	agentCtx, stopAgent := context.WithCancel(ctx)
+	defer stopAgent()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(agentCtx) }()
+
+	say := func(format string, args ...any) {
+		mu.Lock()
+		fmt.Fprintf(out, format+"\n", args...)
+		mu.Unlock()
+	}
+	start := time.Now()
+	say("# creating %d pod(s) on node %s", *pods, agent.DefaultNodeName)
+	names := make([]string, *pods)
+	for i := range names {
+		names[i] = fmt.Sprintf("busybox-%d", i+1)
+		if _, err := server.Create(newPod(names[i], *grace)); err != nil {
+			return err
+		}
+	}
+	if err := server.WaitFor(ctx, allRunning(names)); err != nil {
+		return fmt.Errorf("waiting for the pods to run: %w", err)
+	}
+	created := time.Since(start)
+	say("# every pod is Running on the API server after %v; deleting them gracefully", created.Round(time.Millisecond))
+	for _, n := range names {
+		if err := server.Delete("default", n, nil); err != nil {
+			return err
+		}
+	}
+	if err := server.WaitFor(ctx, func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 0 }); err != nil {
+		return fmt.Errorf("waiting for the pods to be deleted: %w", err)
+	}
+	total := time.Since(start)
+	// Let housekeeping forget the finished pods before stopping.
+	if err := waitForget(ctx, a); err != nil {
+		return err
+	}
+	stopAgent()
+	if err := <-done; err != nil {
+		return err
+	}
+	calls := server.Calls()
+	say("# every pod is gone after %v (deletion took %v); API calls: %d get, %d patch (%d bytes), %d delete",
+		total.Round(time.Millisecond), (total - created).Round(time.Millisecond), calls.Gets, calls.Patches, calls.PatchBytes, calls.Deletes)
+	return nil
+}
+
+// waitForget waits until the pod workers know no pod (housekeeping forgot them all).
+func waitForget(ctx context.Context, a *agent.Agent) error {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for a.Workers().Len() > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for housekeeping: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+func allRunning(names []string) func(map[types.NamespacedName]*v1.Pod) bool {
+	return func(pods map[types.NamespacedName]*v1.Pod) bool {
+		for _, n := range names {
+			p, ok := pods[types.NamespacedName{Namespace: "default", Name: n}]
+			if !ok || p.Status.Phase != v1.PodRunning {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+func newPod(name string, grace int64) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "busybox"}},
+		Spec: v1.PodSpec{
+			NodeName:                      agent.DefaultNodeName,
+			RestartPolicy:                 v1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{Name: "busybox", Image: "busybox",
+				Command: []string{"/bin/sh", "-c", "sleep 36000"}}},
+		},
+	}
+}
