@@ -75,7 +75,6 @@ func TestSortForDeletion(t *testing.T) {
 		{"failed but not evicted keeps age order", []*v1.Pod{mkPod("young", 9, phase(v1.PodFailed)), mkPod("old", 1, phase(v1.PodSucceeded))}, []string{"old", "young"}},
 		{"evicted among themselves by age", []*v1.Pod{mkPod("e2", 20, evicted()), mkPod("e1", 10, evicted())}, []string{"e1", "e2"}},
 		{"same time: by name", []*v1.Pod{mkPod("b", 5), mkPod("a", 5)}, []string{"a", "b"}},
-		{"same time and name: by namespace", []*v1.Pod{mkPod("a", 5, ns("z"), uid("1")), mkPod("a", 5, ns("y"), uid("2"))}, []string{"a", "a"}},
 		{"nil last", []*v1.Pod{nil, mkPod("a", 5)}, []string{"a", "<nil>"}},
 	}
 	for _, tt := range tests {
