@@ -75,7 +75,10 @@ func (g *w1) round() PodUpdate {
 			p.Status.Conditions[1].Reason = "Change" + mark
 			p.ResourceVersion += "r"
 		})
-		changed(w1Percent+k, Update, func(p *v1.Pod) { p.Labels = map[string]string{"app": "busybox", "change": mark}; p.ResourceVersion += "u" })
+		changed(w1Percent+k, Update, func(p *v1.Pod) {
+			p.Labels = map[string]string{"app": "busybox", "change": mark}
+			p.ResourceVersion += "u"
+		})
 		changed(2*w1Percent+k, Delete, func(p *v1.Pod) {
 			p.DeletionTimestamp = ts(1_800_000_000)
 			p.DeletionGracePeriodSeconds = i64(30)
