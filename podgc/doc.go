@@ -47,6 +47,7 @@
 //	t=0   node n missing from the list      Observe: n enters quarantine (since 0)
 //	t=20  still missing                     nothing deleted
 //	t=40  still missing, 40 s >= period     n expired -> NodeChecker? -> pods on n orphaned
+//	t=60  still missing                     still expired: pods whose delete failed retried
 //	      (n listed again at any point)     n forgotten; a later miss starts again at 0
 //	      (NodeChecker finds n)             quarantine restarts at the check's time
 //
