@@ -79,7 +79,6 @@ func seedPod(i int) *v1.Pod {
 	}
 }
 
-
 // countdown closes done when it has been hit n times.
 type countdown struct {
 	left atomic.Int64

@@ -1,0 +1,370 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func testPod(uid string, mods ...func(*v1.Pod)) *v1.Pod {
+	g := int64(30)
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: uid, Namespace: "ns",
+		Annotations: map[string]string{ConfigSourceAnnotationKey: "api"}}}
+	p.Spec.TerminationGracePeriodSeconds = &g
+	for _, m := range mods {
+		m(p)
+	}
+	return p
+}
+
+func deleted(g int64) func(*v1.Pod) {
+	return func(p *v1.Pod) {
+		ts := metav1.NewTime(t0)
+		p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &g
+	}
+}
+
+func phase(ph v1.PodPhase) func(*v1.Pod) { return func(p *v1.Pod) { p.Status.Phase = ph } }
+
+func static(p *v1.Pod) { p.Annotations[ConfigSourceAnnotationKey] = "file" }
+
+func newTestMachine(t *testing.T, cfg MachineConfig) *Machine {
+	t.Helper()
+	m, err := NewMachine(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestWorkTypeString(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   WorkType
+		want string
+	}{
+		{"sync", SyncPod, "sync"},
+		{"terminating", TerminatingPod, "terminating"},
+		{"terminated", TerminatedPod, "terminated"},
+		{"undefined positive", WorkType(7), "WorkType(7)"},
+		{"undefined negative", WorkType(-1), "WorkType(-1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, tc.in.String()); diff != "" {
+				t.Error(diff)
+			}
+		})
+	}
+	if SyncPod != 0 || TerminatingPod != 1 || TerminatedPod != 2 {
+		t.Error("pinned WorkType values changed")
+	}
+}
+
+func TestEnumStrings(t *testing.T) {
+	got := []string{SyncPodSync.String(), SyncPodUpdate.String(), SyncPodCreate.String(), SyncPodKill.String(), SyncPodType(9).String(),
+		StageNone.String(), StageSyncing.String(), StageTerminating.String(), StageTerminated.String(), StageFinished.String(), Stage(9).String()}
+	want := []string{"sync", "update", "create", "kill", "SyncPodType(9)",
+		"none", "syncing", "terminating", "terminated", "finished", "Stage(9)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Error(diff)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	neg, zero := int64(-1), int64(0)
+	rp := &pleg.Pod{ID: "r", Name: "r", Namespace: "ns"}
+	for _, tc := range []struct {
+		name string
+		opts UpdatePodOptions
+		want error
+	}{
+		{"create", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, nil},
+		{"kill with options", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"),
+			KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: &zero}}, nil},
+		{"runtime-only kill", UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: rp}, nil},
+		{"nil pod", UpdatePodOptions{UpdateType: SyncPodUpdate}, ErrNilPod},
+		{"empty UID", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("")}, ErrEmptyUID},
+		{"runtime pod empty UID", UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{}}, ErrEmptyUID},
+		{"both pods", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"), RunningPod: rp}, ErrPodAndRunningPod},
+		{"runtime-only update", UpdatePodOptions{UpdateType: SyncPodUpdate, RunningPod: rp}, ErrRuntimePodNotKill},
+		{"kill options on update", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a"), KillPodOptions: &KillPodOptions{}}, ErrKillOptionsNotKill},
+		{"unknown update type", UpdatePodOptions{UpdateType: SyncPodType(42), Pod: testPod("a")}, ErrInvalidUpdateType},
+		{"negative update type", UpdatePodOptions{UpdateType: SyncPodType(-1), Pod: testPod("a")}, ErrInvalidUpdateType},
+		{"negative override", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"),
+			KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: &neg}}, ErrNegativeGracePeriod},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.opts.Validate()
+			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("Validate() = %v, want %v", err, tc.want)
+			}
+			m := newTestMachine(t, MachineConfig{})
+			if _, err := m.UpdatePod(t0, tc.opts, false); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+				t.Fatalf("UpdatePod() = %v, want %v", err, tc.want)
+			}
+			if tc.want != nil && m.Len() != 0 {
+				t.Errorf("a rejected update left %d pods", m.Len())
+			}
+		})
+	}
+}
+
+func TestNewMachineValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  MachineConfig
+		ok   bool
+	}{
+		{"defaults", MachineConfig{}, true},
+		{"negative resync", MachineConfig{ResyncInterval: -1}, false},
+		{"negative backoff", MachineConfig{BackoffInitial: -1}, false},
+		{"negative backoff max", MachineConfig{BackoffMax: -1}, false},
+		{"max below initial", MachineConfig{BackoffInitial: time.Minute, BackoffMax: time.Second}, false},
+		{"initial above default max", MachineConfig{BackoffInitial: time.Minute}, true},
+		{"negative bound", MachineConfig{MaxConcurrentSyncs: -1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := NewMachine(tc.cfg)
+			if (err == nil) != tc.ok || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
+				t.Fatalf("NewMachine() = %v, want ok=%t", err, tc.ok)
+			}
+		})
+	}
+}
+
+func TestBackoffWhen(t *testing.T) {
+	b := Backoff{Initial: time.Second, Max: 10 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		failures int
+		random   float64
+		want     time.Duration
+	}{
+		{"first", 1, 0, time.Second},
+		{"second doubles", 2, 0, 2 * time.Second},
+		{"fourth", 4, 0, 8 * time.Second},
+		{"capped", 5, 0, 10 * time.Second},
+		{"capped far out", 1000, 0, 10 * time.Second},
+		{"zero failures clamp", 0, 0, time.Second},
+		{"full jitter halves", 1, 1, 500 * time.Millisecond},
+		{"jitter above one clamps", 5, 7, 5 * time.Second},
+		{"negative random clamps", 2, -3, 2 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, b.When(tc.failures, tc.random)); diff != "" {
+				t.Error(diff)
+			}
+		})
+	}
+}
+
+type queryResult struct {
+	KnownTerminated, TerminationRequested, ContainersTerminating bool
+	RuntimeRemovable, ContentRemovable, CouldRun, Finished       bool
+}
+
+func queryAll(m *Machine, uid types.UID) queryResult {
+	return queryResult{m.IsPodKnownTerminated(uid), m.IsPodTerminationRequested(uid), m.ShouldPodContainersBeTerminating(uid),
+		m.ShouldPodRuntimeBeRemoved(uid), m.ShouldPodContentBeRemoved(uid), m.CouldHaveRunningContainers(uid), m.ShouldPodBeFinished(uid)}
+}
+
+// step drives a Machine synchronously: every started work completes with res.
+func step(t *testing.T, m *Machine, rd Ready, res func(Work) Result) {
+	t.Helper()
+	work := append([]Work(nil), rd.Start...)
+	for len(work) > 0 {
+		w := work[0]
+		work = work[1:]
+		next, err := m.Complete(t0, w.UID, res(w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		work = append(work, next.Start...)
+	}
+}
+
+func ok(Work) Result { return Result{} }
+
+func TestQueries(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		setup  func(t *testing.T, m *Machine)
+		synced bool
+		want   queryResult
+	}{
+		{"unknown before SyncKnownPods", func(*testing.T, *Machine) {}, false,
+			queryResult{CouldRun: true}},
+		{"unknown after SyncKnownPods", func(*testing.T, *Machine) {}, true,
+			queryResult{ContainersTerminating: true, RuntimeRemovable: true, ContentRemovable: true, Finished: true}},
+		{"syncing", func(t *testing.T, m *Machine) {
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			step(t, m, rd, ok)
+		}, true, queryResult{CouldRun: true}},
+		{"termination requested, not yet observed", func(t *testing.T, m *Machine) {
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			if len(rd.Start) != 1 {
+				t.Fatal("no SyncPod started")
+			}
+			if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, false); err != nil {
+				t.Fatal(err)
+			}
+		}, true, queryResult{TerminationRequested: true, CouldRun: true}},
+		{"terminating observed", func(t *testing.T, m *Machine) {
+			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(30))}, false)
+		}, true, queryResult{TerminationRequested: true, ContainersTerminating: true, CouldRun: true}},
+		{"terminated, deleted", func(t *testing.T, m *Machine) {
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(30))}, false)
+			step(t, m, rd, func(w Work) Result {
+				if w.WorkType == TerminatedPod {
+					return Result{Err: errors.New("not yet")}
+				}
+				return Result{}
+			})
+		}, true, queryResult{KnownTerminated: true, TerminationRequested: true, ContainersTerminating: true,
+			RuntimeRemovable: true, ContentRemovable: true}},
+		{"finished after a terminal phase, not deleted", func(t *testing.T, m *Machine) {
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodFailed))}, false)
+			step(t, m, rd, ok)
+		}, true, queryResult{KnownTerminated: true, TerminationRequested: true, ContainersTerminating: true,
+			RuntimeRemovable: true, Finished: true}},
+		{"evicted while terminating", func(t *testing.T, m *Machine) {
+			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"), KillPodOptions: &KillPodOptions{Evict: true}}, false)
+		}, true, queryResult{TerminationRequested: true, ContainersTerminating: true, ContentRemovable: true, CouldRun: true}},
+		{"restart: terminal and stopped", func(t *testing.T, m *Machine) {
+			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodSucceeded))}, true)
+		}, false, queryResult{KnownTerminated: true, TerminationRequested: true, ContainersTerminating: true, RuntimeRemovable: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine(t, MachineConfig{})
+			if tc.synced {
+				m.SyncKnownPods(t0, []*v1.Pod{testPod("a")})
+			}
+			tc.setup(t, m)
+			if diff := cmp.Diff(tc.want, queryAll(m, "a")); diff != "" {
+				t.Errorf("queries (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestWorkTypeOfUpdates(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  UpdatePodOptions
+		stop  bool
+		want  WorkType
+		grace int64
+	}{
+		{"create", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false, SyncPod, 0},
+		{"update", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a")}, false, SyncPod, 0},
+		{"deleted", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(10))}, false, TerminatingPod, 10},
+		{"force deleted", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(0))}, false, TerminatingPod, 1},
+		{"succeeded", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", phase(v1.PodSucceeded))}, false, TerminatingPod, 30},
+		{"failed and stopped", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodFailed))}, true, TerminatedPod, 0},
+		{"running phase, stopped", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodRunning))}, true, SyncPod, 0},
+		{"kill", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a")}, false, TerminatingPod, 30},
+		{"kill with override", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"),
+			KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(int64(2))}}, false, TerminatingPod, 2},
+		{"runtime-only", UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: "a"}}, false, TerminatingPod, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine(t, MachineConfig{})
+			rd, err := m.UpdatePod(t0, tc.opts, tc.stop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rd.Start) != 1 {
+				t.Fatalf("started %d works, want 1", len(rd.Start))
+			}
+			got := []any{rd.Start[0].WorkType, rd.Start[0].GracePeriodSeconds}
+			if diff := cmp.Diff([]any{tc.want, tc.grace}, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestMaxConcurrentSyncs(t *testing.T) {
+	m := newTestMachine(t, MachineConfig{MaxConcurrentSyncs: 2})
+	var started []types.UID
+	for _, uid := range []string{"a", "b", "c", "d"} {
+		rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod(uid)}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range rd.Start {
+			started = append(started, w.UID)
+		}
+	}
+	if diff := cmp.Diff([]types.UID{"a", "b"}, started); diff != "" {
+		t.Fatalf("started beyond the bound (-want +got):\n%s", diff)
+	}
+	// Completing one starts the next in arrival order.
+	rd, err := m.Complete(t0, "b", Result{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Start) != 1 || rd.Start[0].UID != "c" {
+		t.Fatalf("after completing b, started %+v, want c", rd.Start)
+	}
+	if _, err := m.Complete(t0, "b", Result{}); !errors.Is(err, ErrNotWorking) {
+		t.Fatalf("second Complete = %v, want ErrNotWorking", err)
+	}
+}
+
+func TestCancelledWorkIsNotBackedOff(t *testing.T) {
+	m := newTestMachine(t, MachineConfig{})
+	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+	rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, false)
+	if diff := cmp.Diff([]types.UID{"a"}, rd.Cancel); diff != "" {
+		t.Fatalf("cancel (-want +got):\n%s", diff)
+	}
+	rd, err := m.Complete(t0.Add(time.Second), "a", Result{Err: context.Canceled})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Requeue) != 0 || len(rd.Start) != 1 || rd.Start[0].WorkType != TerminatingPod {
+		t.Fatalf("after a cancelled SyncPod: %+v", rd)
+	}
+	if !rd.Start[0].StatusNewerThan.Equal(t0.Add(time.Second)) {
+		t.Errorf("StatusNewerThan = %v, want the end of the previous sync", rd.Start[0].StatusNewerThan)
+	}
+}
+
+// TestForgottenPodLeavesNothing checks that a finished, forgotten pod leaves no trace in
+// any of the Machine's structures.
+func TestForgottenPodLeavesNothing(t *testing.T) {
+	m := newTestMachine(t, MachineConfig{})
+	for _, p := range []*v1.Pod{testPod("a", static), testPod("b", static), testPod("c")} {
+		p.Name = "same"
+		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: p}, false)
+		step(t, m, rd, ok)
+	}
+	for _, uid := range []string{"a", "b", "c"} {
+		p := testPod(uid, deleted(1))
+		if uid != "c" {
+			static(p)
+		}
+		p.Name = "same"
+		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: p}, false)
+		step(t, m, rd, ok)
+	}
+	known, _ := m.SyncKnownPods(t0, nil)
+	if len(known) != 0 || m.Len() != 0 || len(m.requeue) != 0 || len(m.startedStatic) != 0 ||
+		len(m.waitingStatic) != 0 || m.inFlight != 0 || m.qhead != len(m.queue) {
+		t.Fatalf("left behind: known=%d pods=%d heap=%d started=%v waiting=%v inFlight=%d queue=%v",
+			len(known), m.Len(), len(m.requeue), m.startedStatic, m.waitingStatic, m.inFlight, m.queue[m.qhead:])
+	}
+}
