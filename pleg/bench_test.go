@@ -3,7 +3,6 @@ package pleg
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -26,6 +25,7 @@ const (
 type w3World struct {
 	model    [][]*Container // per pod: containers (the sandbox is separate)
 	uids     []types.UID
+	names    []string
 	sandbox  []string
 	copies   [2][]*Pod
 	statuses map[types.UID]*PodStatus
@@ -37,6 +37,7 @@ func newW3World() *w3World {
 	w := &w3World{statuses: make(map[types.UID]*PodStatus, w3Pods)}
 	for i := range w3Pods {
 		w.uids = append(w.uids, types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)))
+		w.names = append(w.names, fmt.Sprintf("busybox-%d", i))
 		w.sandbox = append(w.sandbox, w.newID())
 		w.model = append(w.model, []*Container{
 			{ID: w.newID(), Name: "app", Image: "busybox", State: ContainerStateRunning},
@@ -61,16 +62,17 @@ func (w *w3World) newID() string {
 // rebuild makes new objects for pod i in both copies, and its status.
 func (w *w3World) rebuild(i int) {
 	for k := range 2 {
-		p := &Pod{ID: types.UID(strings.Clone(string(w.uids[i]))), Name: fmt.Sprintf("busybox-%d", i), Namespace: "default"}
-		for _, c := range w.model[i] {
+		// Fresh structs; the strings may be shared, since the relister keeps its own copy
+		// of what it compares (so every comparison reads two different memory areas).
+		p := &Pod{ID: w.uids[i], Name: w.names[i], Namespace: "default", Containers: make([]*Container, len(w.model[i]))}
+		for j, c := range w.model[i] {
 			cp := *c
-			cp.ID = strings.Clone(c.ID)
-			p.Containers = append(p.Containers, &cp)
+			p.Containers[j] = &cp
 		}
-		p.Sandboxes = []*Container{{ID: strings.Clone(w.sandbox[i]), State: ContainerStateRunning}}
+		p.Sandboxes = []*Container{{ID: w.sandbox[i], State: ContainerStateRunning}}
 		w.copies[k][i] = p
 	}
-	s := &PodStatus{ID: w.uids[i], Name: fmt.Sprintf("busybox-%d", i), Namespace: "default", IPs: []string{"10.0.0.1"}}
+	s := &PodStatus{ID: w.uids[i], Name: w.names[i], Namespace: "default", IPs: []string{"10.0.0.1"}}
 	for _, c := range w.model[i] {
 		s.ContainerStatuses = append(s.ContainerStatuses, &ContainerStatus{ID: c.ID, Name: c.Name, Image: c.Image, State: c.State})
 	}

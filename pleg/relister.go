@@ -107,6 +107,8 @@ type Relister struct {
 	prev, next []*podRecord
 	// changes is a scratch buffer of appendChanges.
 	changes []change
+	// unloggedDrops counts the events dropped since the last log line about drops.
+	unloggedDrops int
 }
 
 // podRecord is the relister's memory of one pod.
@@ -205,6 +207,7 @@ func (r *Relister) Healthy() (bool, error) {
 func (r *Relister) Relist(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.logDrops("relist")
 	start := r.clock.Now()
 	pods, err := r.runtime.ListPods(ctx, true)
 	if err != nil {
@@ -396,6 +399,15 @@ func (r *Relister) send(e *PodLifecycleEvent) {
 	case r.events <- e:
 	default:
 		r.dropped.Add(1)
-		r.log.Warn("pleg: event channel full; event dropped", "pod", e.ID, "type", e.Type, "data", e.Data)
+		r.unloggedDrops++
 	}
+}
+
+// logDrops logs, once, the events dropped since the last call. r.mu must be held.
+func (r *Relister) logDrops(during string) {
+	if r.unloggedDrops == 0 {
+		return
+	}
+	r.log.Warn("pleg: event channel full; events dropped", "during", during, "dropped", r.unloggedDrops, "droppedTotal", r.dropped.Load())
+	r.unloggedDrops = 0
 }

@@ -1,7 +1,10 @@
 package pleg
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"errors"
 	"testing"
 	"time"
@@ -341,7 +344,11 @@ func TestRelistKeepsIPsOfStoppedPod(t *testing.T) {
 
 func TestRelistChannelFull(t *testing.T) {
 	rt := newFakeRuntime(mkPod("a", "c:c1:r", "c:c2:r", "c:c3:r"), mkPod("b", "c:c4:r"))
-	r, cache, _ := newTestRelister(t, rt, func(c *Config) { c.EventChannelCapacity = 2 })
+	var logs bytes.Buffer
+	r, cache, _ := newTestRelister(t, rt, func(c *Config) {
+		c.EventChannelCapacity = 2
+		c.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
 	if err := r.Relist(context.Background()); err != nil { // must not block
 		t.Fatal(err)
 	}
@@ -353,6 +360,9 @@ func TestRelistChannelFull(t *testing.T) {
 	}
 	if st, _ := cache.Get("b"); len(st.ContainerStatuses) != 1 {
 		t.Fatalf("cache of b = %v; dropped events must not skip the cache", st)
+	}
+	if n := strings.Count(logs.String(), "events dropped"); n != 1 || !strings.Contains(logs.String(), "dropped=2") {
+		t.Fatalf("want one log line reporting 2 drops, got:\n%s", logs.String())
 	}
 }
 

@@ -84,6 +84,7 @@ func (r *Relister) refreshPending(ctx context.Context) {
 func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.logDrops("refresh")
 	var name, namespace string
 	rec := r.records[uid]
 	if rec == nil {
@@ -122,6 +123,7 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer r.logDrops("push")
 	return r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt), nil
 }
 
