@@ -3,9 +3,9 @@ package pleg
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
-	"errors"
 	"testing"
 	"time"
 
