@@ -226,9 +226,15 @@ func kubeletConditionsEqual(a, b []v1.PodCondition) bool {
 			continue
 		}
 		j := findCondition(b, a[i].Type)
-		if j < 0 || !equality.Semantic.DeepEqual(a[i], b[j]) {
+		if j < 0 || !conditionEqual(&a[i], &b[j]) {
 			return false
 		}
 	}
 	return true
+}
+
+func conditionEqual(a, b *v1.PodCondition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
+		a.ObservedGeneration == b.ObservedGeneration &&
+		a.LastProbeTime.Equal(&b.LastProbeTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
 }

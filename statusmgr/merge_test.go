@@ -127,11 +127,11 @@ func TestMergePodStatusAt(t *testing.T) {
 			want: v1.PodStatus{Phase: v1.PodFailed},
 		},
 		{
-			name: "terminal phase kept even while containers could run",
-			old:  v1.PodStatus{Phase: v1.PodFailed},
-			new:  v1.PodStatus{Phase: v1.PodPending},
+			name:     "terminal phase kept even while containers could run",
+			old:      v1.PodStatus{Phase: v1.PodFailed},
+			new:      v1.PodStatus{Phase: v1.PodPending},
 			couldRun: true,
-			want: v1.PodStatus{Phase: v1.PodFailed},
+			want:     v1.PodStatus{Phase: v1.PodFailed},
 		},
 		{
 			name: "Ready and ContainersReady forced False on Failed",

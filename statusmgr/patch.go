@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -93,6 +94,9 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 	if err != nil {
 		return fmt.Errorf("statusmgr: encode status field %s: %w", f.Name, err)
 	}
+	// The value replaces the field whole (or fills an empty one): a null member inside it
+	// means the same as an absent one, so it is dropped (zero times encode as null).
+	data = stripNullMembers(data)
 	switch {
 	case len(data) >= 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
 		b.WriteString(`[{"$patch":"replace"}`)
@@ -116,25 +120,22 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 // returns how many top-level keys it wrote (0, 1 or 2).
 func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.PodCondition) (int, error) {
 	var elems [][]byte
+	var patched []v1.PodConditionType // types of the non-delete elements, in patch order
 	for i := range newConds {
 		nc := &newConds[i]
-		j := findCondition(oldConds, nc.Type)
-		if j < 0 {
-			data, err := json.Marshal(nc)
-			if err != nil {
-				return 0, fmt.Errorf("statusmgr: encode condition %s: %w", nc.Type, err)
+		base := &v1.PodCondition{Type: nc.Type} // a new condition: only its set fields
+		if j := findCondition(oldConds, nc.Type); j >= 0 {
+			base = &oldConds[j]
+			if equality.Semantic.DeepEqual(base, nc) {
+				continue
 			}
-			elems = append(elems, data)
-			continue
 		}
-		if equality.Semantic.DeepEqual(&oldConds[j], nc) {
-			continue
-		}
-		data, err := conditionDiff(&oldConds[j], nc)
+		data, err := conditionDiff(base, nc)
 		if err != nil {
 			return 0, err
 		}
 		elems = append(elems, data)
+		patched = append(patched, nc.Type)
 	}
 	for i := range oldConds {
 		if findCondition(newConds, oldConds[i].Type) >= 0 {
@@ -148,7 +149,7 @@ func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.Pod
 		e.WriteByte('}')
 		elems = append(elems, e.Bytes())
 	}
-	reorder := !mergedOrderMatches(oldConds, newConds)
+	reorder := !mergedOrderMatches(oldConds, newConds, patched)
 	if len(elems) == 0 && !reorder {
 		return 0, nil
 	}
@@ -189,22 +190,45 @@ func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.Pod
 	return keys, nil
 }
 
-// mergedOrderMatches reports whether merging newConds into oldConds by type, without an
-// order directive, surely yields the types in newConds' order: no condition is added (the
-// strategic merge places added elements before the server's own) and the kept ones keep
-// their relative order.
-func mergedOrderMatches(oldConds, newConds []v1.PodCondition) bool {
-	k := 0
+// mergedOrderMatches reports whether the server's strategic merge of a conditions patch
+// without an order directive yields newConds' order. The merge (apimachinery's
+// normalizeElementOrder) keeps the server-only elements in server order and the patched
+// ones in patch order, and interleaves the two lists: a server-only element goes first when
+// both it and the next patched element are in the server's list and it comes earlier
+// there; otherwise the patched element goes first. patched lists the types of the patch's
+// elements (deletions excluded), in patch order.
+func mergedOrderMatches(oldConds, newConds []v1.PodCondition, patched []v1.PodConditionType) bool {
+	var serverOnly []v1.PodConditionType
 	for i := range oldConds {
-		if findCondition(newConds, oldConds[i].Type) < 0 {
-			continue // deleted
+		t := oldConds[i].Type
+		if findCondition(newConds, t) >= 0 && !slices.Contains(patched, t) {
+			serverOnly = append(serverOnly, t)
 		}
-		if k >= len(newConds) || newConds[k].Type != oldConds[i].Type {
+	}
+	if len(serverOnly)+len(patched) != len(newConds) {
+		return false // duplicates or another oddity: be explicit
+	}
+	i, j := 0, 0
+	for k := range newConds {
+		var next v1.PodConditionType
+		switch {
+		case i >= len(serverOnly):
+			next, j = patched[j], j+1
+		case j >= len(patched):
+			next, i = serverOnly[i], i+1
+		default:
+			li, ri := findCondition(oldConds, serverOnly[i]), findCondition(oldConds, patched[j])
+			if li >= 0 && ri >= 0 && li < ri {
+				next, i = serverOnly[i], i+1
+			} else {
+				next, j = patched[j], j+1
+			}
+		}
+		if next != newConds[k].Type {
 			return false
 		}
-		k++
 	}
-	return k == len(newConds)
+	return true
 }
 
 // conditionDiff encodes the changed fields of one condition, keyed by its type; a field
@@ -288,4 +312,55 @@ func isEmptyValue(v reflect.Value) bool {
 		return v.IsZero()
 	}
 	return false
+}
+
+// stripNullMembers removes every object member whose value is null from compact JSON (as
+// encoding/json writes it: no insignificant whitespace). Strings are skipped intact.
+func stripNullMembers(data []byte) []byte {
+	if !bytes.Contains(data, []byte(":null")) {
+		return data
+	}
+	out := make([]byte, 0, len(data))
+	for i := 0; i < len(data); {
+		c := data[i]
+		// A member starts right after '{' or ','; its key is a string.
+		if c == '"' && len(out) > 0 && (out[len(out)-1] == '{' || out[len(out)-1] == ',') {
+			end := stringEnd(data, i)
+			if end+5 < len(data) && string(data[end:end+5]) == ":null" && (data[end+5] == ',' || data[end+5] == '}') {
+				// Drop the member and the comma that now dangles.
+				i = end + 5
+				if data[i] == ',' {
+					i++
+				} else if out[len(out)-1] == ',' {
+					out = out[:len(out)-1]
+				}
+				continue
+			}
+			out = append(out, data[i:end]...)
+			i = end
+			continue
+		}
+		if c == '"' {
+			end := stringEnd(data, i)
+			out = append(out, data[i:end]...)
+			i = end
+			continue
+		}
+		out = append(out, c)
+		i++
+	}
+	return out
+}
+
+// stringEnd returns the index just past the JSON string starting at data[start] == '"'.
+func stringEnd(data []byte, start int) int {
+	for i := start + 1; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(data)
 }

@@ -218,3 +218,23 @@ func FuzzStatusPatch(f *testing.F) {
 		}
 	})
 }
+
+func TestStripNullMembers(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"none", `{"a":1}`, `{"a":1}`},
+		{"only member", `{"a":null}`, `{}`},
+		{"first", `{"a":null,"b":2}`, `{"b":2}`},
+		{"last", `{"a":1,"b":null}`, `{"a":1}`},
+		{"middle and nested", `{"a":1,"b":null,"c":{"d":null,"e":[{"f":null}]}}`, `{"a":1,"c":{"e":[{}]}}`},
+		{"null in arrays kept", `[null,"x",null]`, `[null,"x",null]`},
+		{"strings untouched", `{"m":"\"x\":null,","n":"a\\","o":null}`, `{"m":"\"x\":null,","n":"a\\"}`},
+		{"string key then null-looking value", `{"k":"null"}`, `{"k":"null"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(stripNullMembers([]byte(tc.in))); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
@@ -79,6 +80,26 @@ func (f *FakeAPI) Put(pod *v1.Pod) {
 	p.ResourceVersion = strconv.Itoa(f.rv)
 	f.pods[key(p.Namespace, p.Name)] = p
 	f.notify()
+}
+
+// MarkDeleted does what the API server does on a graceful delete of a pod bound to a
+// node: the object stays, with deletionTimestamp = at and deletionGracePeriodSeconds =
+// grace. It reports whether the pod exists.
+func (f *FakeAPI) MarkDeleted(namespace, name string, at metav1.Time, grace int64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.pods[key(namespace, name)]
+	if !ok {
+		return false
+	}
+	np := &v1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: p.Spec, Status: *p.Status.DeepCopy()}
+	np.DeletionTimestamp = &at
+	np.DeletionGracePeriodSeconds = &grace
+	f.rv++
+	np.ResourceVersion = strconv.Itoa(f.rv)
+	f.pods[key(namespace, name)] = np
+	f.notify()
+	return true
 }
 
 // Pod returns a deep copy of the stored pod.
@@ -211,8 +232,8 @@ func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patc
 	if err := json.Unmarshal(out, &patched); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("patched pod: %v", err))
 	}
-	np := p.DeepCopy()
-	np.Status = patched.Status
+	// Stored pods are never modified in place, so the new version may share the spec.
+	np := &v1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: p.Spec, Status: patched.Status}
 	f.rv++
 	np.ResourceVersion = strconv.Itoa(f.rv)
 	f.pods[key(namespace, name)] = np
