@@ -1,4 +1,95 @@
-// Package podworker is the per-pod lifecycle state machine of podlife: one serialized
-// worker per pod UID that drives a pod through sync -> terminating -> terminated ->
-// finished by calling the caller's PodSyncer.
+// Package podworker is the per-pod lifecycle state machine of podlife: the kubelet's pod
+// workers as a library. Every pod UID gets one serialized lifecycle,
+//
+//	syncing -> terminating -> terminated -> finished -> (forgotten)
+//
+// driven by UpdatePod and SyncKnownPods and carried out by calling the caller's
+// PodSyncer: SyncPod while the pod should run, SyncTerminatingPod until its containers
+// are stopped, SyncTerminatedPod to clean up. The transitions only go forward.
+//
+// # Shape
+//
+// Machine is pure and single-threaded: UpdatePod, Complete, Tick and SyncKnownPods take
+// the time as an argument and return a Ready listing the stage transitions, the
+// contexts to cancel, the completion channels to close, the work to start and the
+// resync delays. It never blocks, reads no clock and starts no goroutine, so every
+// decision can be tested step by step (see podworkertest). Runner wraps a Machine with a
+// mutex, one goroutine per pod while that pod has work in flight (at most
+// MaxConcurrentSyncs of them when set), and one timer goroutine for resyncs and retries;
+// it calls the PodSyncer and the status cache outside its lock.
+//
+// # Guarantees
+//
+//   - At most one PodSyncer call is in flight per pod UID; calls for different pods run
+//     concurrently (bounded by MaxConcurrentSyncs if set, in arrival order beyond it).
+//   - Updates coalesce: while a call is in flight, only the latest configuration is kept,
+//     and exactly one further call follows (the kubelet's pendingUpdate).
+//   - The WorkType of the next call is decided when it starts: SyncPod until termination
+//     is requested, TerminatingPod until SyncTerminatingPod returned nil, TerminatedPod
+//     until SyncTerminatedPod returned nil. A pod whose termination is requested before
+//     its first sync never runs SyncPod.
+//   - Termination is requested by a deletionTimestamp, a terminal phase (Succeeded,
+//     Failed), a kill update, a runtime-only pod (always a kill), SyncKnownPods not
+//     listing the pod, or SyncPod reporting the pod terminal. It cancels a running
+//     SyncPod at once.
+//   - The grace period is grace.Effective on every termination request; it only ever
+//     decreases. A shorter one cancels the running SyncTerminatingPod, which then runs
+//     again with the shorter period. Runtime-only pods are killed with grace 1.
+//   - Each call reads the runtime status (StatusCache.GetNewerThan) newer than the end of
+//     the pod's previous call, so it never acts on stale state. Before the first read of
+//     a new stage (terminating, terminated) the runner asks the Refresher for an
+//     immediate re-inspection, so a transition does not wait for the next relist (the
+//     kubelet loses up to a relist period, ~1 s, per transition here).
+//   - A failed call is retried after a backoff (doubling from BackoffInitial to
+//     BackoffMax, jittered downwards); a successful SyncPod is resynced after
+//     ResyncInterval; a transition runs the next stage at once. A call cancelled because
+//     it was superseded is not an error: its successor runs at once.
+//   - Kill completion channels are closed once the pod is terminated (at once if it
+//     already is, or if it already finished); each exactly once.
+//   - Static pods (config source other than "api"): two UIDs with the same full name
+//     (name_namespace) are never started at once; waiting ones start in arrival order
+//     when the holder finishes; one whose termination is requested before it started is
+//     finished at once (no PodSyncer call) and never blocks the next.
+//   - A pod first seen in a terminal phase whose runtime status shows nothing running (an
+//     agent restart) goes straight to terminated: SyncTerminatingPod is skipped,
+//     SyncTerminatedPod still runs, and the pod never counts as active.
+//   - A finished pod ignores updates until SyncKnownPods forgets it (when it is no longer
+//     desired, or a create arrived for its UID while it was terminating); a forgotten pod
+//     leaves nothing behind.
+//   - Bad input (nil pod, empty UID, runtime-only pod not killed, kill options on another
+//     update type, negative grace, unknown update type) returns an error wrapping a
+//     sentinel and changes nothing; nothing panics.
+//
+// # When the predicates flip
+//
+// A pod is created, synced, deleted gracefully, stopped, cleaned up and forgotten. The
+// columns are the moments: (1) after UpdatePod(create); (2) after UpdatePod(deleted)
+// while the cancelled SyncPod has not returned yet (an idle pod skips this column: its
+// SyncTerminatingPod starts within UpdatePod); (3) SyncTerminatingPod running; (4) it
+// returned nil, SyncTerminatedPod running; (5) that returned nil; (6) SyncKnownPods
+// without the pod forgot it.
+//
+//	                                  (1)      (2)          (3)          (4)         (5)       (6)
+//	stage                             syncing  terminating  terminating  terminated  finished  none
+//	IsPodTerminationRequested         false    true         true         true        true      false
+//	ShouldPodContainersBeTerminating  false    false        true         true        true      true
+//	IsPodKnownTerminated              false    false        false        true        true      false
+//	ShouldPodRuntimeBeRemoved         false    false        false        true        true      true
+//	CouldHaveRunningContainers        true     true         true         false       false     false
+//	ShouldPodContentBeRemoved         false    false        false        true        true      true
+//	ShouldPodBeFinished               false    false        false        false       true      true
+//
+// ShouldPodContentBeRemoved needs the pod deleted (or orphaned) or evicted; an evicted
+// pod answers true from the kill on. In column (6) the answers are those for any pod the
+// workers do not know once SyncKnownPods has run; before its first run, an unknown pod
+// could have running containers and nothing of it may be removed.
+//
+// # Who calls what
+//
+// The node agent calls UpdatePod for every configuration change (create, update, the
+// deletion), kill for evictions and orphaned runtime pods, and SyncKnownPods
+// periodically with the pods it still has configurations for (housekeeping). UpdatePod
+// and SyncKnownPods never block on a sync. The PodSyncer methods are called from the
+// runner's goroutines, never under its lock; they should honour their context. Run
+// blocks until its context ends, then cancels every call in flight and waits for them.
 package podworker

@@ -1,0 +1,170 @@
+package podworker
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+func TestNewValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"nil syncer", Config{}},
+		{"negative resync", Config{Syncer: PodSyncerFuncs{}, ResyncInterval: -time.Second}},
+		{"negative bound", Config{Syncer: PodSyncerFuncs{}, MaxConcurrentSyncs: -1}},
+		{"backoff max below initial", Config{Syncer: PodSyncerFuncs{}, BackoffInitial: time.Minute, BackoffMax: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := New(tc.cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Fatalf("New() = %v, want ErrInvalidConfig", err)
+			}
+		})
+	}
+}
+
+// TestRunnerStopsEverything: ending Run's context cancels a sync in flight, Run waits for
+// it and returns, and no goroutine is left (synctest fails the test otherwise). Updates
+// after that start nothing.
+func TestRunnerStopsEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cancelled atomic.Bool
+		var calls atomic.Int32
+		syncer := PodSyncerFuncs{SyncPodFunc: func(ctx context.Context, _ SyncPodType, _, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
+			calls.Add(1)
+			<-ctx.Done()
+			cancelled.Store(true)
+			return false, ctx.Err()
+		}}
+		r, err := New(Config{Syncer: syncer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if err := r.Run(ctx); !errors.Is(err, ErrRunning) {
+			t.Errorf("second Run = %v, want ErrRunning", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !cancelled.Load() {
+			t.Error("the sync in flight was not cancelled")
+		}
+		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("b")}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if got := calls.Load(); got != 1 {
+			t.Errorf("SyncPod called %d times, want 1 (nothing after Run returned)", got)
+		}
+	})
+}
+
+// TestRunnerQueuesBeforeRun: updates given before Run start when Run starts.
+func TestRunnerQueuesBeforeRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var synced atomic.Int32
+		r, err := New(Config{Syncer: PodSyncerFuncs{SyncPodFunc: func(context.Context, SyncPodType, *v1.Pod, *v1.Pod, *pleg.PodStatus) (bool, error) {
+			synced.Add(1)
+			return false, nil
+		}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, uid := range []string{"a", "b"} {
+			if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod(uid)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if synced.Load() != 0 {
+			t.Fatal("synced before Run")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		synctest.Wait()
+		if got := synced.Load(); got != 2 {
+			t.Errorf("SyncPod ran %d times, want 2", got)
+		}
+		cancel()
+		<-done
+	})
+}
+
+// TestRunnerReadsNewerStatus: each sync asks the cache for a status newer than the end
+// of the previous sync, refreshes before a new stage's first read, and a cache error is
+// retried like a sync error.
+func TestRunnerReadsNewerStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktesting.NewFakeClock(t0)
+		var reads []time.Duration
+		var refreshes []types.UID
+		fail := true
+		cache := StatusCacheFunc(func(_ context.Context, _ types.UID, min time.Time) (*pleg.PodStatus, error) {
+			if min.IsZero() {
+				reads = append(reads, -1)
+			} else {
+				reads = append(reads, min.Sub(t0))
+			}
+			clk.Step(time.Second) // each read and sync "takes" a second
+			if fail {
+				fail = false
+				return nil, errors.New("cache unavailable")
+			}
+			return &pleg.PodStatus{}, nil
+		})
+		r, err := New(Config{Syncer: PodSyncerFuncs{}, Cache: cache, Clock: clk, Rand: func() float64 { return 0 },
+			Refresher: RefresherFunc(func(uid types.UID) { refreshes = append(refreshes, uid) })})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		clk.Step(time.Second) // the backoff after the failed read
+		synctest.Wait()
+		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(5))}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		want := []time.Duration{-1, time.Second, 3 * time.Second, 4 * time.Second}
+		if len(reads) != len(want) {
+			t.Fatalf("reads %v, want %v", reads, want)
+		}
+		for i := range want {
+			if reads[i] != want[i] {
+				t.Fatalf("reads %v, want %v", reads, want)
+			}
+		}
+		if len(refreshes) != 2 {
+			t.Errorf("refreshes %v, want one per new stage", refreshes)
+		}
+		if s, _ := r.PodState("a"); s.Stage != StageFinished {
+			t.Errorf("stage %v, want finished", s.Stage)
+		}
+		cancel()
+		<-done
+	})
+}
