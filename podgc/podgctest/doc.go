@@ -1,0 +1,15 @@
+// Package podgctest helps test code that uses package podgc, as net/http/httptest does for
+// net/http.
+//
+//   - Server is an in-memory API server for pods and nodes that implements podgc.Lister,
+//     podgc.PodWriter and podgc.NodeChecker with the API server's rules for the garbage
+//     collector's writes (UID preconditions, grace 0, status-only patches, NotFound and
+//     Conflict errors), records every write, and fails calls on request (FailNext) or hides
+//     nodes from the list as a stale cache would (HideNode).
+//   - RunScenario runs a text script of commands (add nodes and pods, inject failures,
+//     advance a fake clock, run a cycle) against a podgc.Runner over a Server and checks the
+//     trace each command prints against the expected output written in the script; it can
+//     rewrite the script with the actual outputs.
+//
+// Nothing here starts a goroutine or reads the wall clock.
+package podgctest
