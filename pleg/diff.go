@@ -1,113 +1,12 @@
 package pleg
 
-import "strings"
-
-// podView is the relister's compact memory of a runtime pod: its name and the normalized
-// state of each distinct container and sandbox ID, and nothing else. It shares no memory
-// with the runtime's objects (one buffer holds all its strings), so the relister retains
-// little and compares against contiguous memory. The zero view is a pod without
-// containers.
-type podView struct {
-	name, namespace string
-	// entries holds the first occurrence of each ID: containers, then sandboxes.
-	entries []viewEntry
-	// containers is how many leading entries are containers.
-	containers int
-}
-
-type viewEntry struct {
-	id    string
-	state ContainerState // normalized
-}
-
-// viewOf returns the view of p (the zero view for nil). When an ID occurs more than once,
-// the first occurrence, containers before sandboxes, is kept, as the kubelet's lookups do.
-func viewOf(p *Pod) podView {
-	if p == nil {
-		return podView{}
-	}
-	size, n := len(p.Name)+len(p.Namespace), 0
-	for _, part := range [2][]*Container{p.Containers, p.Sandboxes} {
-		for _, c := range part {
-			if c != nil {
-				size += len(c.ID)
-				n++
-			}
-		}
-	}
-	var b strings.Builder
-	b.Grow(size)
-	b.WriteString(p.Name)
-	b.WriteString(p.Namespace)
-	for _, part := range [2][]*Container{p.Containers, p.Sandboxes} {
-		for _, c := range part {
-			if c != nil {
-				b.WriteString(c.ID)
-			}
-		}
-	}
-	buf := b.String()
-	v := podView{name: buf[:len(p.Name)], namespace: buf[len(p.Name) : len(p.Name)+len(p.Namespace)]}
-	if n > 0 {
-		v.entries = make([]viewEntry, 0, n)
-	}
-	var seen map[string]struct{}
-	if n > mapThreshold {
-		seen = make(map[string]struct{}, n)
-	}
-	off := len(p.Name) + len(p.Namespace)
-	for k, part := range [2][]*Container{p.Containers, p.Sandboxes} {
-		for _, c := range part {
-			if c == nil {
-				continue
-			}
-			id := buf[off : off+len(c.ID)]
-			off += len(c.ID)
-			if seen != nil {
-				if _, dup := seen[id]; dup {
-					continue
-				}
-				seen[id] = struct{}{}
-			} else if v.index(id) >= 0 {
-				continue
-			}
-			v.entries = append(v.entries, viewEntry{id: id, state: normalize(c.State)})
-			if k == 0 {
-				v.containers++
-			}
-		}
-	}
-	return v
-}
-
-// setStates copies the normalized states of cur, whose layout must be the same
-// (sameLayout), into v.
-func (v *podView) setStates(cur *Pod) {
-	if cur == nil {
-		return
-	}
-	for i, c := range cur.Containers {
-		v.entries[i].state = normalize(c.State)
-	}
-	for i, c := range cur.Sandboxes {
-		v.entries[v.containers+i].state = normalize(c.State)
-	}
-}
-
-// index returns the position of id in v's entries, or -1.
-func (v *podView) index(id string) int {
-	for i := range v.entries {
-		if v.entries[i].id == id {
-			return i
-		}
-	}
-	return -1
-}
-
 // change is one container (or sandbox) whose normalized state differs between two views
 // of a pod.
 type change struct {
-	id       string
+	id string
+	// data is id boxed for PodLifecycleEvent.Data, when already at hand (from a view);
+	// nil for an ID the view does not have yet.
+	data     any
 	old, new ContainerState
 }
 
@@ -135,7 +34,8 @@ func appendChanges(dst []change, old *podView, cur *Pod) (_ []change, same bool)
 				c, j = cur.Sandboxes, i-old.containers
 			}
 			if n := normalize(c[j].State); n != old.entries[i].state {
-				dst = append(dst, change{id: old.entries[i].id, old: old.entries[i].state, new: n})
+				e := &old.entries[i]
+				dst = append(dst, change{id: e.id, data: e.data, old: e.state, new: n})
 			}
 		}
 		return dst, true
@@ -149,7 +49,7 @@ func appendChanges(dst []change, old *podView, cur *Pod) (_ []change, same bool)
 	}
 	for _, e := range old.entries {
 		if n := stateOf(parts, e.id); n != e.state {
-			dst = append(dst, change{id: e.id, old: e.state, new: n})
+			dst = append(dst, change{id: e.id, data: e.data, old: e.state, new: n})
 		}
 	}
 	for p, part := range parts {
@@ -237,7 +137,7 @@ func appendChangesIndexed(dst []change, old *podView, parts [2][]*Container) []c
 			n = ContainerStateNonExistent
 		}
 		if n != e.state {
-			dst = append(dst, change{id: e.id, old: e.state, new: n})
+			dst = append(dst, change{id: e.id, data: e.data, old: e.state, new: n})
 		}
 	}
 	for _, part := range parts {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // naiveChanges is the kubelet's way, written plainly: the union of IDs in order, each
@@ -47,34 +48,35 @@ func TestAppendChanges(t *testing.T) {
 	}{
 		{name: "both nil"},
 		{name: "new pod", cur: mkPod("a", "c:c1:r", "s:s1:r"), want: []change{
-			{"c1", ContainerStateNonExistent, ContainerStateRunning},
-			{"s1", ContainerStateNonExistent, ContainerStateRunning},
+			{"c1", nil, ContainerStateNonExistent, ContainerStateRunning},
+			{"s1", nil, ContainerStateNonExistent, ContainerStateRunning},
 		}},
 		{name: "pod gone", old: mkPod("a", "c:c1:e", "s:s1:r"), want: []change{
-			{"c1", ContainerStateExited, ContainerStateNonExistent},
-			{"s1", ContainerStateRunning, ContainerStateNonExistent},
+			{"c1", nil, ContainerStateExited, ContainerStateNonExistent},
+			{"s1", nil, ContainerStateRunning, ContainerStateNonExistent},
 		}},
 		{name: "same layout, one state", old: mkPod("a", "c:c1:r", "c:c2:r"), cur: mkPod("a", "c:c1:r", "c:c2:e"), want: []change{
-			{"c2", ContainerStateRunning, ContainerStateExited},
+			{"c2", nil, ContainerStateRunning, ContainerStateExited},
 		}},
 		{name: "created equals unknown", old: mkPod("a", "c:c1:c"), cur: mkPod("a", "c:c1:u")},
 		{name: "reordered, no change", old: mkPod("a", "c:c1:r", "c:c2:e"), cur: mkPod("a", "c:c2:e", "c:c1:r")},
 		{name: "duplicate ID: first occurrence counts", old: mkPod("a", "c:c1:r", "c:c1:e"), cur: mkPod("a", "c:c1:r", "c:c1:r")},
 		{name: "duplicate ID changed once", old: mkPod("a", "c:c1:r", "s:c1:e"), cur: mkPod("a", "c:c1:e", "s:c1:e"), want: []change{
-			{"c1", ContainerStateRunning, ContainerStateExited},
+			{"c1", nil, ContainerStateRunning, ContainerStateExited},
 		}},
 		{name: "container moves to sandboxes", old: mkPod("a", "c:x:r"), cur: mkPod("a", "s:x:e"), want: []change{
-			{"x", ContainerStateRunning, ContainerStateExited},
+			{"x", nil, ContainerStateRunning, ContainerStateExited},
 		}},
 		{name: "replaced and added", old: mkPod("a", "c:c1:e", "s:s1:r"), cur: mkPod("a", "c:c2:r", "s:s1:r"), want: []change{
-			{"c1", ContainerStateExited, ContainerStateNonExistent},
-			{"c2", ContainerStateNonExistent, ContainerStateRunning},
+			{"c1", nil, ContainerStateExited, ContainerStateNonExistent},
+			{"c2", nil, ContainerStateNonExistent, ContainerStateRunning},
 		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := viewOf(tc.old)
 			got, _ := appendChanges(nil, &v, tc.cur)
+			got = stripData(t, got)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(change{})); diff != "" {
 				t.Errorf("appendChanges mismatch (-want +got):\n%s", diff)
 			}
@@ -107,15 +109,36 @@ func podFromBytes(data []byte) *Pod {
 	return p
 }
 
+// stripData checks that each change's boxed ID, if any, is its ID, and drops it.
+func stripData(t *testing.T, cs []change) []change {
+	t.Helper()
+	for i := range cs {
+		if cs[i].data != nil && cs[i].data != any(cs[i].id) {
+			t.Fatalf("change %q carries data %v", cs[i].id, cs[i].data)
+		}
+		cs[i].data = nil
+	}
+	return cs
+}
+
 func checkAgainstNaive(t *testing.T, old, cur *Pod) {
 	t.Helper()
 	want := naiveChanges(old, cur)
 	v := viewOf(old)
 	got, same := appendChanges(nil, &v, cur)
+	got = stripData(t, got)
+	wantView := viewOf(cur)
 	if same {
 		v.setStates(cur)
-		if diff := cmp.Diff(viewOf(cur), v, cmp.AllowUnexported(podView{}, viewEntry{})); diff != "" {
-			t.Fatalf("same layout, but the updated view differs from the view of cur (-want +got):\n%s", diff)
+	} else {
+		v, _ = v.rebuild(cur, nil)
+	}
+	if diff := cmp.Diff(wantView, v, cmp.AllowUnexported(podView{}, viewEntry{}), cmpopts.EquateEmpty()); diff != "" {
+		t.Fatalf("the updated view differs from the view of cur (same layout %v) (-want +got):\n%s", same, diff)
+	}
+	for _, e := range v.entries {
+		if e.data != any(e.id) {
+			t.Fatalf("view entry %q has data %v", e.id, e.data)
 		}
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(change{})); diff != "" {

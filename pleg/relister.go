@@ -105,8 +105,9 @@ type Relister struct {
 	// (nil where the list had no valid pod): a pod listed at the same position as before
 	// is matched without a map lookup.
 	prev, next []*podRecord
-	// changes is a scratch buffer of appendChanges.
+	// changes is a scratch buffer of appendChanges, scratch one of podView.rebuild.
 	changes []change
+	scratch []viewEntry
 	// unloggedDrops counts the events dropped since the last log line about drops.
 	unloggedDrops int
 }
@@ -285,7 +286,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	_, again := r.reinspect[p.ID]
 	if len(r.changes) == 0 && !again {
 		if !same { // e.g. reordered containers: remember the new layout
-			rec.view = viewOf(p)
+			rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
 		}
 		return nil
 	}
@@ -304,13 +305,13 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	if same {
 		rec.view.setStates(p)
 	} else {
-		rec.view = viewOf(p)
+		rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
 	}
 	if len(r.changes) == 0 {
 		r.send(&PodLifecycleEvent{ID: p.ID, Type: PodSync})
 		return nil
 	}
-	r.emit(p.ID, r.changes)
+	r.emit(p.ID, r.changes, &rec.view)
 	return nil
 }
 
@@ -318,7 +319,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 // gone (its events are sent), then its cache entry and record are deleted.
 func (r *Relister) handleVanished(uid types.UID, rec *podRecord) {
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
-	r.emit(uid, r.changes)
+	r.emit(uid, r.changes, &rec.view)
 	r.cache.Delete(uid)
 	delete(r.records, uid)
 	delete(r.reinspect, uid)
@@ -360,8 +361,9 @@ func hasReadySandbox(s *PodStatus) bool {
 }
 
 // emit sends the events of changes for pod uid, ContainerChanged only if configured.
-// All events of one call share one allocation.
-func (r *Relister) emit(uid types.UID, changes []change) {
+// All events of one call share one allocation; their Data comes boxed from the change or
+// from view, the pod's view that has the new IDs.
+func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 	n := 0
 	for _, c := range changes {
 		ts, k := transition(c.old, c.new)
@@ -382,7 +384,11 @@ func (r *Relister) emit(uid types.UID, changes []change) {
 			if !r.delivers(t) {
 				continue
 			}
-			slab[i] = PodLifecycleEvent{ID: uid, Type: t, Data: c.id}
+			data := c.data
+			if data == nil {
+				data = view.dataOf(c.id)
+			}
+			slab[i] = PodLifecycleEvent{ID: uid, Type: t, Data: data}
 			r.send(&slab[i])
 			i++
 		}

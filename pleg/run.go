@@ -144,9 +144,9 @@ func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatu
 	}
 	cur := podFromStatus(status, name, namespace)
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
-	rec.view = viewOf(cur)
+	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
 	delete(r.reinspect, uid)
-	r.emit(uid, r.changes)
+	r.emit(uid, r.changes, &rec.view)
 	return true
 }
 
