@@ -1,13 +1,16 @@
 package statusmgr
 
 import (
+	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func podWith(f func(p *v1.Pod)) *v1.Pod {
@@ -446,5 +449,67 @@ func TestReadinessConditions(t *testing.T) {
 				t.Errorf("Ready (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// conditionEqual compares PodCondition field by field: fail when the API grows a field.
+func TestConditionEqualCoversEveryField(t *testing.T) {
+	if n := reflect.TypeFor[v1.PodCondition]().NumField(); n != 7 {
+		t.Fatalf("v1.PodCondition has %d fields; update conditionEqual", n)
+	}
+	a := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue, Reason: "r", Message: "m", ObservedGeneration: 1,
+		LastProbeTime: metav1.NewTime(t0), LastTransitionTime: metav1.NewTime(t0)}
+	muts := []func(c *v1.PodCondition){
+		func(c *v1.PodCondition) { c.Type = v1.ContainersReady },
+		func(c *v1.PodCondition) { c.Status = v1.ConditionFalse },
+		func(c *v1.PodCondition) { c.Reason = "x" },
+		func(c *v1.PodCondition) { c.Message = "x" },
+		func(c *v1.PodCondition) { c.ObservedGeneration = 2 },
+		func(c *v1.PodCondition) { c.LastProbeTime = metav1.NewTime(t0.Add(time.Second)) },
+		func(c *v1.PodCondition) { c.LastTransitionTime = metav1.NewTime(t0.Add(time.Second)) },
+	}
+	b := a
+	if !conditionEqual(&a, &b) {
+		t.Fatal("equal conditions differ")
+	}
+	for i, mut := range muts {
+		b := a
+		mut(&b)
+		if conditionEqual(&a, &b) {
+			t.Errorf("mutation %d not detected", i)
+		}
+	}
+}
+
+func TestFuncsAdapters(t *testing.T) {
+	ctx := t.Context()
+	var p StatusPatcherFuncs
+	if _, err := p.GetPod(ctx, "n", "p"); !errors.Is(err, ErrNotImplemented) {
+		t.Errorf("GetPod: %v", err)
+	}
+	if _, err := p.PatchPodStatus(ctx, "n", "p", nil); !errors.Is(err, ErrNotImplemented) {
+		t.Errorf("PatchPodStatus: %v", err)
+	}
+	if err := p.DeletePod(ctx, "n", "p", "u"); !errors.Is(err, ErrNotImplemented) {
+		t.Errorf("DeletePod: %v", err)
+	}
+	var l PodLookupFuncs
+	if _, ok := l.GetPodByUID("u"); ok {
+		t.Error("GetPodByUID found a pod")
+	}
+	if _, ok := l.GetMirrorPodByPod(&v1.Pod{}); ok {
+		t.Error("GetMirrorPodByPod found a pod")
+	}
+	called := 0
+	p = StatusPatcherFuncs{
+		GetPodFunc:         func(context.Context, string, string) (*v1.Pod, error) { called++; return nil, nil },
+		PatchPodStatusFunc: func(context.Context, string, string, []byte) (*v1.Pod, error) { called++; return nil, nil },
+		DeletePodFunc:      func(context.Context, string, string, types.UID) error { called++; return nil },
+	}
+	_, _ = p.GetPod(ctx, "n", "p")
+	_, _ = p.PatchPodStatus(ctx, "n", "p", nil)
+	_ = p.DeletePod(ctx, "n", "p", "u")
+	if called != 3 {
+		t.Errorf("called %d functions, want 3", called)
 	}
 }

@@ -1,4 +1,89 @@
-// Package statusmgr is the kubelet's status manager as a library: it caches the pod
-// statuses a node agent computes, writes them to the API server, and deletes a pod object
-// once the pod has finished.
+// Package statusmgr is the kubelet's status manager as a library: it keeps the pod statuses
+// a node agent computes as numbered versions, writes them to the API server as minimal
+// status patches, and deletes a pod object once the pod has finished — never earlier,
+// never twice, never a pod recreated under the same name.
+//
+// # Guarantees
+//
+//   - A status set with SetPodStatus or TerminatePod is written to the server or explicitly
+//     superseded (a newer version, the pod gone, the pod recreated, RemoveOrphanedStatuses):
+//     a failing API call leaves it pending and it is retried.
+//   - Only the newest version of a pod's status is sent; versions set while a sync runs are
+//     coalesced. A status the server already has is not sent again (versioned needsUpdate).
+//   - Conditions the kubelet does not own (readiness gates and the like) are never
+//     overwritten, nor are conditions another client wrote since the manager last read the
+//     pod: the patch names only the conditions that changed.
+//   - A terminal phase (Succeeded, Failed) on the server is never left, and is not written
+//     while the pod's containers could still run.
+//   - Every patch carries metadata.uid and every delete a UID precondition: a pod deleted and
+//     recreated under the same name (another UID) is never patched or deleted; its old
+//     status is forgotten.
+//   - A pod is deleted (grace 0) only when CanBeDeleted holds on the server's copy: it has a
+//     deletionTimestamp, it is not a mirror pod, its phase on the server is terminal, and
+//     TerminatePod has run for it. Then its status is forgotten.
+//   - The StatusPatcher is never called while the manager holds its lock, and from one
+//     goroutine at a time.
+//
+// # Where it sits in the lifecycle
+//
+// The pod worker (package podworker) drives a pod through sync, terminating and terminated;
+// its sync functions compute the pod's status and hand it here:
+//
+//	pod worker:   SyncPod ...... SyncPod | SyncTerminatingPod ...... | SyncTerminatedPod
+//	statusmgr:    SetPodStatus (each sync)  SetPodStatus              TerminatePod
+//	server:       status patched ....................... terminal phase patched -> DELETE
+//	                                                     (once containers stopped)
+//	predicates:   CouldHaveRunningContainers true ..................| false
+//	              podIsFinished false ...................................| true
+//	              CanBeDeleted false ........................................| true -> forgotten
+//
+// SetPodStatus is forced (a new version even when nothing changed) once the pod has a
+// deletionTimestamp, so a deleting pod always reaches the server. TerminatePod turns every
+// container without a terminated state into a failed one (exit code 137), makes the phase
+// terminal (Failed unless already Succeeded; static pods keep theirs) and marks the pod
+// finished. CouldHaveRunningContainers (from the pod worker, Config) keeps MergePodStatus
+// from writing a terminal phase early.
+//
+// # The pure part and the runner
+//
+// The decisions are pure functions, exported so that callers can test with them:
+// MergePodStatus / MergePodStatusAt (server status + node status -> status to write),
+// StatusPatch (the strategic merge patch between two statuses), CanBeDeleted,
+// TerminatedStatus, CheckContainerStateTransition, NormalizeStatus, ContainersReadyCondition
+// and PodReadyCondition. The versioned cache is a pure machine inside the Manager.
+//
+// The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
+// SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
+// and wake the loop. Run is the loop: it syncs changed pods at once and, every SyncPeriod
+// (default 10 s), every pod that still needs it. Sync does one full pass synchronously and
+// returns the errors. A sync of one pod:
+//
+//  1. uses the server's pod from the last answer (GET only when it knows nothing, after an
+//     error, or after a Conflict), and forgets the status if the server's UID is another;
+//  2. merges (MergePodStatusAt) and, if anything changed, sends StatusPatch's patch; the
+//     patched pod in the answer becomes the new copy;
+//  3. deletes the pod with grace 0 and a UID precondition when CanBeDeleted holds.
+//
+// NotFound forgets the status (the pod is gone). Conflict re-reads the pod and retries (at
+// most MaxConflictRetries times per sync), a Conflict on delete means the name has a new pod
+// (forgotten). Any other error is logged, counted (Stats.Errors), returned by Sync, and
+// retried on the next full sync. Run returns when its context ends; a batch in progress
+// stops between pods and keeps the rest queued.
+//
+// # Static pods
+//
+// A static pod's status (its source annotation is not "api") is written to its mirror pod,
+// found with Config.Lookup (else any mirror pod of that name is accepted). Mirror pods are
+// never deleted here.
+//
+// # Implementing StatusPatcher with client-go
+//
+//	GetPod:         c.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+//	PatchPodStatus: c.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch,
+//	                    metav1.PatchOptions{}, "status")
+//	DeletePod:      c.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{
+//	                    GracePeriodSeconds: ptr.To[int64](0),
+//	                    Preconditions: metav1.NewUIDPreconditions(string(uid))})
+//
+// statusmgrtest.FakeAPI is an in-memory implementation for tests.
 package statusmgr
