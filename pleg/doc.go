@@ -11,7 +11,9 @@
 //
 //   - Every container transition between two relists produces the kubelet's events
 //     (Events, with generateEvents' table), delivered once the pod's fresh status is in the
-//     cache, so a worker woken by an event always reads a status at least that new.
+//     cache, so a worker woken by an event always reads a status at least that new. (A pod
+//     that vanished has its entry deleted right after its events are sent; GetNewerThan
+//     then answers an empty status once the relist ends.)
 //   - A relist never blocks on the event channel: when it is full, events are dropped and
 //     counted (DroppedEvents), as the kubelet does.
 //   - A pod whose status fetch fails loses no transition: its events are withheld, its old
