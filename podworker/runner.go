@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"time"
 
@@ -76,6 +77,17 @@ type Runner struct {
 	armed time.Time
 	kick  chan struct{}
 	wg    sync.WaitGroup
+	// handoff passes a work to an idle worker; idle counts the workers that are (or are
+	// about to be) waiting on it, at most maxIdle.
+	handoff chan workItem
+	idle    int
+	maxIdle int
+}
+
+// workItem is a work with its context, handed to an idle worker.
+type workItem struct {
+	w   Work
+	ctx context.Context
 }
 
 // New returns a Runner, or an error wrapping ErrInvalidConfig.
@@ -121,6 +133,8 @@ func New(cfg Config) (*Runner, error) {
 		m:            m,
 		cancels:      make(map[types.UID]*workContext),
 		kick:         make(chan struct{}, 1),
+		handoff:      make(chan workItem),
+		maxIdle:      2 * runtime.GOMAXPROCS(0),
 	}, nil
 }
 
@@ -237,11 +251,21 @@ func (r *Runner) workContextLocked(uid types.UID) context.Context {
 
 func (r *Runner) spawnLocked(w Work) {
 	ctx := r.workContextLocked(w.UID)
+	if r.idle > 0 {
+		select {
+		case r.handoff <- workItem{w: w, ctx: ctx}:
+			r.idle--
+			return
+		default:
+		}
+	}
 	r.wg.Add(1)
 	go r.worker(ctx, w)
 }
 
-// worker runs works until none is handed to it.
+// worker runs works until none is handed to it. A worker left without work waits for a
+// handoff if fewer than maxIdle others do (so a burst of short syncs does not start a
+// goroutine per pod), and exits otherwise or when Run's context ends.
 func (r *Runner) worker(ctx context.Context, w Work) {
 	defer r.wg.Done()
 	for {
@@ -257,8 +281,24 @@ func (r *Runner) worker(ctx context.Context, w Work) {
 		}
 		var ok bool
 		w, ctx, ok = r.applyLocked(&rd, true)
+		if ok {
+			r.mu.Unlock()
+			continue
+		}
+		if !r.running || r.idle >= r.maxIdle {
+			r.mu.Unlock()
+			return
+		}
+		r.idle++
+		done := r.ctx.Done()
 		r.mu.Unlock()
-		if !ok {
+		select {
+		case it := <-r.handoff:
+			w, ctx = it.w, it.ctx
+		case <-done:
+			r.mu.Lock()
+			r.idle--
+			r.mu.Unlock()
 			return
 		}
 	}
