@@ -80,30 +80,38 @@ func Decide(in Input) Plan {
 		nodes = append(nodes, n)
 	}
 
+	passes := [numReasons][]*v1.Pod{
+		ReasonTerminated:              TerminatedOverThreshold(pods, in.TerminatedPodThreshold),
+		ReasonTerminatingOutOfService: TerminatingOnOutOfServiceNodes(pods, nodes),
+		ReasonOrphaned:                Orphaned(pods, nodes, in.GoneNodes),
+		ReasonTerminatingUnscheduled:  UnscheduledTerminating(pods),
+	}
+	total := 0
+	for _, selected := range passes {
+		total += len(selected)
+	}
 	type podKey struct {
 		namespace, name string
 		uid             types.UID
 	}
-	seen := make(map[podKey]bool)
-	add := func(selected []*v1.Pod, r Reason) {
-		cond := ConditionFor(r)
+	seen := make(map[podKey]struct{}, total)
+	plan.Deletions = make([]Deletion, 0, total)
+	for r, selected := range passes {
+		reason := Reason(r)
+		cond := ConditionFor(reason)
 		for _, p := range selected {
 			k := podKey{p.Namespace, p.Name, p.UID}
-			if seen[k] {
+			if _, dup := seen[k]; dup {
 				continue
 			}
-			seen[k] = true
-			d := Deletion{Pod: p, Reason: r}
+			seen[k] = struct{}{}
+			d := Deletion{Pod: p, Reason: reason}
 			if st, ok := FailedStatus(p, cond, in.Now); ok {
 				d.Status = &st
 			}
 			plan.Deletions = append(plan.Deletions, d)
 		}
 	}
-	add(TerminatedOverThreshold(pods, in.TerminatedPodThreshold), ReasonTerminated)
-	add(TerminatingOnOutOfServiceNodes(pods, nodes), ReasonTerminatingOutOfService)
-	add(Orphaned(pods, nodes, in.GoneNodes), ReasonOrphaned)
-	add(UnscheduledTerminating(pods), ReasonTerminatingUnscheduled)
 	return plan
 }
 

@@ -68,6 +68,9 @@
 //     afresh from a new snapshot.
 //   - Once ctx ends no new write starts; Run returns after the cycle under way returns.
 //
+// Package podgctest has an in-memory API server implementing the interfaces, and a runner
+// for text scenario scripts (testdata/scenarios holds this package's).
+//
 // Nothing in this package keeps package-level state or reads the wall clock outside
 // Config.Clock; the decision functions take their time as an argument.
 package podgc
