@@ -108,6 +108,8 @@ type Relister struct {
 	// changes is a scratch buffer of appendChanges, scratch one of podView.rebuild.
 	changes []change
 	scratch []viewEntry
+	// eventPool is the unused rest of the last chunk of events (see newEvent).
+	eventPool []PodLifecycleEvent
 	// unloggedDrops counts the events dropped since the last log line about drops.
 	unloggedDrops int
 }
@@ -308,7 +310,9 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 		rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
 	}
 	if len(r.changes) == 0 {
-		r.send(&PodLifecycleEvent{ID: p.ID, Type: PodSync})
+		e := r.newEvent()
+		*e = PodLifecycleEvent{ID: p.ID, Type: PodSync}
+		r.send(e)
 		return nil
 	}
 	r.emit(p.ID, r.changes, &rec.view)
@@ -361,23 +365,8 @@ func hasReadySandbox(s *PodStatus) bool {
 }
 
 // emit sends the events of changes for pod uid, ContainerChanged only if configured.
-// All events of one call share one allocation; their Data comes boxed from the change or
-// from view, the pod's view that has the new IDs.
+// Their Data comes boxed from the change or from view, the pod's view that has the new IDs.
 func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
-	n := 0
-	for _, c := range changes {
-		ts, k := transition(c.old, c.new)
-		for _, t := range ts[:k] {
-			if r.delivers(t) {
-				n++
-			}
-		}
-	}
-	if n == 0 {
-		return
-	}
-	slab := make([]PodLifecycleEvent, n)
-	i := 0
 	for _, c := range changes {
 		ts, k := transition(c.old, c.new)
 		for _, t := range ts[:k] {
@@ -388,11 +377,25 @@ func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 			if data == nil {
 				data = view.dataOf(c.id)
 			}
-			slab[i] = PodLifecycleEvent{ID: uid, Type: t, Data: data}
-			r.send(&slab[i])
-			i++
+			e := r.newEvent()
+			*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
+			r.send(e)
 		}
 	}
+}
+
+// eventChunk is how many events one allocation provides.
+const eventChunk = 32
+
+// newEvent returns a zero event carved from a chunk, so events cost one allocation per
+// eventChunk. r.mu must be held.
+func (r *Relister) newEvent() *PodLifecycleEvent {
+	if len(r.eventPool) == 0 {
+		r.eventPool = make([]PodLifecycleEvent, eventChunk)
+	}
+	e := &r.eventPool[0]
+	r.eventPool = r.eventPool[1:]
+	return e
 }
 
 func (r *Relister) delivers(t EventType) bool {
