@@ -99,7 +99,8 @@ func New(cfg Config) (*Runner, error) {
 // ends; it blocks until then and returns once the cycle in progress, if any, has returned
 // (a cycle stops issuing writes when ctx ends). Errors of a cycle are logged, counted in
 // Stats and retried at the next cycle; they do not stop Run. Run starts no goroutine that
-// outlives it.
+// outlives it. Call it once per Runner: a second Run at the same time only finds its cycles
+// skipped (ErrCycleInProgress, logged) whenever they meet the first one's.
 func (r *Runner) Run(ctx context.Context) {
 	r.log.InfoContext(ctx, "podgc: starting", "checkPeriod", r.cfg.CheckPeriod,
 		"quarantinePeriod", r.cfg.QuarantinePeriod, "terminatedPodThreshold", r.cfg.TerminatedPodThreshold)
@@ -228,11 +229,16 @@ func (r *Runner) execute(ctx context.Context, dels []Deletion) []error {
 	sem := make(chan struct{}, r.cfg.MaxConcurrentDeletes)
 	var wg sync.WaitGroup
 	for i, d := range dels {
+		acquired := false
 		select {
 		case <-ctx.Done():
 		case sem <- struct{}{}:
+			acquired = true
 		}
 		if err := ctx.Err(); err != nil {
+			if acquired {
+				<-sem
+			}
 			results[i] = fmt.Errorf("%w: %s: not attempted: %w", ErrDelete, podRef(d), err)
 			continue
 		}
