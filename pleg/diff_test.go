@@ -150,7 +150,7 @@ func checkAgainstNaive(t *testing.T, old, cur *Pod) {
 // small (pairwise scan), large (indexed) and same-layout ones.
 func TestAppendChangesRandom(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for i := range 20000 {
+	for i := range 5000 {
 		n := 1 + rng.IntN(12)
 		if i%10 == 0 {
 			n = 1 + rng.IntN(80)
