@@ -202,15 +202,20 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 // applyLocked carries out a Ready with r.mu held. With inline, the first work to start
 // is returned to the caller (a worker goroutine that runs it next) instead of spawned.
 func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context.Context, ok bool) {
+	debug := r.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, t := range rd.Transitions {
-		r.log.Debug("pod stage changed", "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
+		if debug {
+			r.log.Debug("pod stage changed", "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
+		}
 		if r.onTransition != nil {
 			r.onTransition(t)
 		}
 	}
 	for _, uid := range rd.Cancel {
 		if c := r.cancels[uid]; c != nil {
-			r.log.Debug("cancelling current pod sync", "podUID", uid)
+			if debug {
+				r.log.Debug("cancelling current pod sync", "podUID", uid)
+			}
 			c.cancel()
 		}
 	}
