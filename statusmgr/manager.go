@@ -23,8 +23,8 @@ type Config struct {
 	// Patcher is the caller's API client. Required.
 	Patcher StatusPatcher
 	// Lookup is the node agent's view of its desired pods (optional). Without it, the
-	// manager knows a pod from the last SetPodStatus/TerminatePod call, and accepts any
-	// mirror pod on the server as a static pod's mirror.
+	// manager knows a pod from the last SetPodStatus/TerminatePod call, accepts any mirror
+	// pod on the server as a static pod's mirror, and does not reconcile (see Stats.Reconciled).
 	Lookup PodLookup
 	// CouldHaveRunningContainers answers, for a pod UID, whether any of its containers may
 	// still run (the pod worker knows). While it says true, a terminal phase is not written
@@ -65,6 +65,9 @@ type Stats struct {
 	Orphaned int
 	// NoMirror counts syncs of static pods skipped for want of a mirror pod.
 	NoMirror int
+	// Reconciled counts statuses sent again because the lookup's copy of the server's
+	// status differed from the cached one (full syncs with a PodLookup only).
+	Reconciled int
 }
 
 // Manager is the status manager: it caches the node agent's pod statuses as versions and

@@ -672,3 +672,56 @@ func TestManagerDeleteFailureIsRetried(t *testing.T) {
 		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 1, Deletes: 2, Deleted: 1})
 	})
 }
+
+func TestManagerReconcilesOverwrittenStatus(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		lookup := statusmgr.PodLookupFuncs{GetPodByUIDFunc: func(uid types.UID) (*v1.Pod, bool) {
+			return api.Pod("default", "p") // an informer that is always up to date
+		}}
+		h := start(t, api, func(c *statusmgr.Config) { c.Lookup = lookup })
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		h.period() // in sync: nothing to reconcile
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1})
+
+		// Someone else overwrites a kubelet-owned field.
+		other := mustPod(t, api, "p")
+		other.Status.PodIP = "192.0.2.1"
+		api.Put(other)
+		h.period()
+		if got := mustPod(t, api, "p"); got.Status.PodIP != "10.1.0.1" {
+			t.Errorf("podIP = %s, want it restored", got.Status.PodIP)
+		}
+		if s := h.m.Stats(); s.Reconciled != 1 {
+			t.Errorf("Reconciled = %d", s.Reconciled)
+		}
+		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 2})
+		h.period()
+		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 2})
+	})
+}
+
+func TestManagerLookupDeletionTriggersDelete(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		lookup := statusmgr.PodLookupFuncs{GetPodByUIDFunc: func(uid types.UID) (*v1.Pod, bool) {
+			return api.Pod("default", "p")
+		}}
+		h := start(t, api, func(c *statusmgr.Config) { c.Lookup = lookup })
+		must(t, h.m.TerminatePod(pod))
+		synctest.Wait()
+		if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodFailed {
+			t.Fatalf("phase = %s", got.Status.Phase)
+		}
+		// The pod is deleted on the server after it finished; no new status is set. The
+		// next full sync learns it from the lookup and deletes the pod.
+		api.MarkDeleted("default", "p", metav1.NewTime(epoch), 30)
+		h.period()
+		if api.Len() != 0 {
+			t.Fatalf("pod not deleted: %+v", api.Counts())
+		}
+	})
+}

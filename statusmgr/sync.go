@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +67,9 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 	}
 	defer func() { <-m.syncing }()
 
+	if all && m.lookup != nil {
+		m.reconcile()
+	}
 	m.mu.Lock()
 	uids := m.c.takeQueue()
 	if all {
@@ -84,9 +88,6 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 	}
 	m.mu.Unlock()
 
-	if all && m.lookup != nil {
-		m.refreshPods(uids)
-	}
 	var errs []error
 	for _, uid := range uids {
 		if ctx.Err() != nil {
@@ -106,10 +107,8 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 			m.mu.Unlock()
 			continue
 		}
-		if e.queued { // set again since the queue was taken: this sync covers it
-			e.queued = false
-			m.c.queue = slices.DeleteFunc(m.c.queue, func(u types.UID) bool { return u == uid })
-		}
+		// If the pod was queued again since the queue was taken, this sync sends its newest
+		// version; the next batch finds nothing left to do for it.
 		snap := e.snapshot(uid)
 		m.mu.Unlock()
 		if err := m.syncPod(ctx, snap); err != nil {
@@ -119,20 +118,61 @@ func (m *Manager) syncBatch(ctx context.Context, all bool) error {
 	return errors.Join(errs...)
 }
 
-// refreshPods updates the cached pod objects from the lookup (new deletionTimestamp).
-func (m *Manager) refreshPods(uids []types.UID) {
-	fresh := make(map[types.UID]*v1.Pod, len(uids))
-	for _, uid := range uids {
-		if pod, ok := m.lookup.GetPodByUID(uid); ok && pod != nil && pod.UID == uid {
-			fresh[uid] = pod
+// reconcile runs on every full sync when a PodLookup is configured. It refreshes the cached
+// pod objects (a new deletionTimestamp) and, like the kubelet's needsReconcile, checks that
+// the server's status as the node agent sees it (the lookup's pod, or its mirror pod) is
+// what a sync would leave there: when a status already sent would still change the
+// server's (someone else overwrote it, or a write was lost), it is sent again from a fresh
+// GET. The full sync that calls it then picks up every entry that needs an update.
+func (m *Manager) reconcile() {
+	m.mu.Lock()
+	snaps := make([]snapshot, 0, len(m.c.entries))
+	for uid, e := range m.c.entries {
+		snaps = append(snaps, e.snapshot(uid))
+	}
+	m.mu.Unlock()
+	slices.SortFunc(snaps, func(a, b snapshot) int { return strings.Compare(string(a.uid), string(b.uid)) })
+
+	fresh := make(map[types.UID]*v1.Pod, len(snaps))
+	var stale []snapshot
+	now := m.clock.Now()
+	for _, s := range snaps {
+		pod, ok := m.lookup.GetPodByUID(s.uid)
+		if !ok || pod == nil || pod.UID != s.uid {
+			continue
+		}
+		fresh[s.uid] = pod
+		src := pod
+		if IsStaticPod(pod) {
+			if src, ok = m.lookup.GetMirrorPodByPod(pod); !ok || src == nil {
+				continue
+			}
+		}
+		couldRun := !s.finished
+		if m.couldRun != nil {
+			couldRun = m.couldRun(s.uid)
+		}
+		merged := MergePodStatusAt(src, src.Status, s.status, couldRun, now)
+		if _, unchanged, err := StatusPatch(src.UID, &src.Status, &merged); err == nil && !unchanged {
+			stale = append(stale, s)
 		}
 	}
+
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for uid, pod := range fresh {
 		if e := m.c.entries[uid]; e != nil {
 			e.pod = pod
 		}
+	}
+	for _, s := range stale {
+		e := m.c.entries[s.uid]
+		if e != s.e || e.version != s.version || e.sentVersion != e.version {
+			continue // changed meanwhile, or not sent yet: a sync is due anyway
+		}
+		m.stats.Reconciled++
+		e.sentVersion = 0
+		e.server = nil
 	}
 }
 
