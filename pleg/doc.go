@@ -63,7 +63,8 @@
 //
 // Relist, refreshes and pushes are serialized by one lock and call the runtime while
 // holding it; Healthy, RequestRefresh, Events and DroppedEvents never wait for it. Runtime
-// calls get the context of Run (or of Relist) and should return when it ends.
+// calls get the context of Run (or of Relist) and should return when it ends; they must not
+// call Relist or PushStatus themselves (RequestRefresh is fine).
 //
 // # Cache
 //
