@@ -39,6 +39,10 @@ const (
 	DefaultRelistPeriod       = time.Second
 	DefaultHousekeepingPeriod = 2 * time.Second
 	DefaultStatusSyncPeriod   = 10 * time.Second
+	// eventCapacity is the PLEG channel's: room for every container of a busy node changing
+	// in one relist (the kubelet's 1,000 drops events when a thousand pods start at once,
+	// and a dropped event delays the pod's sync until the periodic resync).
+	eventCapacity = 1 << 16
 	// hostIP is the node's address as it appears in pod statuses (a documentation address).
 	hostIP = "192.0.2.1"
 )
@@ -108,10 +112,11 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	a := &Agent{cfg: cfg, clock: cfg.Clock, server: cfg.Server, runtime: cfg.Runtime,
-		store: config.NewStoreWithClock(cfg.Clock), cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{}}
+		store: config.NewStoreWithClock(cfg.Clock), cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{},
+		started: cfg.Clock.Now()}
 	var err error
 	a.relister, err = pleg.New(pleg.Config{Runtime: cfg.Runtime, Cache: a.cache, Clock: cfg.Clock,
-		RelistPeriod: cfg.RelistPeriod, Logger: cfg.Logger})
+		RelistPeriod: cfg.RelistPeriod, EventChannelCapacity: eventCapacity, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -121,13 +126,16 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.status, err = statusmgr.New(statusmgr.Config{
-		Patcher:                    observedPatcher{a},
+		Patcher:                    cfg.Server,
 		Lookup:                     statusmgr.PodLookupFuncs{GetPodByUIDFunc: a.pod},
 		CouldHaveRunningContainers: a.workers.CouldHaveRunningContainers,
 		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
+	}
+	if cfg.Observer != nil {
+		cfg.Server.SetObserver(a.observeServer)
 	}
 	return a, nil
 }
@@ -142,7 +150,6 @@ func (a *Agent) pod(uid types.UID) (*v1.Pod, bool) {
 
 // Run runs the agent until ctx ends, then waits for every goroutine it started.
 func (a *Agent) Run(ctx context.Context) error {
-	a.started = a.clock.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -263,7 +270,7 @@ func (a *Agent) handlePLEG(ev *pleg.PodLifecycleEvent) {
 }
 
 // housekeeping forgets finished pods that are no longer desired, drops their statuses,
-// stops runtime pods nothing knows of and removes the runtime leftovers of finished pods.
+// stops runtime pods nothing knows of and removes the runtime leftovers of forgotten pods.
 func (a *Agent) housekeeping() {
 	a.mu.Lock()
 	desired := make([]*v1.Pod, 0, len(a.pods))
@@ -285,17 +292,16 @@ func (a *Agent) housekeeping() {
 		return
 	}
 	for _, rp := range pods {
-		if _, ok := known[rp.ID]; ok && !a.workers.ShouldPodRuntimeBeRemoved(rp.ID) {
-			continue
+		if _, ok := known[rp.ID]; ok {
+			continue // the pod worker owns it; its leftovers go once it is forgotten
 		}
-		if _, ok := known[rp.ID]; !ok && isRunning(rp) {
+		if isRunning(rp) {
+			// Nothing desires it: an orphan, stopped with grace 1 as a runtime-only pod.
 			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp})
 			continue
 		}
-		if !isRunning(rp) {
-			a.runtime.RemovePod(rp.ID)
-			a.observeUID(KindRuntime, rp.ID, "removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)
-		}
+		a.runtime.RemovePod(rp.ID)
+		a.observeUID(KindRuntime, rp.ID, "removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)
 	}
 }
 

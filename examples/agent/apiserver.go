@@ -59,8 +59,18 @@ type Server struct {
 	calls    APICalls
 	watchers map[*watcher]struct{}
 	// failNext, when set, is called before each StatusPatcher call; an error fails it.
-	reactor func(verb string, pod types.NamespacedName) error
-	changed chan struct{}
+	reactor  func(verb string, pod types.NamespacedName) error
+	observer func(Change)
+	changed  chan struct{}
+}
+
+// Change is one change the server made, as its observer sees it: Verb is "create",
+// "delete" (a user's delete, graceful or not), "patch" (a status patch) or "final-delete"
+// (a node agent's DeletePod); Pod is the pod after the change (before it, for a removal).
+type Change struct {
+	Verb   string
+	Pod    *v1.Pod
+	Detail string
 }
 
 var _ statusmgr.StatusPatcher = (*Server)(nil)
@@ -77,8 +87,21 @@ func nn(namespace, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: namespace, Name: name}
 }
 
-// store saves p with a new resourceVersion and tells the watchers. Callers hold s.mu.
-func (s *Server) store(t EventType, p *v1.Pod) {
+// SetObserver installs f, called for every change in the order the server makes them,
+// before any watcher hears of it (nil removes it). f runs with the server's lock held: it
+// must be quick and must not call the server.
+func (s *Server) SetObserver(f func(Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.observer = f
+}
+
+// store saves p with a new resourceVersion, tells the observer and then the watchers.
+// Callers hold s.mu.
+func (s *Server) store(t EventType, p *v1.Pod, verb, detail string) {
+	if s.observer != nil {
+		s.observer(Change{Verb: verb, Pod: p.DeepCopy(), Detail: detail})
+	}
 	s.rv++
 	p.ResourceVersion = strconv.Itoa(s.rv)
 	if t == Deleted {
@@ -113,7 +136,7 @@ func (s *Server) Create(pod *v1.Pod) (*v1.Pod, error) {
 	if p.Status.Phase == "" {
 		p.Status.Phase = v1.PodPending
 	}
-	s.store(Added, p)
+	s.store(Added, p, "create", "created")
 	return p.DeepCopy(), nil
 }
 
@@ -140,7 +163,7 @@ func (s *Server) Delete(namespace, name string, gracePeriodSeconds *int64) error
 		grace = 0
 	}
 	if grace == 0 {
-		s.store(Deleted, cur)
+		s.store(Deleted, cur, "delete", "deleted at once (grace 0)")
 		return nil
 	}
 	if cur.DeletionGracePeriodSeconds != nil && *cur.DeletionGracePeriodSeconds <= grace {
@@ -149,7 +172,7 @@ func (s *Server) Delete(namespace, name string, gracePeriodSeconds *int64) error
 	p := cur.DeepCopy()
 	ts := metav1.NewTime(s.clock.Now().Add(secondsDuration(grace)))
 	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &grace
-	s.store(Modified, p)
+	s.store(Modified, p, "delete", fmt.Sprintf("graceful delete: deletionTimestamp set, grace %ds", grace))
 	return nil
 }
 
@@ -267,7 +290,7 @@ func (s *Server) PatchPodStatus(_ context.Context, namespace, name string, patch
 	}
 	p := cur.DeepCopy()
 	p.Status = patched.Status
-	s.store(Modified, p)
+	s.store(Modified, p, "patch", fmt.Sprintf("patched status: phase %s (%d bytes)", p.Status.Phase, len(patch)))
 	return p.DeepCopy(), nil
 }
 
@@ -288,7 +311,7 @@ func (s *Server) DeletePod(_ context.Context, namespace, name string, uid types.
 		return apierrors.NewConflict(v1.Resource("pods"), name,
 			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", uid, cur.UID))
 	}
-	s.store(Deleted, cur)
+	s.store(Deleted, cur, "final-delete", fmt.Sprintf("deleted from the API (grace 0, UID precondition %s)", uid))
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -23,6 +22,7 @@ const (
 	KindRuntime      Kind = "runtime"
 	KindHousekeeping Kind = "housekeeping"
 	KindError        Kind = "error"
+	KindAPI          Kind = "api"
 )
 
 // Step is one observed step of the lifecycle.
@@ -63,31 +63,14 @@ func (a *Agent) observeUID(k Kind, uid types.UID, format string, args ...any) {
 	a.cfg.Observer(Step{Since: a.clock.Since(a.started), Kind: k, Pod: string(uid), UID: uid, Detail: fmt.Sprintf(format, args...)})
 }
 
-// observedPatcher reports the status manager's API calls.
-type observedPatcher struct{ a *Agent }
-
-func (o observedPatcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
-	return o.a.server.GetPod(ctx, namespace, name)
-}
-
-func (o observedPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
-	p, err := o.a.server.PatchPodStatus(ctx, namespace, name, patch)
-	if err != nil {
-		o.a.observe(KindStatus, &v1.Pod{ObjectMeta: metaOf(namespace, name)}, "patch failed: %v", err)
-		return p, err
+// observeServer turns the server's changes into steps.
+func (a *Agent) observeServer(c Change) {
+	k := KindAPI
+	switch c.Verb {
+	case "patch":
+		k = KindStatus
+	case "final-delete":
+		k = KindDelete
 	}
-	o.a.observe(KindStatus, p, "patched status: phase %s (%d bytes)", p.Status.Phase, len(patch))
-	return p, nil
-}
-
-func (o observedPatcher) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
-	err := o.a.server.DeletePod(ctx, namespace, name, uid)
-	p := &v1.Pod{ObjectMeta: metaOf(namespace, name)}
-	p.UID = uid
-	if err != nil {
-		o.a.observe(KindDelete, p, "final delete failed: %v", err)
-		return err
-	}
-	o.a.observe(KindDelete, p, "deleted from the API (grace 0, UID precondition %s)", uid)
-	return nil
+	a.observe(k, c.Pod, "%s", c.Detail)
 }
