@@ -235,3 +235,66 @@ func TestPushStatus(t *testing.T) {
 		t.Fatalf("relist after a push repeated events: %v", got)
 	}
 }
+
+// TestConcurrentUse runs Run, Relist, PushStatus, RequestRefresh, Healthy and a consumer
+// at once (for the race detector), then checks that the final state is consistent.
+func TestConcurrentUse(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := newFakeRuntime(mkPod("a", "s:sa:r", "c:a1:r"), mkPod("b", "s:sb:r", "c:b1:r"))
+		r, cache, clk := newTestRelister(t, rt, nil)
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		go r.Run(ctx)
+		consumed := 0
+		go func() {
+			for {
+				select {
+				case <-r.Events():
+					consumed++
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		done := make(chan struct{})
+		for g := range 3 {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i := range 50 {
+					switch (g + i) % 4 {
+					case 0:
+						r.RequestRefresh("a")
+					case 1:
+						_, _ = r.PushStatus(statusOf(mkPod("b", "s:sb:r", "c:b1:r")), clk.Now())
+					case 2:
+						_ = r.Relist(ctx)
+					case 3:
+						_, _ = r.Healthy()
+						_, _ = cache.Get("a")
+					}
+				}
+			}()
+		}
+		for range 3 {
+			<-done
+		}
+		rt.set(mkPod("a", "s:sa:r", "c:a1:e"))
+		clk.Step(time.Second)
+		synctest.Wait()
+		if st, _ := cache.Get("a"); st.FindContainerStatusByName("n-a1").State != ContainerStateExited {
+			t.Fatalf("cache of a = %+v after the final relist", st)
+		}
+		if _, err := cache.Get("b"); err != nil {
+			t.Fatal(err)
+		}
+		cache.mu.Lock()
+		_, hasB := cache.pods["b"]
+		cache.mu.Unlock()
+		if hasB {
+			t.Fatal("b vanished from the runtime but kept its cache entry")
+		}
+		if consumed < 3 { // a1 and sa started, a1 died, at least
+			t.Fatalf("consumed %d events", consumed)
+		}
+	})
+}
