@@ -49,11 +49,25 @@ func newCache() *cache {
 	return &cache{entries: make(map[types.UID]*entry)}
 }
 
+// checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
+// cached status (e, may be nil) already has.
+func checkPhase(e *entry, p v1.PodPhase) error {
+	switch p {
+	case "", v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed, v1.PodUnknown:
+	default:
+		return fmt.Errorf("%w: unknown phase %q", ErrInvalidPhase, p)
+	}
+	if e != nil && IsTerminalPhase(e.status.Phase) && p != e.status.Phase {
+		return fmt.Errorf("%w: %s is final, got %q", ErrInvalidPhase, e.status.Phase, p)
+	}
+	return nil
+}
+
 // set records status (owned by the caller's copy; it is modified) as the newest version of
 // pod's status, with the kubelet's updateStatusInternal rules. base is the status to compare
 // against when nothing is cached (the mirror pod's status, else pod.Status). It returns
-// whether a new version was stored; an illegal container transition is an error wrapping
-// ErrIllegalTransition and stores nothing. An identical status (ignoring conditions other
+// whether a new version was stored; an illegal container transition (ErrIllegalTransition)
+// or phase (ErrInvalidPhase) is an error and stores nothing. An identical status (ignoring conditions other
 // clients own) is skipped unless force.
 func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force, finished bool, now time.Time) (bool, error) {
 	e := c.entries[pod.UID]
@@ -63,6 +77,9 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force,
 	}
 	if old == nil {
 		old = &pod.Status
+	}
+	if err := checkPhase(e, status.Phase); err != nil {
+		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	if err := CheckContainerStateTransition(pod, old, &status); err != nil {
 		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)

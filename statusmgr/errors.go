@@ -11,6 +11,10 @@ var (
 	// ErrIllegalTransition is returned when a status would move a terminated container back
 	// to a non-terminated state (see CheckContainerStateTransition). The status is refused.
 	ErrIllegalTransition = errors.New("statusmgr: illegal container state transition")
+	// ErrInvalidPhase is returned for a status with an unknown phase value, or one that
+	// would move the pod out of the terminal phase its cached status already has
+	// (Succeeded or Failed are final). The status is refused.
+	ErrInvalidPhase = errors.New("statusmgr: invalid pod phase")
 	// ErrUnknownPod is returned by the container readiness and startup setters when the
 	// manager holds no status for the pod, or cannot find the container.
 	ErrUnknownPod = errors.New("statusmgr: unknown pod or container")

@@ -51,7 +51,8 @@ type Stats struct {
 	// Conflicts and NotFounds are API answers of those kinds; Errors counts every other
 	// failed call (each is logged and retried).
 	Conflicts, NotFounds, Errors int
-	// Refused counts statuses refused for an illegal container state transition.
+	// Refused counts statuses refused for an illegal container state transition or an
+	// invalid phase (ErrIllegalTransition, ErrInvalidPhase).
 	Refused int
 	// Invalid counts calls refused for bad input (nil pod, empty UID).
 	Invalid int
@@ -177,7 +178,7 @@ func (m *Manager) update(pod *v1.Pod, build func(cached *v1.PodStatus) (v1.PodSt
 	if err == nil {
 		changed, err = m.c.set(pod, status, base, force, finished, m.clock.Now())
 	}
-	if errors.Is(err, ErrIllegalTransition) {
+	if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
 		m.stats.Refused++
 	}
 	m.mu.Unlock()
@@ -207,8 +208,9 @@ func (m *Manager) signal() {
 // (NormalizeStatus). A status equal to the cached one is skipped, unless the pod has a
 // deletionTimestamp: then it always makes a new version, so a deleting pod is synced (and
 // deleted) even without a change. It returns an error wrapping ErrNilPod or ErrEmptyUID
-// for bad input and ErrIllegalTransition (nothing stored) when a terminated container would
-// become non-terminated; each is counted in Stats.
+// for bad input, ErrIllegalTransition when a terminated container would become
+// non-terminated and ErrInvalidPhase for an unknown phase or one that leaves the terminal
+// phase of the cached status (nothing is stored then); each is counted in Stats.
 func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 	if err := m.validPod(pod); err != nil {
 		return err

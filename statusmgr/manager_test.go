@@ -725,3 +725,35 @@ func TestManagerLookupDeletionTriggersDelete(t *testing.T) {
 		}
 	})
 }
+
+func TestManagerInvalidPhaseRefused(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	pod := testPod("p", "u1")
+	bogus := runningStatus(true)
+	bogus.Phase = "Exploded"
+	if err := m.SetPodStatus(pod, bogus); !errors.Is(err, statusmgr.ErrInvalidPhase) {
+		t.Errorf("unknown phase: %v", err)
+	}
+	done := runningStatus(false)
+	done.Phase = v1.PodSucceeded
+	done.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
+	must(t, m.SetPodStatus(pod, done))
+	back := *done.DeepCopy()
+	back.Phase = v1.PodRunning
+	if err := m.SetPodStatus(pod, back); !errors.Is(err, statusmgr.ErrInvalidPhase) {
+		t.Errorf("Succeeded -> Running: %v", err)
+	}
+	back.Phase = v1.PodFailed
+	if err := m.SetPodStatus(pod, back); !errors.Is(err, statusmgr.ErrInvalidPhase) {
+		t.Errorf("Succeeded -> Failed: %v", err)
+	}
+	// TerminatePod keeps the terminal phase: accepted.
+	must(t, m.TerminatePod(pod))
+	if got, _ := m.GetPodStatus("u1"); got.Phase != v1.PodSucceeded {
+		t.Errorf("phase = %s", got.Phase)
+	}
+	if s := m.Stats(); s.Refused != 3 {
+		t.Errorf("Refused = %d, want 3", s.Refused)
+	}
+}
