@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -141,6 +142,11 @@ func (sc *scenario) exec(line string) (string, error) {
 	f := strings.Fields(line)
 	cmd, args := f[0], f[1:]
 	flags, pos := splitArgs(args)
+	for k := range flags {
+		if !slices.Contains(allowedFlags[cmd], k) {
+			return "", fmt.Errorf("command %s takes no flag %q", cmd, k)
+		}
+	}
 	switch cmd {
 	case "config":
 		if sc.runner != nil {
@@ -231,6 +237,13 @@ func (sc *scenario) exec(line string) (string, error) {
 		return strings.Join(b, "\n"), nil
 	}
 	return "", fmt.Errorf("unknown command %q", cmd)
+}
+
+// allowedFlags lists the flags of each command.
+var allowedFlags = map[string][]string{
+	"config": {"threshold", "quarantine", "nodecheck"},
+	"node":   {"ready", "out-of-service", "hidden"},
+	"pod":    {"node", "phase", "age", "terminating", "evicted", "uid"},
 }
 
 // flagWords are the bare words that are flags, not positional arguments.

@@ -49,9 +49,12 @@ type Write struct {
 
 // NodeCheck records one NodeExists call, in call order.
 type NodeCheck struct {
-	Name   string
+	// Name is the node asked about.
+	Name string
+	// Exists is the answer; false when Err is set.
 	Exists bool
-	Err    error
+	// Err is the injected error the call returned, if any.
+	Err error
 }
 
 // Server is an in-memory API server for pods and nodes. It implements podgc.Lister,

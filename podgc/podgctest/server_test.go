@@ -199,3 +199,12 @@ func TestParseScript(t *testing.T) {
 		t.Errorf("stray ---- accepted: %v", err)
 	}
 }
+
+func TestScenarioRejectsUnknownFlags(t *testing.T) {
+	sc := &scenario{srv: NewServer()}
+	for _, line := range []string{"pod default/p nodee=n1", "node n1 redy=True", "config treshold=1", "frobnicate"} {
+		if _, err := sc.exec(line); err == nil {
+			t.Errorf("%q accepted", line)
+		}
+	}
+}
