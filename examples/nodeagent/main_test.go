@@ -1,0 +1,46 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"testing/synctest"
+)
+
+// TestRun runs the command in a synctest bubble, where its real-clock waits take no time,
+// and checks that the timeline shows the whole lifecycle of both pods.
+func TestRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder
+		if err := run([]string{"-pods", "2", "-grace", "5", "-stop-delay", "2s"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		for _, want := range []string{
+			"# creating 2 pod(s) on node node1",
+			"default/busybox-1      ADD",
+			"SyncPod (create), 0 running container(s)",
+			"patched status: phase Pending",
+			"ContainerStarted",
+			"patched status: phase Running",
+			"DELETE (graceful, 5s)",
+			"SyncTerminatingPod (grace 5s), 1 running container(s)",
+			"terminating -> terminated",
+			"SyncTerminatedPod",
+			"deleted from the API (grace 0, UID precondition",
+			"default/busybox-2      REMOVE",
+			"# every pod is gone after",
+			"2 delete",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("timeline lacks %q:\n%s", want, text)
+			}
+		}
+	})
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	var out strings.Builder
+	if err := run([]string{"-pods", "0"}, &out); err == nil {
+		t.Error("run with -pods 0 succeeded")
+	}
+}
