@@ -2,7 +2,6 @@ package statusmgr
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -98,7 +97,10 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force,
 		status.ObservedGeneration = old.ObservedGeneration
 	}
 	if len(status.VolumeHealth) == 0 && len(old.VolumeHealth) > 0 {
-		status.VolumeHealth = slices.Clone(old.VolumeHealth)
+		status.VolumeHealth = make([]v1.PodVolumeHealth, len(old.VolumeHealth))
+		for i := range old.VolumeHealth {
+			old.VolumeHealth[i].DeepCopyInto(&status.VolumeHealth[i])
+		}
 	}
 	NormalizeStatus(pod, &status)
 

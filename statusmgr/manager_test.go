@@ -757,3 +757,27 @@ func TestManagerInvalidPhaseRefused(t *testing.T) {
 		t.Errorf("Refused = %d, want 3", s.Refused)
 	}
 }
+
+func TestManagerStaticPodWaitsForItsMirror(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		static := testPod("s", "static-uid")
+		static.Annotations[statusmgr.ConfigSourceAnnotationKey] = "file"
+		api := statusmgrtest.NewFakeAPI()
+		h := start(t, api, nil) // no Lookup: any mirror pod of that name is accepted
+		must(t, h.m.SetPodStatus(static, runningStatus(true)))
+		synctest.Wait()
+		if _, ok := h.m.GetPodStatus("static-uid"); !ok {
+			t.Fatal("static pod's status dropped while its mirror pod does not exist")
+		}
+		mirror := testPod("s", "mirror-uid")
+		mirror.Annotations[statusmgr.ConfigMirrorAnnotationKey] = "h1"
+		api.Put(mirror)
+		h.period()
+		if got := mustPod(t, api, "s"); got.Status.Phase != v1.PodRunning {
+			t.Errorf("mirror phase = %s", got.Status.Phase)
+		}
+		if s := h.m.Stats(); s.NoMirror != 1 {
+			t.Errorf("NoMirror = %d", s.NoMirror)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -212,6 +213,13 @@ func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 			server = pod
 			refreshed = true
 		}
+		if static && wantUID == "" && !IsMirrorPod(server) {
+			// Without a lookup, a static pod's status waits for a mirror pod of its name.
+			m.count(func(st *Stats) { st.NoMirror++ })
+			m.commit(s, false, nil)
+			log.Debug("server's pod is not a mirror pod; static pod not synced", "serverUID", server.UID)
+			return nil
+		}
 		if (wantUID != "" && server.UID != wantUID) || (static && !IsMirrorPod(server)) {
 			m.forget(s, func(st *Stats) { st.Recreated++ })
 			log.Info("pod was deleted and recreated; status forgotten", "serverUID", server.UID)
@@ -280,10 +288,17 @@ func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 
 // callFailed handles a failed API call: NotFound forgets the status, anything else drops
 // the server copy (its state is unknown) and is counted, logged and returned.
-func (m *Manager) callFailed(s snapshot, verb string, err error, log interface {
-	Info(string, ...any)
-	Error(string, ...any)
-}) error {
+func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logger) error {
+	if apierrors.IsNotFound(err) && IsStaticPod(s.pod) && verb == "get" {
+		// A static pod's mirror pod may not exist yet: keep the status for later.
+		m.mu.Lock()
+		m.stats.NotFounds++
+		m.stats.NoMirror++
+		m.c.commit(s, false, nil)
+		m.mu.Unlock()
+		log.Debug("static pod has no mirror pod on the server yet; not synced")
+		return nil
+	}
 	if apierrors.IsNotFound(err) {
 		m.forget(s, func(st *Stats) { st.NotFounds++; st.Gone++ })
 		log.Info("pod not found on the server; status forgotten", "call", verb)
