@@ -58,26 +58,22 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 			conds = append(conds, *oldStatus.Conditions[i].DeepCopy())
 		}
 	}
-	for i := range merged.Conditions {
-		if IsKubeletOwnedCondition(merged.Conditions[i].Type) {
-			conds = append(conds, merged.Conditions[i])
-		}
-	}
-
 	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
-	if transitioning && !couldHaveRunningContainers {
-		if i := findCondition(merged.Conditions, v1.DisruptionTarget); i >= 0 {
-			dt := merged.Conditions[i]
-			if j := findCondition(conds, v1.DisruptionTarget); j >= 0 {
-				if conds[j].Status == dt.Status {
-					dt.LastTransitionTime = conds[j].LastTransitionTime
-				} else {
-					dt.LastTransitionTime = metav1.NewTime(now)
-				}
-				conds[j] = dt
+	takeDisruption := transitioning && !couldHaveRunningContainers
+	for i := range merged.Conditions {
+		c := merged.Conditions[i]
+		switch {
+		case IsKubeletOwnedCondition(c.Type):
+			conds = append(conds, c)
+		case c.Type == v1.DisruptionTarget && takeDisruption:
+			c.LastTransitionTime = metav1.NewTime(now)
+			if j := findCondition(oldStatus.Conditions, c.Type); j >= 0 && oldStatus.Conditions[j].Status == c.Status {
+				c.LastTransitionTime = oldStatus.Conditions[j].LastTransitionTime
+			}
+			if j := findCondition(conds, c.Type); j >= 0 {
+				conds[j] = c
 			} else {
-				dt.LastTransitionTime = metav1.NewTime(now)
-				conds = append(conds, dt)
+				conds = append(conds, c)
 			}
 		}
 	}
@@ -86,7 +82,11 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 	}
 	merged.Conditions = conds
 
-	old := oldStatus.DeepCopy()
+	old := (&v1.PodStatus{
+		ResourceClaimStatuses:                oldStatus.ResourceClaimStatuses,
+		ExtendedResourceClaimStatus:          oldStatus.ExtendedResourceClaimStatus,
+		NodeAllocatableResourceClaimStatuses: oldStatus.NodeAllocatableResourceClaimStatuses,
+	}).DeepCopy()
 	merged.ResourceClaimStatuses = old.ResourceClaimStatuses
 	merged.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
 	merged.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses

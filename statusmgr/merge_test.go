@@ -60,6 +60,14 @@ func TestMergePodStatusAt(t *testing.T) {
 				{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet", LastTransitionTime: tNow}}},
 		},
 		{
+			name: "DisruptionTarget keeps its place among the new kubelet conditions",
+			old:  v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{custom, ready}},
+			new:  v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{sched, dtNew, cond(v1.PodReady, v1.ConditionFalse, "", t0)}},
+			want: v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{custom, sched,
+				{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet", LastTransitionTime: tNow},
+				cond(v1.PodReady, v1.ConditionFalse, "", t0)}},
+		},
+		{
 			name: "DisruptionTarget replaces old in place, same status keeps old time",
 			old:  v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{dtOld, custom}},
 			new:  v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{dtNew}},
