@@ -123,8 +123,21 @@ func (m *Machine) ready() Ready {
 	}
 }
 
-// keep stores r's slices for reuse by the next call.
-func (m *Machine) keep(r *Ready) { m.buf = *r }
+// keep stores r's slices for reuse by the next call; a huge one (a mass SyncKnownPods)
+// is not kept, so a burst does not pin memory.
+func (m *Machine) keep(r *Ready) {
+	const huge = 4096
+	m.buf = *r
+	if cap(r.Start) > huge {
+		m.buf.Start = nil
+	}
+	if cap(r.Transitions) > huge {
+		m.buf.Transitions = nil
+	}
+	if cap(r.Cancel) > huge || cap(r.Close) > huge || cap(r.Requeue) > huge {
+		m.buf.Cancel, m.buf.Close, m.buf.Requeue = nil, nil, nil
+	}
+}
 
 func (m *Machine) random() float64 {
 	if m.cfg.Rand == nil {

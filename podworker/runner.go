@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,8 +54,15 @@ type Config struct {
 
 // Runner drives a Machine: it owns the lock, the goroutines and the timer, and calls the
 // caller's PodSyncer outside the lock. A goroutine exists only while a pod has work in
-// flight (at most MaxConcurrentSyncs of them when set), plus one timer goroutine while
-// Run runs. All methods are safe for concurrent use.
+// flight (at most MaxConcurrentSyncs PodSyncer calls run at once when set; a worker that
+// just finished may linger briefly while it exits), plus at most 2*GOMAXPROCS idle ones
+// waiting for the next burst and one timer goroutine, all while Run runs. All methods
+// are safe for concurrent use.
+//
+// Workers never wait for the lock: a finished work is queued as a completion, and
+// whichever goroutine holds (or next takes) the lock applies every queued completion
+// to the Machine (flat combining), so a burst of thousands of short syncs does not
+// turn into a convoy on one mutex.
 type Runner struct {
 	syncer       PodSyncer
 	cache        StatusCache
@@ -66,28 +74,47 @@ type Runner struct {
 
 	mu sync.Mutex
 	m  *Machine
-	// ctx is Run's context; running is true while Run runs, stopped once it returned.
+	// ctx is Run's context, set before running is; running is true while Run runs,
+	// stopped once it returned.
 	ctx      context.Context
 	running  bool
 	stopped  bool
 	deferred []Work
-	// cancels holds the context of every in-flight work.
-	cancels map[types.UID]*workContext
+	// cancels holds the context of every in-flight work; cancelsPeak is its largest size
+	// since it was last allocated (maps never shrink, so an emptied big one is replaced).
+	cancels     map[types.UID]*workContext
+	cancelsPeak int
 	// armed is the due time the timer goroutine waits for (zero: none).
 	armed time.Time
 	kick  chan struct{}
 	wg    sync.WaitGroup
+
+	// cmu guards completions: finished works not yet reported to the Machine. Every
+	// holder of mu checks it after unlocking, so none is ever stranded.
+	cmu         sync.Mutex
+	completions []completion
+	spare       []completion
+
 	// handoff passes a work to an idle worker; idle counts the workers that are (or are
-	// about to be) waiting on it, at most maxIdle.
-	handoff chan workItem
-	idle    int
-	maxIdle int
+	// about to be) waiting on it, at most maxIdle; accepting tells workers whether they
+	// may wait (while Run runs).
+	handoff   chan workItem
+	idle      atomic.Int32
+	maxIdle   int32
+	accepting atomic.Bool
 }
 
 // workItem is a work with its context, handed to an idle worker.
 type workItem struct {
 	w   Work
 	ctx context.Context
+}
+
+// completion is a finished work waiting to be reported to the Machine.
+type completion struct {
+	uid types.UID
+	res Result
+	at  time.Time
 }
 
 // New returns a Runner, or an error wrapping ErrInvalidConfig.
@@ -134,7 +161,7 @@ func New(cfg Config) (*Runner, error) {
 		cancels:      make(map[types.UID]*workContext),
 		kick:         make(chan struct{}, 1),
 		handoff:      make(chan workItem),
-		maxIdle:      2 * runtime.GOMAXPROCS(0),
+		maxIdle:      int32(2 * runtime.GOMAXPROCS(0)),
 	}, nil
 }
 
@@ -145,26 +172,88 @@ func New(cfg Config) (*Runner, error) {
 func (r *Runner) Run(ctx context.Context) error {
 	r.mu.Lock()
 	if r.running || r.stopped {
-		r.mu.Unlock()
+		r.unlock()
 		return ErrRunning
 	}
 	r.running, r.ctx = true, ctx
+	r.accepting.Store(true)
 	for _, w := range r.deferred {
 		r.spawnLocked(w)
 	}
 	r.deferred = nil
-	r.mu.Unlock()
+	r.unlock()
 
 	r.timerLoop(ctx)
 
 	r.mu.Lock()
 	r.running, r.stopped = false, true
+	r.accepting.Store(false)
 	for _, c := range r.cancels {
 		c.cancel()
 	}
-	r.mu.Unlock()
+	r.unlock()
 	r.wg.Wait()
 	return nil
+}
+
+// unlock releases mu and then applies the completions queued meanwhile, if any.
+func (r *Runner) unlock() {
+	r.mu.Unlock()
+	if r.hasCompletions() {
+		r.combine(false)
+	}
+}
+
+func (r *Runner) hasCompletions() bool {
+	r.cmu.Lock()
+	defer r.cmu.Unlock()
+	return len(r.completions) > 0
+}
+
+// combine applies queued completions for as long as it gets the lock without waiting
+// and completions keep arriving. With inline, the first work to start is returned to
+// the caller (a worker that runs it next) instead of spawned.
+func (r *Runner) combine(inline bool) (next Work, nextCtx context.Context, ok bool) {
+	for r.mu.TryLock() {
+		for {
+			r.cmu.Lock()
+			batch := r.completions
+			r.completions, r.spare = r.spare[:0], nil
+			r.cmu.Unlock()
+			if len(batch) == 0 {
+				break
+			}
+			for i := range batch {
+				c := &batch[i]
+				delete(r.cancels, c.uid)
+				rd, err := r.m.Complete(c.at, c.uid, c.res)
+				if err != nil {
+					r.log.Error("pod worker lost its work", "podUID", c.uid, "err", err)
+					continue
+				}
+				w, wctx, got := r.applyLocked(&rd, inline && !ok)
+				if got {
+					next, nextCtx, ok = w, wctx, true
+				}
+			}
+			clear(batch)
+			if cap(batch) <= 256 { // a burst's large buffer is not kept
+				r.cmu.Lock()
+				if r.spare == nil {
+					r.spare = batch[:0]
+				}
+				r.cmu.Unlock()
+			}
+		}
+		if len(r.cancels) == 0 && r.cancelsPeak > 256 {
+			r.cancels, r.cancelsPeak = make(map[types.UID]*workContext), 0
+		}
+		r.mu.Unlock()
+		if !r.hasCompletions() {
+			break
+		}
+	}
+	return next, nextCtx, ok
 }
 
 // UpdatePod records an update of a pod (see Machine.UpdatePod) and starts its work if
@@ -178,7 +267,7 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	}
 	now := r.clock.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	rd, err := r.m.UpdatePod(now, opts, stopped)
 	if err != nil {
 		return err
@@ -193,14 +282,14 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	now := r.clock.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	known, rd := r.m.SyncKnownPods(now, desired)
 	r.applyLocked(&rd, false)
 	return known
 }
 
 // applyLocked carries out a Ready with r.mu held. With inline, the first work to start
-// is returned to the caller (a worker goroutine that runs it next) instead of spawned.
+// is returned to the caller instead of spawned.
 func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context.Context, ok bool) {
 	debug := r.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, t := range rd.Transitions {
@@ -251,15 +340,16 @@ func (r *Runner) workContextLocked(uid types.UID) context.Context {
 		c.cancel()
 	}
 	r.cancels[uid] = c
+	r.cancelsPeak = max(r.cancelsPeak, len(r.cancels))
 	return c
 }
 
 func (r *Runner) spawnLocked(w Work) {
 	ctx := r.workContextLocked(w.UID)
-	if r.idle > 0 {
+	if r.idle.Load() > 0 {
 		select {
 		case r.handoff <- workItem{w: w, ctx: ctx}:
-			r.idle--
+			r.idle.Add(-1)
 			return
 		default:
 		}
@@ -268,47 +358,35 @@ func (r *Runner) spawnLocked(w Work) {
 	go r.worker(ctx, w)
 }
 
-// worker runs works until none is handed to it. A worker left without work waits for a
+// worker runs works until none is left for it. A worker left without work waits for a
 // handoff if fewer than maxIdle others do (so a burst of short syncs does not start a
 // goroutine per pod), and exits otherwise or when Run's context ends.
 func (r *Runner) worker(ctx context.Context, w Work) {
 	defer r.wg.Done()
+	done := r.ctx.Done()
 	for {
 		res := r.execute(ctx, w)
 		now := r.clock.Now()
-		r.mu.Lock()
-		delete(r.cancels, w.UID)
-		rd, err := r.m.Complete(now, w.UID, res)
-		if err != nil {
-			r.mu.Unlock()
-			r.log.Error("pod worker lost its work", "podUID", w.UID, "err", err)
-			return
-		}
+		r.cmu.Lock()
+		r.completions = append(r.completions, completion{uid: w.UID, res: res, at: now})
+		r.cmu.Unlock()
 		var ok bool
-		w, ctx, ok = r.applyLocked(&rd, true)
-		if ok {
-			r.mu.Unlock()
+		if w, ctx, ok = r.combine(true); ok {
 			continue
 		}
-		if !r.running || r.idle >= r.maxIdle {
-			r.mu.Unlock()
+		if !r.accepting.Load() || r.idle.Add(1) > r.maxIdle {
+			r.idle.Add(-1)
 			return
 		}
-		r.idle++
-		done := r.ctx.Done()
-		r.mu.Unlock()
 		select {
 		case it := <-r.handoff:
 			w, ctx = it.w, it.ctx
 		case <-done:
-			r.mu.Lock()
-			r.idle--
-			r.mu.Unlock()
+			r.idle.Add(-1)
 			return
 		}
 	}
 }
-
 // execute reads the pod's runtime status and calls the PodSyncer, outside any lock.
 func (r *Runner) execute(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
@@ -347,7 +425,7 @@ func (r *Runner) timerLoop(ctx context.Context) {
 		r.mu.Lock()
 		due, has := r.m.NextRequeue()
 		r.armed = due
-		r.mu.Unlock()
+		r.unlock()
 		var timer clock.Timer
 		var fire <-chan time.Time
 		if has {
@@ -378,7 +456,7 @@ func (r *Runner) timerLoop(ctx context.Context) {
 func (r *Runner) tick() {
 	now := r.clock.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	rd := r.m.Tick(now)
 	r.applyLocked(&rd, false)
 }
@@ -386,63 +464,63 @@ func (r *Runner) tick() {
 // Len returns how many pods the runner knows.
 func (r *Runner) Len() int {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.Len()
 }
 
 // PodState returns a snapshot of a known pod.
 func (r *Runner) PodState(uid types.UID) (PodState, bool) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.PodState(uid)
 }
 
 // IsPodKnownTerminated: see Machine.IsPodKnownTerminated.
 func (r *Runner) IsPodKnownTerminated(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.IsPodKnownTerminated(uid)
 }
 
 // CouldHaveRunningContainers: see Machine.CouldHaveRunningContainers.
 func (r *Runner) CouldHaveRunningContainers(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.CouldHaveRunningContainers(uid)
 }
 
 // ShouldPodBeFinished: see Machine.ShouldPodBeFinished.
 func (r *Runner) ShouldPodBeFinished(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.ShouldPodBeFinished(uid)
 }
 
 // IsPodTerminationRequested: see Machine.IsPodTerminationRequested.
 func (r *Runner) IsPodTerminationRequested(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.IsPodTerminationRequested(uid)
 }
 
 // ShouldPodContainersBeTerminating: see Machine.ShouldPodContainersBeTerminating.
 func (r *Runner) ShouldPodContainersBeTerminating(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.ShouldPodContainersBeTerminating(uid)
 }
 
 // ShouldPodRuntimeBeRemoved: see Machine.ShouldPodRuntimeBeRemoved.
 func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.ShouldPodRuntimeBeRemoved(uid)
 }
 
 // ShouldPodContentBeRemoved: see Machine.ShouldPodContentBeRemoved.
 func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	defer r.unlock()
 	return r.m.ShouldPodContentBeRemoved(uid)
 }
 

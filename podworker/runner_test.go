@@ -168,3 +168,50 @@ func TestRunnerReadsNewerStatus(t *testing.T) {
 		<-done
 	})
 }
+
+// TestRunnerForgetsEverything: after pods ran their whole lifecycle and were forgotten,
+// nothing of them is left in the Runner or its Machine.
+func TestRunnerForgetsEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var transitions []Transition
+		r, err := New(Config{Syncer: PodSyncerFuncs{}, MaxConcurrentSyncs: 2,
+			OnTransition: func(tr Transition) { transitions = append(transitions, tr) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		uids := []string{"a", "b", "c", "d", "e"}
+		for _, uid := range uids {
+			if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod(uid)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		for _, uid := range uids {
+			if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod(uid, deleted(1))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		if known := r.SyncKnownPods(nil); len(known) != 0 {
+			t.Fatalf("SyncKnownPods left %v", known)
+		}
+		r.mu.Lock()
+		left := []int{r.m.Len(), len(r.cancels), len(r.deferred), len(r.m.requeue), r.m.inFlight, len(r.m.queue) - r.m.qhead}
+		r.mu.Unlock()
+		for i, n := range left {
+			if n != 0 {
+				t.Errorf("left behind (field %d): %v", i, left)
+				break
+			}
+		}
+		// Every pod went none -> syncing -> terminating -> terminated -> finished -> none.
+		if got, want := len(transitions), 5*len(uids); got != want {
+			t.Errorf("%d transitions, want %d: %v", got, want, transitions)
+		}
+		cancel()
+		<-done
+	})
+}
