@@ -387,6 +387,7 @@ func (r *Runner) worker(ctx context.Context, w Work) {
 		}
 	}
 }
+
 // execute reads the pod's runtime status and calls the PodSyncer, outside any lock.
 func (r *Runner) execute(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
