@@ -781,3 +781,62 @@ func TestManagerStaticPodWaitsForItsMirror(t *testing.T) {
 		}
 	})
 }
+
+// The patcher may call back into the manager: it is never called under the manager's lock
+// (a deadlock here would fail the synctest bubble).
+func TestManagerPatcherCalledWithoutLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := deleting(testPod("p", "u1"))
+		api := statusmgrtest.NewFakeAPI(pod)
+		var m *statusmgr.Manager
+		reentrant := statusmgr.StatusPatcherFuncs{
+			GetPodFunc: func(ctx context.Context, ns, name string) (*v1.Pod, error) {
+				m.GetPodStatus("u1")
+				m.Stats()
+				return api.GetPod(ctx, ns, name)
+			},
+			PatchPodStatusFunc: func(ctx context.Context, ns, name string, patch []byte) (*v1.Pod, error) {
+				_ = m.SetContainerStartup("u1", "containerd://c1", true)
+				return api.PatchPodStatus(ctx, ns, name, patch)
+			},
+			DeletePodFunc: func(ctx context.Context, ns, name string, uid types.UID) error {
+				m.RemoveOrphanedStatuses(map[types.UID]bool{"u1": true})
+				return api.DeletePod(ctx, ns, name, uid)
+			},
+		}
+		h := start(t, api, func(c *statusmgr.Config) { c.Patcher = reentrant })
+		m = h.m
+		must(t, m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		must(t, m.TerminatePod(pod))
+		synctest.Wait()
+		if api.Len() != 0 {
+			t.Fatal("pod not deleted")
+		}
+	})
+}
+
+func TestManagerRunStopsMidSync(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := statusmgrtest.NewFakeAPI(testPod("a", "ua"), testPod("b", "ub"))
+		blocking := statusmgr.StatusPatcherFuncs{
+			GetPodFunc: func(ctx context.Context, ns, name string) (*v1.Pod, error) {
+				<-ctx.Done() // a slow API server
+				return nil, ctx.Err()
+			},
+		}
+		h := start(t, api, func(c *statusmgr.Config) { c.Patcher = blocking })
+		must(t, h.m.SetPodStatus(testPod("a", "ua"), runningStatus(true)))
+		must(t, h.m.SetPodStatus(testPod("b", "ub"), runningStatus(true)))
+		synctest.Wait() // the loop is blocked in GetPod
+		h.stop()        // returns once the call gives up: no goroutine left behind
+		for _, uid := range []types.UID{"ua", "ub"} {
+			if _, ok := h.m.GetPodStatus(uid); !ok {
+				t.Errorf("status %s lost on shutdown", uid)
+			}
+		}
+		if s := h.m.Stats(); s.Gone != 0 || s.Deleted != 0 {
+			t.Errorf("stats after shutdown = %+v", s)
+		}
+	})
+}
