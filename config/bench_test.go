@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strconv"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -122,8 +123,11 @@ func (g *w1) check(b *testing.B, round int, c Changes) {
 }
 
 func benchmarkW1(b *testing.B, fresh bool) {
-	var mallocs uint64
-	var ms runtime.MemStats
+	var (
+		mallocs uint64
+		ms      runtime.MemStats
+		cpu     time.Duration
+	)
 	for b.Loop() {
 		b.StopTimer()
 		g := newW1(fresh)
@@ -133,11 +137,13 @@ func benchmarkW1(b *testing.B, fresh bool) {
 		}
 		for round := range w1Rounds {
 			u := g.round()
+			runtime.GC() // the garbage of making the input is not Merge's
 			runtime.ReadMemStats(&ms)
-			before := ms.Mallocs
+			before, cpu0 := ms.Mallocs, processCPU()
 			b.StartTimer()
 			c := s.Merge(u)
 			b.StopTimer()
+			cpu += processCPU() - cpu0
 			runtime.ReadMemStats(&ms)
 			mallocs += ms.Mallocs - before
 			g.check(b, round, c)
@@ -147,6 +153,7 @@ func benchmarkW1(b *testing.B, fresh bool) {
 	podRounds := float64(b.N) * w1Rounds * w1Pods
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/podRounds, "ns/pod-round")
 	b.ReportMetric(float64(mallocs)/podRounds, "allocs/pod-round")
+	b.ReportMetric(float64(cpu.Nanoseconds())/podRounds, "cpu-ns/pod-round")
 }
 
 // BenchmarkW1Informer is W1 with unchanged pods passed as the same objects every round.

@@ -56,11 +56,12 @@ func annotationsEqual(existing, ref map[string]string) bool {
 // semanticallyEqual reports whether the kubelet sees no meaningful difference between the
 // two versions of a pod: spec, labels, deletion timestamp, deletion grace and the non-local
 // annotations are all deeply equal.
-func semanticallyEqual(existing, ref *v1.Pod, tmp *scratch) bool {
+// annKnownEqual says the caller already knows the annotations to be equal.
+func semanticallyEqual(existing, ref *v1.Pod, tmp *scratch, annKnownEqual bool) bool {
 	return stringMapEqual(existing.Labels, ref.Labels) &&
 		int64PtrEqual(existing.DeletionGracePeriodSeconds, ref.DeletionGracePeriodSeconds) &&
 		deletionTimestampEqual(existing, ref) &&
-		annotationsEqual(existing.Annotations, ref.Annotations) &&
+		(annKnownEqual || annotationsEqual(existing.Annotations, ref.Annotations)) &&
 		specEqual(existing, ref, tmp)
 }
 
@@ -106,7 +107,7 @@ func CheckAndUpdatePod(existing, ref *v1.Pod) (needUpdate, needReconcile, needGr
 	if existing == nil || ref == nil {
 		return false, false, false
 	}
-	if semanticallyEqual(existing, ref, nil) {
+	if semanticallyEqual(existing, ref, nil, false) {
 		if statusEqual(existing, ref, nil) {
 			return false, false, false
 		}
@@ -139,8 +140,9 @@ func takeMeaningful(existing, ref *v1.Pod) {
 
 // classify is CheckAndUpdatePod without modifying ref: the store's variant. It returns the
 // category of the change (Update, Delete or Reconcile) and false if nothing changed.
-func classify(existing, ref *v1.Pod, tmp *scratch) (Op, bool) {
-	if semanticallyEqual(existing, ref, tmp) {
+// annKnownEqual is as for semanticallyEqual.
+func classify(existing, ref *v1.Pod, tmp *scratch, annKnownEqual bool) (Op, bool) {
+	if semanticallyEqual(existing, ref, tmp, annKnownEqual) {
 		if statusEqual(existing, ref, tmp) {
 			return 0, false
 		}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"time"
 	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
@@ -93,15 +94,21 @@ func stringMapEqual(a, b map[string]string) bool {
 // compileEqual builds the equalFunc of t. Recursive types are supported through a cell
 // filled in once the type's function is built.
 func compileEqual(t reflect.Type) equalFunc {
-	return (&equalCompiler{done: map[reflect.Type]*equalFunc{}}).compile(t)
+	return (&equalCompiler{done: map[reflect.Type]*equalFunc{}, roots: map[reflect.Type]bool{t: true}}).compile(t)
 }
 
 type equalCompiler struct {
-	done map[reflect.Type]*equalFunc
+	done  map[reflect.Type]*equalFunc
+	roots map[reflect.Type]bool
 }
 
 func (c *equalCompiler) compile(t reflect.Type) equalFunc {
 	if cell, ok := c.done[t]; ok {
+		if *cell != nil {
+			return *cell
+		}
+		// t is being compiled further up: a recursive type. Go through the cell, which
+		// is filled in before anything is compared.
 		return func(a, b unsafe.Pointer, tmp *scratch) bool { return (*cell)(a, b, tmp) }
 	}
 	cell := new(equalFunc)
@@ -227,6 +234,48 @@ func quantityEqualVia(eq equalFunc, va, vb resource.Quantity, tmp *scratch) bool
 	return ok
 }
 
+// bitwiseImpliesDeepEqual reports whether two values of t with identical bytes are
+// always deeply equal. That holds unless t holds, inline (not behind a pointer, slice or
+// map, whose identical addresses DeepEqual accepts without looking), a float or complex
+// number (NaN is not equal to itself), a func (non-nil funcs are never deeply equal) or an
+// interface (whose dynamic value may be a NaN).
+func bitwiseImpliesDeepEqual(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.Func, reflect.Interface:
+		return false
+	case reflect.Array:
+		return t.Len() == 0 || bitwiseImpliesDeepEqual(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !bitwiseImpliesDeepEqual(t.Field(i).Type) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hasReferences reports whether t holds, inline, a pointer, slice or map: something a
+// deep copy gives a new address. A time's *time.Location does not count: copies share it.
+func hasReferences(t reflect.Type) bool {
+	if t == reflect.TypeFor[*time.Location]() {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.UnsafePointer, reflect.Chan:
+		return true
+	case reflect.Array:
+		return t.Len() > 0 && hasReferences(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasReferences(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // sliceHeader is the memory layout of a slice.
 type sliceHeader struct {
 	data unsafe.Pointer
@@ -254,23 +303,101 @@ func (c *equalCompiler) buildSlice(t reflect.Type) equalFunc {
 	}
 }
 
+// How a struct field is compared: the common cases inline, the rest through eq.
+const (
+	fieldCall   uint8 = iota // eq(a, b, tmp)
+	fieldString              // == on strings
+	fieldBits8               // == on 1, 2, 4 or 8 bytes of bools or integers (never floats)
+	fieldBits16
+	fieldBits32
+	fieldBits64
+	fieldPointer // equal pointers short-cut, one nil differs, else eq on the pointees
+	fieldSlice   // nil, length and shared-array short cuts, else eq on the slice
+)
+
+// structField is one field of a compiled struct.
+type structField struct {
+	off  uintptr
+	how  uint8
+	elem equalFunc // the pointee's for fieldPointer, the field's own for fieldSlice and fieldCall
+}
+
 func (c *equalCompiler) buildStruct(t reflect.Type) equalFunc {
-	type field struct {
-		off uintptr
-		eq  equalFunc
-	}
-	fields := make([]field, 0, t.NumField())
+	fields := make([]structField, 0, t.NumField())
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if f.Type.Size() == 0 {
 			continue // zero-size fields are always equal
 		}
-		fields = append(fields, field{off: f.Offset, eq: c.compile(f.Type)})
+		sf := structField{off: f.Offset}
+		switch k := f.Type.Kind(); {
+		case k == reflect.String:
+			sf.how = fieldString
+		case k == reflect.Bool || (k >= reflect.Int && k <= reflect.Uintptr):
+			sf.how = map[uintptr]uint8{1: fieldBits8, 2: fieldBits16, 4: fieldBits32, 8: fieldBits64}[f.Type.Size()]
+		case k == reflect.Pointer:
+			sf.how, sf.elem = fieldPointer, c.compile(f.Type.Elem())
+		case k == reflect.Slice:
+			sf.how, sf.elem = fieldSlice, c.compile(f.Type)
+		default:
+			sf.how, sf.elem = fieldCall, c.compile(f.Type)
+		}
+		fields = append(fields, sf)
 	}
+	// A first comparison of the raw bytes pays off where it usually succeeds: for the
+	// roots (a pod's spec or status copied by value still shares everything) and for
+	// structs without references (metav1.Time, most conditions), which deep copies
+	// reproduce byte for byte. Elsewhere a deep copy's fresh addresses make it fail.
+	size := int(t.Size())
+	bitwise := bitwiseImpliesDeepEqual(t) && (c.roots[t] || !hasReferences(t))
 	return func(a, b unsafe.Pointer, tmp *scratch) bool {
-		for _, f := range fields {
-			if !f.eq(unsafe.Add(a, f.off), unsafe.Add(b, f.off), tmp) {
-				return false
+		if bitwise && unsafe.String((*byte)(a), size) == unsafe.String((*byte)(b), size) {
+			return true
+		}
+		for i := range fields {
+			f := &fields[i]
+			pa, pb := unsafe.Add(a, f.off), unsafe.Add(b, f.off)
+			switch f.how {
+			case fieldString:
+				if *(*string)(pa) != *(*string)(pb) {
+					return false
+				}
+			case fieldBits8:
+				if *(*uint8)(pa) != *(*uint8)(pb) {
+					return false
+				}
+			case fieldBits16:
+				if *(*uint16)(pa) != *(*uint16)(pb) {
+					return false
+				}
+			case fieldBits32:
+				if *(*uint32)(pa) != *(*uint32)(pb) {
+					return false
+				}
+			case fieldBits64:
+				if *(*uint64)(pa) != *(*uint64)(pb) {
+					return false
+				}
+			case fieldPointer:
+				qa, qb := *(*unsafe.Pointer)(pa), *(*unsafe.Pointer)(pb)
+				if qa == qb {
+					continue
+				}
+				if qa == nil || qb == nil || !f.elem(qa, qb, tmp) {
+					return false
+				}
+			case fieldSlice:
+				sa, sb := (*sliceHeader)(pa), (*sliceHeader)(pb)
+				if sa.data == sb.data && sa.len == sb.len {
+					continue // shared (or both nil)
+				}
+				if !f.elem(pa, pb, tmp) {
+					return false
+				}
+			default:
+				if !f.elem(pa, pb, tmp) {
+					return false
+				}
 			}
 		}
 		return true

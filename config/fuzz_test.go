@@ -37,7 +37,6 @@ func (n *naiveStore) apply(u PodUpdate, now string) (Changes, bool) {
 				c.Removes = append(c.Removes, stored.DeepCopy())
 			}
 		}
-		sortPods(c.Removes)
 		return c, true
 	}
 	var valid, kept []*v1.Pod

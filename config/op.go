@@ -72,7 +72,8 @@ type PodUpdate struct {
 
 // Changes is what one Store.Merge changed in one source, by category. A pod appears in at
 // most one category. Adds, Updates, Deletes and Reconciles are in input order; Removes are
-// sorted by namespace, name and UID. Every pod is a deep copy that shares no memory with
+// in input order for a Remove and sorted by namespace, name and UID for a Set (whose
+// removed pods are the ones not listed). Every pod is a deep copy that shares no memory with
 // the store or with the input.
 type Changes struct {
 	Adds       []*v1.Pod

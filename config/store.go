@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"unsafe"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -85,6 +86,15 @@ type entry struct {
 	pod *v1.Pod
 	// gen is the Store.gen of the last Apply that listed the pod.
 	gen uint64
+	// annFrom is the annotation map of the input pod that pod's annotations were last
+	// built from or found equal to (apart from local keys). Inputs are not modified after
+	// being passed, so an input carrying this very map has equal annotations.
+	annFrom map[string]string
+}
+
+// sameMap reports whether a and b are the same non-nil map.
+func sameMap(a, b map[string]string) bool {
+	return a != nil && b != nil && *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // nameKey is a pod's full name.
@@ -125,8 +135,8 @@ func (s *Store) Merge(u PodUpdate) Changes {
 //     not listed are Removes. The source counts as seen afterwards.
 //   - Add, Update, Delete: the listed pods are upserted and classified like Set's; other
 //     pods stay. The op itself does not matter (an Update of an unknown pod is an Add).
-//   - Remove: the listed UIDs are dropped and returned as Removes; unknown UIDs are
-//     ignored. Content does not matter.
+//   - Remove: the listed UIDs are dropped and returned as Removes, in input order;
+//     unknown UIDs are ignored. Content does not matter.
 //   - Reconcile, or any other value: invalid.
 //
 // Before anything else, nil pods and pods without a UID are dropped, and (except for
@@ -184,14 +194,15 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			if seen == "" {
 				seen = s.clock.Now().Format(SeenTimeLayout)
 			}
-			e = &entry{pod: newStored(ref, u.Source, seen)}
+			e = &entry{pod: newStored(ref, u.Source, seen), annFrom: ref.Annotations}
 			st.pods[ref.UID] = e
 			e.gen = s.gen
 			c.Adds = append(c.Adds, e.pod.DeepCopy())
 			continue
 		}
 		e.gen = s.gen
-		op, changed := classify(e.pod, ref, &s.tmp)
+		op, changed := classify(e.pod, ref, &s.tmp, sameMap(e.annFrom, ref.Annotations))
+		e.annFrom = ref.Annotations
 		if !changed {
 			continue
 		}
@@ -234,7 +245,6 @@ func (s *Store) remove(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			c.Removes = append(c.Removes, e.pod.DeepCopy())
 		}
 	}
-	sortPods(c.Removes)
 	return c, drops, nil
 }
 

@@ -157,10 +157,10 @@ func TestMergeOps(t *testing.T) {
 			wantSeen: true,
 		},
 		{
-			name:     "remove drops listed UIDs, whatever their content; unknown UIDs do nothing",
-			before:   []*v1.Pod{a, b},
-			update:   PodUpdate{Op: Remove, Source: "api", Pods: []*v1.Pod{relabel(b), c}},
-			want:     Changes{Removes: []*v1.Pod{st(b)}},
+			name:     "remove drops listed UIDs in input order, whatever their content; unknown UIDs do nothing",
+			before:   []*v1.Pod{a, b, c},
+			update:   PodUpdate{Op: Remove, Source: "api", Pods: []*v1.Pod{relabel(c), newPod("x", "uid-x"), b}},
+			want:     Changes{Removes: []*v1.Pod{st(c), st(b)}},
 			wantPods: []*v1.Pod{st(a)},
 			wantSeen: true,
 		},
@@ -343,5 +343,38 @@ func TestOpString(t *testing.T) {
 	}
 	if Set != 0 || Reconcile != 5 {
 		t.Errorf("Set = %d, Reconcile = %d; want 0 and 5", Set, Reconcile)
+	}
+}
+
+// TestMergeSameObjectsAgain passes the same input objects round after round, as an
+// informer does, and checks that nothing is reported until an object is replaced.
+func TestMergeSameObjectsAgain(t *testing.T) {
+	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+	a, b := newPod("a", "uid-a"), newPod("b", "uid-b")
+	a.Annotations = map[string]string{"team": "x"}
+	s.Merge(set(a, b))
+	for round := range 3 {
+		if c := s.Merge(set(a, b)); c.Len() != 0 {
+			t.Fatalf("round %d: same objects reported as changes: %+v", round, c)
+		}
+	}
+	// Replace a with a new object carrying new annotations: an Update; then the new
+	// object again: nothing.
+	a2 := a.DeepCopy()
+	a2.Annotations = map[string]string{"team": "y"}
+	if c := s.Merge(set(a2, b)); len(c.Updates) != 1 || c.Len() != 1 {
+		t.Fatalf("replaced annotations: %+v, want one update", c)
+	}
+	if c := s.Merge(set(a2, b)); c.Len() != 0 {
+		t.Fatalf("same replaced object again: %+v", c)
+	}
+	// A scalar changed in place on a previously passed object (a contract violation
+	// that the store still notices, since it keeps its own copy of the pod struct).
+	b.Status.Phase = v1.PodFailed
+	if c := s.Merge(set(a2, b)); len(c.Reconciles) != 1 || c.Len() != 1 {
+		t.Fatalf("status changed in place: %+v, want one reconcile", c)
+	}
+	if got := s.Pods("api")[0].Annotations["team"]; got != "y" {
+		t.Errorf("stored team annotation %q, want y", got)
 	}
 }
