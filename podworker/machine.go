@@ -1,8 +1,6 @@
 package podworker
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -281,8 +279,9 @@ func (m *Machine) setPending(st *podState, t SyncPodType) {
 // Complete reports the outcome of the in-flight work of pod uid, which ended at now,
 // and returns what to do next. It returns ErrNotWorking if uid has no work in flight.
 //
-// A work whose context the Machine cancelled and that returned an error is superseded:
-// no backoff, the pending update runs at once. Any other error backs off. A successful
+// A work whose context the Machine cancelled and that returned an error (whatever it
+// is) is superseded: no backoff, the pending update that caused the cancellation runs
+// at once. Any other error backs off. A successful
 // SyncPod is resynced after the resync interval; a transition queues the next stage at
 // once.
 func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, error) {
@@ -300,7 +299,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 	wt := st.lastWork
 
 	switch {
-	case res.Err != nil && cancelled && errors.Is(res.Err, context.Canceled):
+	case res.Err != nil && cancelled:
 		// Superseded: the pending update that caused the cancellation runs next.
 	case res.Err != nil:
 		st.failures++

@@ -325,13 +325,26 @@ func TestMaxConcurrentSyncs(t *testing.T) {
 }
 
 func TestCancelledWorkIsNotBackedOff(t *testing.T) {
+	for _, cerr := range []error{context.Canceled, errors.New("runtime call aborted")} {
+		t.Run(cerr.Error(), func(t *testing.T) { testCancelledWork(t, cerr) })
+	}
+	// An error of a work that was not cancelled backs off.
+	m := newTestMachine(t, MachineConfig{})
+	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+	rd, _ := m.Complete(t0, "a", Result{Err: context.Canceled})
+	if diff := cmp.Diff([]Requeue{{UID: "a", After: time.Second}}, rd.Requeue); diff != "" {
+		t.Errorf("requeue (-want +got):\n%s", diff)
+	}
+}
+
+func testCancelledWork(t *testing.T, cerr error) {
 	m := newTestMachine(t, MachineConfig{})
 	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
 	rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, false)
 	if diff := cmp.Diff([]types.UID{"a"}, rd.Cancel); diff != "" {
 		t.Fatalf("cancel (-want +got):\n%s", diff)
 	}
-	rd, err := m.Complete(t0.Add(time.Second), "a", Result{Err: context.Canceled})
+	rd, err := m.Complete(t0.Add(time.Second), "a", Result{Err: cerr})
 	if err != nil {
 		t.Fatal(err)
 	}
