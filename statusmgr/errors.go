@@ -23,7 +23,4 @@ var (
 	// ErrNotImplemented is returned by a StatusPatcherFuncs or PodLookupFuncs method whose
 	// function is nil.
 	ErrNotImplemented = errors.New("statusmgr: method not implemented")
-	// ErrUIDMismatch is returned when the server's pod has another UID than the status
-	// (the pod was deleted and recreated under the same name). The status is forgotten.
-	ErrUIDMismatch = errors.New("statusmgr: pod was recreated with a new UID")
 )

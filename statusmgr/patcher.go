@@ -33,9 +33,12 @@ type StatusPatcher interface {
 // StatusPatcherFuncs adapts plain functions to a StatusPatcher. A nil function makes its
 // method return ErrNotImplemented.
 type StatusPatcherFuncs struct {
-	GetPodFunc         func(ctx context.Context, namespace, name string) (*v1.Pod, error)
+	// GetPodFunc implements GetPod.
+	GetPodFunc func(ctx context.Context, namespace, name string) (*v1.Pod, error)
+	// PatchPodStatusFunc implements PatchPodStatus.
 	PatchPodStatusFunc func(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error)
-	DeletePodFunc      func(ctx context.Context, namespace, name string, uid types.UID) error
+	// DeletePodFunc implements DeletePod.
+	DeletePodFunc func(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
 var _ StatusPatcher = StatusPatcherFuncs{}
@@ -77,7 +80,9 @@ type PodLookup interface {
 
 // PodLookupFuncs adapts plain functions to a PodLookup. A nil function reports "not found".
 type PodLookupFuncs struct {
-	GetPodByUIDFunc       func(uid types.UID) (*v1.Pod, bool)
+	// GetPodByUIDFunc implements GetPodByUID.
+	GetPodByUIDFunc func(uid types.UID) (*v1.Pod, bool)
+	// GetMirrorPodByPodFunc implements GetMirrorPodByPod.
 	GetMirrorPodByPodFunc func(pod *v1.Pod) (*v1.Pod, bool)
 }
 
