@@ -11,6 +11,7 @@
 //
 // Commands (pods are named by UID; the name defaults to the UID):
 //
+//	config [max=N] [resync=D] [backoff=D] [backoff-max=D]     rebuild the target with this config (before any pod)
 //	create UID [name=N] [ns=N] [static] [phase=P] [grace=S]   UpdatePod(create) of a new pod
 //	update UID [type=update|sync|create] [phase=P]             UpdatePod with the pod (changed)
 //	delete UID [grace=S]                 set deletionTimestamp and deletion grace S (default 30), UpdatePod(update)
@@ -161,26 +162,38 @@ func newHarness(t testing.TB, mode Mode) *harness {
 		lastMin: map[types.UID]time.Time{},
 		waits:   map[string][]chan struct{}{},
 	}
-	zero := func() float64 { return 0 }
-	if mode == MachineMode {
-		m, err := podworker.NewMachine(podworker.MachineConfig{Rand: zero})
+	if err := h.start(podworker.MachineConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// start builds the target with cfg (jitter off) and, for a Runner, runs it.
+func (h *harness) start(cfg podworker.MachineConfig) error {
+	cfg.Rand = func() float64 { return 0 }
+	if h.mode == MachineMode {
+		m, err := podworker.NewMachine(cfg)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		h.m = m
-		return h
+		return nil
 	}
 	r, err := podworker.New(podworker.Config{
-		Syncer:       h.syncer(),
-		Cache:        podworker.StatusCacheFunc(h.getNewerThan),
-		Refresher:    podworker.RefresherFunc(h.refresh),
-		StatusGetter: podworker.StatusGetterFunc(h.get),
-		Clock:        h.clock,
-		Rand:         zero,
-		OnTransition: h.transition,
+		Syncer:             h.syncer(),
+		Cache:              podworker.StatusCacheFunc(h.getNewerThan),
+		Refresher:          podworker.RefresherFunc(h.refresh),
+		StatusGetter:       podworker.StatusGetterFunc(h.get),
+		Clock:              h.clock,
+		Rand:               cfg.Rand,
+		ResyncInterval:     cfg.ResyncInterval,
+		BackoffInitial:     cfg.BackoffInitial,
+		BackoffMax:         cfg.BackoffMax,
+		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		OnTransition:       h.transition,
 	})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	h.r = r
 	ctx, cancel := context.WithCancel(context.Background())
@@ -188,11 +201,47 @@ func newHarness(t testing.TB, mode Mode) *harness {
 	go func() {
 		defer close(h.done)
 		if err := r.Run(ctx); err != nil {
-			t.Errorf("Run: %v", err)
+			h.t.Errorf("Run: %v", err)
 		}
 	}()
 	synctest.Wait()
-	return h
+	return nil
+}
+
+// configure replaces the target with a new one built from the command's options; only
+// allowed before any pod was seen.
+func (h *harness) configure(a args) error {
+	if len(h.known) > 0 {
+		return errors.New("config must come before any pod")
+	}
+	var cfg podworker.MachineConfig
+	for k, v := range a.kv {
+		switch k {
+		case "max":
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return err
+			}
+			cfg.MaxConcurrentSyncs = n
+		case "resync", "backoff", "backoff-max":
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				return err
+			}
+			switch k {
+			case "resync":
+				cfg.ResyncInterval = d
+			case "backoff":
+				cfg.BackoffInitial = d
+			default:
+				cfg.BackoffMax = d
+			}
+		default:
+			return fmt.Errorf("unknown config option %q", k)
+		}
+	}
+	h.close()
+	return h.start(cfg)
 }
 
 func (h *harness) close() {
@@ -288,6 +337,8 @@ func (h *harness) pod(a args) (*v1.Pod, error) {
 
 func (h *harness) command(a args) error {
 	switch a.verb {
+	case "config":
+		return h.configure(a)
 	case "create":
 		if len(a.pos) == 0 {
 			return errors.New("missing pod UID")
