@@ -217,13 +217,21 @@ func (m *Mux) SourceReady(source string) <-chan struct{} {
 	return ch
 }
 
-// SeenAllSources reports whether every source of MuxConfig.Sources has had a Set merged.
-func (m *Mux) SeenAllSources() bool {
+// SeenAllSources reports whether every one of sources (MuxConfig.Sources if none are
+// given) has had a Set merged, like the kubelet's PodConfig.SeenAllSources.
+func (m *Mux) SeenAllSources(sources ...string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for _, s := range m.expected {
+	if len(sources) == 0 {
+		sources = m.expected
+	}
+	for _, s := range sources {
+		ch, ok := m.ready[s]
+		if !ok {
+			return false
+		}
 		select {
-		case <-m.ready[s]:
+		case <-ch:
 		default:
 			return false
 		}
@@ -234,9 +242,10 @@ func (m *Mux) SeenAllSources() bool {
 // Channel returns the channel through which source sends updates, creating it and the
 // goroutine that serves it on the first call for source. The goroutine merges each update
 // with Update (the PodUpdate's Source is overwritten with source) and stops when ctx ends;
-// later calls for the same source return the same channel whatever their ctx. Errors go
-// to MuxConfig.OnError and the logger. The channel is unbuffered: a send blocks until the
-// previous update of the source has been delivered.
+// until then, later calls for the same source return the same channel whatever their ctx,
+// and after it a call starts a new channel and goroutine. Errors go to MuxConfig.OnError
+// and the logger. The channel is unbuffered: a send blocks until the previous update of
+// the source has been delivered, so a sender should select on its own context too.
 func (m *Mux) Channel(ctx context.Context, source string) chan<- PodUpdate {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -250,7 +259,14 @@ func (m *Mux) Channel(ctx context.Context, source string) chan<- PodUpdate {
 }
 
 // serve merges the updates of one source's channel until ctx ends.
-func (m *Mux) serve(ctx context.Context, source string, ch <-chan PodUpdate) {
+func (m *Mux) serve(ctx context.Context, source string, ch chan PodUpdate) {
+	defer func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.channels[source] == ch {
+			delete(m.channels, source)
+		}
+	}()
 	for {
 		select {
 		case <-ctx.Done():

@@ -238,8 +238,25 @@ func TestMuxChannels(t *testing.T) {
 		if got, want := drain(m), []summary{{Add, "file", nil}}; !cmp.Equal(got, want) {
 			t.Errorf("file delivered %v, want %v", got, want)
 		}
+		if !m.SeenAllSources("api") || m.SeenAllSources("api", "http") {
+			t.Error("SeenAllSources with explicit sources is wrong")
+		}
 		cancel()
 		synctest.Wait() // both serving goroutines have returned, or synctest reports a leak
+
+		// A new context gets a new channel and goroutine.
+		ctx2, cancel2 := context.WithCancel(t.Context())
+		api2 := m.Channel(ctx2, "api")
+		if api2 == api {
+			t.Error("Channel after the context ended returned the dead channel")
+		}
+		api2 <- PodUpdate{Op: Set}
+		synctest.Wait()
+		if got, want := drain(m), []summary{{Remove, "api", []string{"a"}}}; !cmp.Equal(got, want) {
+			t.Errorf("api delivered %v, want %v", got, want)
+		}
+		cancel2()
+		synctest.Wait()
 	})
 }
 
