@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,6 +98,15 @@ func (c *countdown) hit() {
 	}
 }
 
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 func heapNow() uint64 {
 	runtime.GC()
 	var ms runtime.MemStats
@@ -147,7 +157,7 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 	for i, p := range creates {
 		index[p.UID] = i
 	}
-	var total time.Duration
+	var total, cpu time.Duration
 	var peakG atomic.Int64
 	var heapPerPod, leftPerPod, allocsPerPod float64
 	b.ResetTimer()
@@ -212,6 +222,7 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 		m0 := mallocs()
 		b.StartTimer()
 
+		c0 := cpuTime()
 		start := time.Now()
 		for _, p := range creates {
 			if err := r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p}); err != nil {
@@ -226,6 +237,7 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 		}
 		<-finished.done
 		phase := time.Since(start)
+		cpu += cpuTime() - c0
 
 		b.StopTimer()
 		heapPerPod = float64(heapNow()-base) / float64(n)
@@ -234,11 +246,13 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 		}
 		b.StartTimer()
 
+		c0 = cpuTime()
 		start = time.Now()
 		if known := r.SyncKnownPods(nil); len(known) != 0 {
 			b.Fatalf("SyncKnownPods left %d pods", len(known))
 		}
 		total += phase + time.Since(start)
+		cpu += cpuTime() - c0
 
 		b.StopTimer()
 		allocsPerPod = float64(mallocs()-m0) / float64(n)
@@ -264,6 +278,8 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 	b.StopTimer()
 	iters := float64(b.N)
 	b.ReportMetric(float64(n)*iters/total.Seconds(), "pods/s")
+	b.ReportMetric(float64(total.Milliseconds())/iters, "wall-ms")
+	b.ReportMetric(float64(cpu.Milliseconds())/iters, "cpu-ms")
 	b.ReportMetric(float64(peakG.Load()), "peak-goroutines")
 	b.ReportMetric(heapPerPod, "heap-B/pod")
 	b.ReportMetric(leftPerPod, "left-B/pod")

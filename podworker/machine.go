@@ -124,7 +124,7 @@ func (m *Machine) ready() Ready {
 // keep stores r's slices for reuse by the next call; a huge one (a mass SyncKnownPods)
 // is not kept, so a burst does not pin memory.
 func (m *Machine) keep(r *Ready) {
-	const huge = 4096
+	const huge = 256
 	m.buf = *r
 	if cap(r.Start) > huge {
 		m.buf.Start = nil
