@@ -14,9 +14,10 @@
 // contexts to cancel, the completion channels to close, the work to start and the
 // resync delays. It never blocks, reads no clock and starts no goroutine, so every
 // decision can be tested step by step (see podworkertest). Runner wraps a Machine with a
-// mutex, one goroutine per pod while that pod has work in flight (at most
-// MaxConcurrentSyncs of them when set), and one timer goroutine for resyncs and retries;
-// it calls the PodSyncer and the status cache outside its lock.
+// mutex, a goroutine per pod only while that pod has work in flight (at most
+// MaxConcurrentSyncs PodSyncer calls at once when set; a few idle workers are kept for
+// the next burst), and one timer goroutine for resyncs and retries; it calls the
+// PodSyncer and the status cache outside its lock. No goroutine is parked per known pod.
 //
 // # Guarantees
 //
