@@ -30,6 +30,8 @@ type entry struct {
 	server *v1.Pod
 	// firstUnsent is when the oldest version not yet on the server was set (zero when none).
 	firstUnsent time.Time
+	// versionAt is when the current version was set.
+	versionAt time.Time
 	// queued is true while the UID is in the cache's queue.
 	queued bool
 }
@@ -122,6 +124,7 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force,
 	if e.firstUnsent.IsZero() {
 		e.firstUnsent = now
 	}
+	e.versionAt = now
 	c.enqueue(pod.UID, e)
 	return true, nil
 }
@@ -181,27 +184,31 @@ type snapshot struct {
 	version  uint64
 	finished bool
 	server   *v1.Pod
+	at       time.Time // when the entry got this version
 }
 
 func (e *entry) snapshot(uid types.UID) snapshot {
-	return snapshot{uid: uid, e: e, pod: e.pod, status: e.status, version: e.version, finished: e.podIsFinished, server: e.server}
+	return snapshot{uid: uid, e: e, pod: e.pod, status: e.status, version: e.version, finished: e.podIsFinished, server: e.server, at: e.versionAt}
 }
 
 // commit records the outcome of a sync: the server has s.version (when sent) and server is
-// its current copy (nil: unknown). It returns whether the entry needs another sync now.
-func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) bool {
+// its current copy (nil: unknown). It returns whether the entry needs another sync now, and
+// when the oldest version just written was set (zero if nothing new was written).
+func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) (again bool, setAt time.Time) {
 	e := c.entries[s.uid]
 	if e != s.e {
-		return false // forgotten or replaced meanwhile
+		return false, time.Time{} // forgotten or replaced meanwhile
 	}
 	if sent && s.version > e.sentVersion {
 		e.sentVersion = s.version
-		if e.sentVersion == e.version {
-			e.firstUnsent = time.Time{}
+		setAt = e.firstUnsent
+		e.firstUnsent = time.Time{}
+		if e.sentVersion < e.version {
+			e.firstUnsent = s.at // newer versions are pending; s.at is a lower bound
 		}
 	}
 	e.server = server
-	return e.sentVersion < e.version
+	return e.sentVersion < e.version, setAt
 }
 
 // forget drops the pod's status if the entry is still the snapshot's.

@@ -42,6 +42,11 @@ type Config struct {
 	MaxConflictRetries int
 	// Logger receives the manager's logs. nil discards them.
 	Logger *slog.Logger
+	// ObserveSyncLatency, if set, is called (without the manager's lock) each time a status
+	// reaches the server, with the time since the oldest version it covers was set (the
+	// kubelet's pod status sync duration; an upper bound when newer versions arrived
+	// during the sync). It must not block.
+	ObserveSyncLatency func(latency time.Duration)
 }
 
 // Stats counts what the manager did and dropped. All counts only grow.
@@ -82,6 +87,7 @@ type Manager struct {
 	period      time.Duration
 	maxConflict int
 	log         *slog.Logger
+	observe     func(time.Duration)
 
 	// wake has room for one signal: "the queue is not empty".
 	wake chan struct{}
@@ -118,6 +124,7 @@ func New(cfg Config) (*Manager, error) {
 		period:      cfg.SyncPeriod,
 		maxConflict: cfg.MaxConflictRetries,
 		log:         cfg.Logger,
+		observe:     cfg.ObserveSyncLatency,
 		wake:        make(chan struct{}, 1),
 		syncing:     make(chan struct{}, 1),
 		c:           newCache(),

@@ -840,3 +840,34 @@ func TestManagerRunStopsMidSync(t *testing.T) {
 		}
 	})
 }
+
+func TestManagerObservesSyncLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pod := testPod("p", "u1")
+		api := statusmgrtest.NewFakeAPI(pod)
+		fail := true
+		api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
+			if fail && verb == statusmgrtest.Patch {
+				return apierrors.NewInternalError(errors.New("down"))
+			}
+			return nil
+		})
+		var seen []time.Duration
+		h := start(t, api, func(c *statusmgr.Config) {
+			c.ObserveSyncLatency = func(d time.Duration) { seen = append(seen, d) }
+		})
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		synctest.Wait()
+		h.clock.Step(time.Second)
+		must(t, h.m.SetPodStatus(pod, runningStatus(true))) // coalesced with the first
+		synctest.Wait()
+		fail = false
+		h.period()
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		synctest.Wait()
+		want := []time.Duration{statusmgr.DefaultSyncPeriod + time.Second, 0}
+		if diff := cmp.Diff(want, seen); diff != "" {
+			t.Errorf("latencies (-want +got):\n%s", diff)
+		}
+	})
+}

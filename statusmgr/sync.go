@@ -294,7 +294,7 @@ func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logge
 		m.mu.Lock()
 		m.stats.NotFounds++
 		m.stats.NoMirror++
-		m.c.commit(s, false, nil)
+		_, _ = m.c.commit(s, false, nil)
 		m.mu.Unlock()
 		log.Debug("static pod has no mirror pod on the server yet; not synced")
 		return nil
@@ -310,7 +310,7 @@ func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logge
 	} else {
 		m.stats.Errors++
 	}
-	m.c.commit(s, false, nil)
+	_, _ = m.c.commit(s, false, nil)
 	m.mu.Unlock()
 	log.Error("status sync failed; will retry", "call", verb, "err", err)
 	return fmt.Errorf("statusmgr: %s pod %s/%s: %w", verb, s.pod.Namespace, s.pod.Name, err)
@@ -332,8 +332,11 @@ func (m *Manager) forget(s snapshot, f func(*Stats)) {
 
 func (m *Manager) commit(s snapshot, sent bool, server *v1.Pod) {
 	m.mu.Lock()
-	again := m.c.commit(s, sent, server)
+	again, setAt := m.c.commit(s, sent, server)
 	m.mu.Unlock()
+	if m.observe != nil && !setAt.IsZero() {
+		m.observe(m.clock.Since(setAt))
+	}
 	if again {
 		m.signal()
 	}
