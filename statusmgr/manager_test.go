@@ -3,6 +3,7 @@ package statusmgr_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -870,4 +871,53 @@ func TestManagerObservesSyncLatency(t *testing.T) {
 			t.Errorf("latencies (-want +got):\n%s", diff)
 		}
 	})
+}
+
+func TestManagerTerminatePod(t *testing.T) {
+	term := func(s *v1.PodStatus) string {
+		if s.ContainerStatuses[0].State.Terminated == nil {
+			return string(s.Phase) + "/not-terminated"
+		}
+		return fmt.Sprintf("%s/%d", s.Phase, s.ContainerStatuses[0].State.Terminated.ExitCode)
+	}
+	tests := []struct {
+		name   string
+		cached *v1.PodStatus // set with SetPodStatus first
+		pod    v1.PodStatus  // pod.Status
+		static bool
+		want   string
+	}{
+		{name: "from pod.Status when nothing is cached", pod: runningStatus(true), want: "Failed/137"},
+		{name: "from the cached status", cached: ptrTo(runningStatus(true)), pod: v1.PodStatus{Phase: v1.PodPending,
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c"}}}, want: "Failed/137"},
+		{name: "succeeded stays succeeded", cached: func() *v1.PodStatus {
+			s := runningStatus(false)
+			s.Phase = v1.PodSucceeded
+			s.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 0}}
+			return &s
+		}(), want: "Succeeded/0"},
+		{name: "static pod keeps its phase", pod: runningStatus(true), static: true, want: "Running/137"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+			must(t, err)
+			pod := testPod("p", "u1")
+			pod.Status = tc.pod
+			if tc.static {
+				pod.Annotations[statusmgr.ConfigSourceAnnotationKey] = "file"
+			}
+			if tc.cached != nil {
+				must(t, m.SetPodStatus(pod, *tc.cached))
+			}
+			must(t, m.TerminatePod(pod))
+			got, ok := m.GetPodStatus("u1")
+			if !ok {
+				t.Fatal("no status")
+			}
+			if s := term(&got); s != tc.want {
+				t.Errorf("status = %s, want %s", s, tc.want)
+			}
+		})
+	}
 }
