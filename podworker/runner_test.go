@@ -3,6 +3,11 @@ package podworker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -214,4 +219,96 @@ func TestRunnerForgetsEverything(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestRunnerStress hammers a Runner from several goroutines with random updates of a few
+// pods and checks, inside every PodSyncer call, that no other call for the same pod is in
+// flight and that the concurrency bound holds; in the end every pod finishes and is
+// forgotten, and no goroutine is left (synctest).
+func TestRunnerStress(t *testing.T) {
+	for _, bound := range []int{0, 3} {
+		t.Run(fmt.Sprintf("max=%d", bound), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { stress(t, bound) })
+		})
+	}
+}
+
+func stress(t *testing.T, bound int) {
+	const pods = 20
+	var inCall [pods]atomic.Int32
+	var total, peak atomic.Int32
+	var calls atomic.Int64
+	enter := func(pod *v1.Pod) func() {
+		i, _ := strconv.Atoi(string(pod.UID))
+		if inCall[i].Add(1) != 1 {
+			t.Errorf("two calls in flight for pod %d", i)
+		}
+		n := total.Add(1)
+		if bound > 0 && n > int32(bound) {
+			t.Errorf("%d calls in flight, bound %d", n, bound)
+		}
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		calls.Add(1)
+		runtime.Gosched()
+		return func() { total.Add(-1); inCall[i].Add(-1) }
+	}
+	syncer := PodSyncerFuncs{
+		SyncPodFunc: func(_ context.Context, _ SyncPodType, pod, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
+			defer enter(pod)()
+			return pod.Generation%7 == 3, nil
+		},
+		SyncTerminatingPodFunc: func(_ context.Context, pod *v1.Pod, _ *pleg.PodStatus, _ int64, _ func(*v1.PodStatus)) error {
+			defer enter(pod)()
+			return nil
+		},
+		SyncTerminatedPodFunc: func(_ context.Context, pod *v1.Pod, _ *pleg.PodStatus) error {
+			defer enter(pod)()
+			return nil
+		},
+	}
+	r, err := New(Config{Syncer: syncer, MaxConcurrentSyncs: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- r.Run(ctx) }()
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(g), 42))
+			for range 500 {
+				i := rnd.IntN(pods)
+				p := testPod(strconv.Itoa(i))
+				p.Generation = rnd.Int64N(100)
+				opts := UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: p}
+				switch rnd.IntN(10) {
+				case 0:
+					deleted(rnd.Int64N(30))(p)
+				case 1:
+					opts.UpdateType = SyncPodKill
+					opts.KillPodOptions = &KillPodOptions{CompletedCh: make(chan struct{}), PodTerminationGracePeriodSecondsOverride: ptr(rnd.Int64N(20))}
+				case 2:
+					r.SyncKnownPods([]*v1.Pod{p})
+					continue
+				}
+				if err := r.UpdatePod(opts); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	synctest.Wait()
+	r.SyncKnownPods(nil) // everything not yet terminating is asked to terminate
+	synctest.Wait()
+	if known := r.SyncKnownPods(nil); len(known) != 0 {
+		t.Errorf("pods left after all finished: %v", known)
+	}
+	if calls.Load() == 0 || (bound > 0 && peak.Load() > int32(bound)) {
+		t.Errorf("calls %d, peak %d", calls.Load(), peak.Load())
+	}
+	cancel()
+	<-done
 }
