@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -16,8 +17,11 @@ import (
 // The kubelet compares pods with reflect.DeepEqual on struct values, which boxes the spec
 // and the status on the heap for every pod of every update and grows a "visited" map as it
 // goes. An equalFunc is compiled once per type from reflect.Type into a tree of closures
-// that walk two values through unsafe pointers. It gives exactly reflect.DeepEqual's
-// answer for acyclic values (which pods are: no type of the pod API is recursive):
+// that walk two values through unsafe pointers; struct fields of string, bool, integer,
+// pointer and slice kinds are compared inline, and a struct whose identical bytes imply
+// deep equality is first compared byte for byte (a pod's spec copied by value, a
+// metav1.Time). It gives exactly reflect.DeepEqual's answer for acyclic values (which
+// pods are: no type of the pod API is recursive):
 //
 //   - nil and empty slices and maps differ; a nil and a non-nil pointer differ;
 //   - pointers, slices and maps that share their memory are equal without looking further
@@ -27,8 +31,8 @@ import (
 //   - maps other than string-to-string, interfaces, funcs and channels are handed to
 //     reflect.DeepEqual itself, through pointers so that nothing is boxed.
 //
-// The compiled functions are immutable package-level values built at program start from
-// constant type information; they hold no state. equal_test.go checks them against
+// The compiled functions are built once, on first use, from constant type information and
+// never change; they hold no state. equal_test.go checks them against
 // reflect.DeepEqual on random mutations of pods.
 
 // equalFunc reports whether the two values of one type at a and b are deeply equal. tmp
@@ -41,26 +45,35 @@ type scratch struct {
 	q [2]resource.Quantity
 }
 
-var (
-	podSpecEqual   = compileEqual(reflect.TypeFor[v1.PodSpec]())
-	podStatusEqual = compileEqual(reflect.TypeFor[v1.PodStatus]())
-	timePtrEqual   = compileEqual(reflect.TypeFor[*metav1.Time]())
-)
+// podEqualFuncs are the compiled comparators of the parts of a pod that are compared.
+type podEqualFuncs struct {
+	spec, status, timePtr equalFunc
+}
+
+// podEqual compiles the comparators on first use (about half a millisecond) rather than at
+// program start; the result never changes.
+var podEqual = sync.OnceValue(func() *podEqualFuncs {
+	return &podEqualFuncs{
+		spec:    compileEqual(reflect.TypeFor[v1.PodSpec]()),
+		status:  compileEqual(reflect.TypeFor[v1.PodStatus]()),
+		timePtr: compileEqual(reflect.TypeFor[*metav1.Time]()),
+	}
+})
 
 // specEqual reports whether reflect.DeepEqual(a.Spec, b.Spec) holds.
 func specEqual(a, b *v1.Pod, tmp *scratch) bool {
-	return podSpecEqual(unsafe.Pointer(&a.Spec), unsafe.Pointer(&b.Spec), tmp)
+	return podEqual().spec(unsafe.Pointer(&a.Spec), unsafe.Pointer(&b.Spec), tmp)
 }
 
 // statusEqual reports whether reflect.DeepEqual(a.Status, b.Status) holds.
 func statusEqual(a, b *v1.Pod, tmp *scratch) bool {
-	return podStatusEqual(unsafe.Pointer(&a.Status), unsafe.Pointer(&b.Status), tmp)
+	return podEqual().status(unsafe.Pointer(&a.Status), unsafe.Pointer(&b.Status), tmp)
 }
 
 // deletionTimestampEqual reports whether reflect.DeepEqual(a.DeletionTimestamp,
 // b.DeletionTimestamp) holds.
 func deletionTimestampEqual(a, b *v1.Pod) bool {
-	return timePtrEqual(unsafe.Pointer(&a.DeletionTimestamp), unsafe.Pointer(&b.DeletionTimestamp), nil)
+	return podEqual().timePtr(unsafe.Pointer(&a.DeletionTimestamp), unsafe.Pointer(&b.DeletionTimestamp), nil)
 }
 
 // int64PtrEqual is reflect.DeepEqual on two *int64.
