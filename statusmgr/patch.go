@@ -105,6 +105,8 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 		}
 		b.Write(data[1:])
 	case len(data) >= 2 && data[0] == '{' && !isEmptyValue(of):
+		// (When the old value is empty the object is sent as is: the server's strategic
+		// merge drops a replace directive on an absent map field.)
 		b.WriteString(`{"$patch":"replace"`)
 		if len(data) > 2 {
 			b.WriteByte(',')
