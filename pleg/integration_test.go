@@ -2,6 +2,7 @@ package pleg_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -106,4 +107,55 @@ func TestLifecycleWithPlegtestRuntime(t *testing.T) {
 			t.Fatalf("removal events (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// TestRefreshSynchronous checks Refresh: right after the runtime changed, with the clock
+// standing still, it returns the changed status and sends the events of the change.
+func TestRefreshSynchronous(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rt := plegtest.NewRuntime(clk)
+	cache := pleg.NewCache()
+	r, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := rt.StartPod(ctx, plegtest.PodSpec{UID: "uid-1", Name: "web", Namespace: "default",
+		Containers: []plegtest.ContainerSpec{{Name: "app"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for len(r.Events()) > 0 {
+		<-r.Events()
+	}
+	if err := rt.KillPod(ctx, "uid-1", 30*time.Second); err != nil { // stops at once
+		t.Fatal(err)
+	}
+	st, err := r.Refresh(ctx, "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.IsRunning() || st.FindContainerStatusByName("app").State != pleg.ContainerStateExited {
+		t.Fatalf("Refresh after the kill = %+v, want nothing running", st)
+	}
+	if cached, _ := cache.Get("uid-1"); cached != st {
+		t.Errorf("Refresh returned a status that is not the cached one")
+	}
+	var got []string
+	for len(r.Events()) > 0 {
+		got = append(got, string((<-r.Events()).Type))
+	}
+	if diff := cmp.Diff([]string{"ContainerDied", "ContainerDied"}, got); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+
+	rt.SetPodStatusError("uid-1", context.DeadlineExceeded)
+	if _, err := r.Refresh(ctx, "uid-1"); !errors.Is(err, pleg.ErrPodStatus) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Refresh with a failing runtime = %v, want ErrPodStatus wrapping the runtime's error", err)
+	}
+	if _, err := r.Refresh(ctx, ""); !errors.Is(err, pleg.ErrInvalidStatus) {
+		t.Errorf("Refresh of an empty UID = %v, want ErrInvalidStatus", err)
+	}
 }

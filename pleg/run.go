@@ -60,6 +60,29 @@ func (r *Relister) RequestRefresh(uid types.UID) {
 	}
 }
 
+// Refresh re-inspects one pod now and returns its status: RequestRefresh done synchronously,
+// for a caller that must act on the pod's state as it is after its own action (the pod
+// workers, right after stopping a pod's containers). The status is fetched, cached (the
+// cache keeps a newer observation if it has one, and that is returned instead) and diffed
+// against the pod's record, whose events are sent; the caller gets the cached status
+// without comparing timestamps, which on a fake clock may not have moved since its action.
+// A failed fetch returns an error wrapping ErrPodStatus, and the next relist inspects the
+// pod again. It waits for a relist in progress. An empty UID is an error wrapping
+// ErrInvalidStatus.
+func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, error) {
+	if uid == "" {
+		return nil, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
+	}
+	if err := r.refresh(ctx, uid); err != nil {
+		return nil, err
+	}
+	status, err := r.cache.Get(uid)
+	if err != nil {
+		return nil, fmt.Errorf("%w: pod %s: %w", ErrPodStatus, uid, err)
+	}
+	return status, nil
+}
+
 // refreshPending refreshes every pod whose refresh was requested, in request order.
 func (r *Relister) refreshPending(ctx context.Context) {
 	r.refreshMu.Lock()
