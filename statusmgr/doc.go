@@ -64,6 +64,10 @@
 //     patched pod in the answer becomes the new copy;
 //  3. deletes the pod with grace 0 and a UID precondition when CanBeDeleted holds.
 //
+// With a PodLookup, each full sync also reconciles: a status already sent that would still
+// change the server's copy as the lookup sees it (someone overwrote it) is sent again from
+// a fresh GET, and a deletionTimestamp the lookup shows is noticed without a new status.
+//
 // NotFound forgets the status (the pod is gone). Conflict re-reads the pod and retries (at
 // most MaxConflictRetries times per sync), a Conflict on delete means the name has a new pod
 // (forgotten). Any other error is logged, counted (Stats.Errors), returned by Sync, and
