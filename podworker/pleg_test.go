@@ -7,7 +7,8 @@ import (
 
 // pleg's cache and relister plug into the Runner as they are.
 var (
-	_ podworker.StatusCache  = (*pleg.Cache)(nil)
-	_ podworker.StatusGetter = (*pleg.Cache)(nil)
-	_ podworker.Refresher    = (*pleg.Relister)(nil)
+	_ podworker.StatusCache     = (*pleg.Cache)(nil)
+	_ podworker.StatusGetter    = (*pleg.Cache)(nil)
+	_ podworker.Refresher       = (*pleg.Relister)(nil)
+	_ podworker.StatusRefresher = (*pleg.Relister)(nil)
 )

@@ -25,9 +25,10 @@ type Config struct {
 	// Cache is read before every sync (except for runtime-only pods) for a status newer
 	// than the pod's previous sync; *pleg.Cache satisfies it. nil: syncs get a nil status.
 	Cache StatusCache
-	// Refresher, if set, is asked to re-inspect a pod at once before the first status read
-	// of a new stage (terminating, terminated), so a transition does not wait for the next
-	// periodic relist; *pleg.Relister satisfies it.
+	// Refresher, if set, is asked to re-inspect a pod at once before the status read of
+	// every terminating and terminated work, so a transition does not wait for the next
+	// periodic relist. *pleg.Relister satisfies it, and StatusRefresher too: its
+	// synchronous Refresh is then used and its status passed on directly.
 	Refresher Refresher
 	// StatusGetter, if set, tells whether anything of a pod first seen in a terminal
 	// phase still runs (see Machine.UpdatePod). nil: Cache is used if it implements
@@ -392,10 +393,17 @@ func (r *Runner) worker(ctx context.Context, w Work) {
 func (r *Runner) execute(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
 	if w.RunningPod == nil {
+		refreshed := false
 		if w.RefreshStatus && r.refresher != nil {
-			r.refresher.RequestRefresh(w.UID)
+			if sr, ok := r.refresher.(StatusRefresher); ok {
+				if s, err := sr.Refresh(ctx, w.UID); err == nil {
+					status, refreshed = s, true
+				}
+			} else {
+				r.refresher.RequestRefresh(w.UID)
+			}
 		}
-		if r.cache != nil {
+		if r.cache != nil && !refreshed {
 			s, err := r.cache.GetNewerThan(ctx, w.UID, w.StatusNewerThan)
 			if err != nil {
 				return Result{Err: fmt.Errorf("podworker: reading the runtime status of pod %s: %w", w.UID, err)}

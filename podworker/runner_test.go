@@ -13,6 +13,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -115,8 +116,8 @@ func TestRunnerQueuesBeforeRun(t *testing.T) {
 }
 
 // TestRunnerReadsNewerStatus: each sync asks the cache for a status newer than the end
-// of the previous sync, refreshes before a new stage's first read, and a cache error is
-// retried like a sync error.
+// of the previous sync, refreshes before every terminating and terminated read, and a
+// cache error is retried like a sync error.
 func TestRunnerReadsNewerStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
@@ -164,7 +165,7 @@ func TestRunnerReadsNewerStatus(t *testing.T) {
 			}
 		}
 		if len(refreshes) != 2 {
-			t.Errorf("refreshes %v, want one per new stage", refreshes)
+			t.Errorf("refreshes %v, want one per terminating and terminated work", refreshes)
 		}
 		if s, _ := r.PodState("a"); s.Stage != StageFinished {
 			t.Errorf("stage %v, want finished", s.Stage)
@@ -311,4 +312,78 @@ func stress(t *testing.T, bound int) {
 	}
 	cancel()
 	<-done
+}
+
+// syncRefresher is a StatusRefresher whose Refresh returns a status naming the call.
+type syncRefresher struct {
+	calls int
+	fail  bool
+}
+
+func (f *syncRefresher) RequestRefresh(types.UID) {
+	panic("RequestRefresh called on a StatusRefresher")
+}
+
+func (f *syncRefresher) Refresh(_ context.Context, uid types.UID) (*pleg.PodStatus, error) {
+	f.calls++
+	if f.fail {
+		return nil, errors.New("runtime unavailable")
+	}
+	return &pleg.PodStatus{ID: uid, Name: fmt.Sprintf("refresh-%d", f.calls)}, nil
+}
+
+// TestRunnerUsesSynchronousRefresh: with a StatusRefresher, terminating and terminated
+// work get the refreshed status directly, even on a clock that never moves (where a cache
+// read "newer than the previous sync" could only wait); a failing Refresh falls back to
+// the cache.
+func TestRunnerUsesSynchronousRefresh(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refresh fails=%t", fail), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				clk := clocktesting.NewFakeClock(t0) // never stepped
+				var got []string
+				cacheReads := 0
+				cache := StatusCacheFunc(func(_ context.Context, uid types.UID, _ time.Time) (*pleg.PodStatus, error) {
+					cacheReads++
+					return &pleg.PodStatus{ID: uid, Name: "cache"}, nil
+				})
+				syncer := PodSyncerFuncs{
+					SyncTerminatingPodFunc: func(_ context.Context, _ *v1.Pod, s *pleg.PodStatus, _ int64, _ func(*v1.PodStatus)) error {
+						got = append(got, "terminating:"+s.Name)
+						return nil
+					},
+					SyncTerminatedPodFunc: func(_ context.Context, _ *v1.Pod, s *pleg.PodStatus) error {
+						got = append(got, "terminated:"+s.Name)
+						return nil
+					},
+				}
+				ref := &syncRefresher{fail: fail}
+				r, err := New(Config{Syncer: syncer, Cache: cache, Refresher: ref, Clock: clk, Rand: func() float64 { return 0 }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(5))}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				want := []string{"terminating:refresh-1", "terminated:refresh-2"}
+				wantReads := 0
+				if fail {
+					want = []string{"terminating:cache", "terminated:cache"}
+					wantReads = 2
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("statuses passed on (-want +got):\n%s", diff)
+				}
+				if ref.calls != 2 || cacheReads != wantReads {
+					t.Errorf("Refresh calls %d, cache reads %d; want 2 and %d", ref.calls, cacheReads, wantReads)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
 }

@@ -72,7 +72,7 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 		Pod:             st.pod,
 		MirrorPod:       st.mirror,
 		StatusNewerThan: st.lastSyncAt,
-		RefreshStatus:   wt != SyncPod && st.lastWork != wt,
+		RefreshStatus:   wt != SyncPod,
 	}
 	st.lastWork = wt
 	if wt == TerminatingPod {

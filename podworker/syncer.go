@@ -100,6 +100,17 @@ type Refresher interface {
 	RequestRefresh(uid types.UID)
 }
 
+// StatusRefresher is a Refresher that can also re-inspect a pod synchronously and return
+// the fresh status; *pleg.Relister satisfies it. When the Runner's Refresher implements it,
+// the Runner uses Refresh instead of RequestRefresh followed by GetNewerThan: the status is
+// then known to be observed after the previous work without comparing timestamps, which on
+// a fake or synctest clock may not have moved since that work ended. If Refresh fails, the
+// Runner falls back to GetNewerThan.
+type StatusRefresher interface {
+	Refresher
+	Refresh(ctx context.Context, uid types.UID) (*pleg.PodStatus, error)
+}
+
 // RefresherFunc adapts a function to a Refresher.
 type RefresherFunc func(uid types.UID)
 

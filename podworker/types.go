@@ -139,9 +139,10 @@ type Work struct {
 	// StatusNewerThan is when the pod's previous sync ended (zero for the first): the
 	// status passed to the PodSyncer must have been observed after it.
 	StatusNewerThan time.Time
-	// RefreshStatus asks the driver to request an immediate runtime refresh of the pod
-	// before reading its status: set on the first work of a new stage (terminating or
-	// terminated), so the transition does not wait for a periodic relist.
+	// RefreshStatus asks the driver to refresh the pod's runtime status before reading
+	// it: set on every terminating and terminated work (a new stage, a retry, a re-run
+	// with a shorter grace period), because the previous work changed the runtime and the
+	// next step must not wait for a periodic relist to see it.
 	RefreshStatus bool
 }
 
