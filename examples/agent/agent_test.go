@@ -98,13 +98,22 @@ func (h *harness) trace(kinds ...Kind) []string {
 
 func (h *harness) create(name string, grace int64, policy v1.RestartPolicy, ann map[string]string) *v1.Pod {
 	h.t.Helper()
-	p, err := h.server.Create(&v1.Pod{
+	p, err := h.server.Create(withPreStop(&v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: ann},
 		Spec: v1.PodSpec{NodeName: DefaultNodeName, RestartPolicy: policy, TerminationGracePeriodSeconds: &grace,
 			Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
-	})
+	}))
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	return p
+}
+
+// withPreStop gives the pod's container a preStop hook when its annotations say how long
+// the hook takes.
+func withPreStop(p *v1.Pod) *v1.Pod {
+	if p.Annotations[AnnotationPreStop] != "" {
+		p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
 	}
 	return p
 }
@@ -285,12 +294,6 @@ func TestGracePeriods(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, nil, nil, ContainerBehaviour{})
 				p := h.create("web", tc.grace, v1.RestartPolicyAlways, tc.ann)
-				if tc.ann[AnnotationPreStop] != "" {
-					// Give the container a preStop hook.
-					h.server.mu.Lock()
-					h.server.pods[nn("default", "web")].Spec.Containers[0].Lifecycle = &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{}}}
-					h.server.mu.Unlock()
-				}
 				h.waitPhase("web", v1.PodRunning)
 				start := time.Now()
 				var lastPhase v1.PodPhase
