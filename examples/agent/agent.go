@@ -43,6 +43,8 @@ const (
 	// in one relist (the kubelet's 1,000 drops events when a thousand pods start at once,
 	// and a dropped event delays the pod's sync until the periodic resync).
 	eventCapacity = 1 << 16
+	// apiSource is the config source of the API server's pods.
+	apiSource = "api"
 	// hostIP is the node's address as it appears in pod statuses (a documentation address).
 	hostIP = "192.0.2.1"
 )
@@ -80,7 +82,7 @@ type Agent struct {
 	runtime *plegtest.Runtime
 	started time.Time
 
-	store    *config.Store
+	mux      *config.Mux
 	cache    *pleg.Cache
 	relister *pleg.Relister
 	workers  *podworker.Runner
@@ -112,9 +114,14 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Clock = clock.RealClock{}
 	}
 	a := &Agent{cfg: cfg, clock: cfg.Clock, server: cfg.Server, runtime: cfg.Runtime,
-		store: config.NewStoreWithClock(cfg.Clock), cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{},
+		cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{},
 		started: cfg.Clock.Now()}
 	var err error
+	a.mux, err = config.NewMux(config.MuxConfig{Sources: []string{apiSource}, Clock: cfg.Clock, Logger: cfg.Logger,
+		OnDrop: func(d config.Drop) { a.observe(KindError, d.Pod, "config dropped the pod: %v", d.Err) }})
+	if err != nil {
+		return nil, err
+	}
 	a.relister, err = pleg.New(pleg.Config{Runtime: cfg.Runtime, Cache: a.cache, Clock: cfg.Clock,
 		RelistPeriod: cfg.RelistPeriod, EventChannelCapacity: eventCapacity, Logger: cfg.Logger})
 	if err != nil {
@@ -153,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	run := func(f func(context.Context) error) {
 		wg.Add(1)
 		go func() {
@@ -168,9 +175,8 @@ func (a *Agent) Run(ctx context.Context) error {
 	run(a.workers.Run)
 	run(a.status.Run)
 
-	initial, watch := a.server.Watch(ctx, a.cfg.NodeName)
-	a.apply(config.PodUpdate{Op: config.Set, Source: "api", Pods: initial})
-	a.syncLoop(ctx, watch)
+	run(a.apiSource)
+	a.syncLoop(ctx)
 	cancel()
 	wg.Wait()
 	select {
@@ -181,19 +187,40 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 }
 
+// apiSource feeds the API server's pods for this node into the config mux: the initial list
+// as a Set, then every watch event as an incremental update, so the cost of a change does
+// not grow with the number of pods.
+func (a *Agent) apiSource(ctx context.Context) error {
+	initial, watch := a.server.Watch(ctx, a.cfg.NodeName)
+	if err := a.mux.Update(ctx, config.PodUpdate{Op: config.Set, Source: apiSource, Pods: initial}); err != nil {
+		return ignoreCanceled(ctx, err)
+	}
+	for ev := range watch {
+		if err := a.mux.Update(ctx, watchUpdate(ev)); err != nil {
+			return ignoreCanceled(ctx, err)
+		}
+	}
+	return nil
+}
+
+// ignoreCanceled drops the error of an update interrupted by the agent's own stop.
+func ignoreCanceled(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
 // syncLoop is the kubelet's syncLoopIteration: config changes, PLEG events and housekeeping.
-func (a *Agent) syncLoop(ctx context.Context, watch <-chan Event) {
+func (a *Agent) syncLoop(ctx context.Context) {
 	housekeeping := a.clock.NewTimer(a.cfg.HousekeepingPeriod)
 	defer housekeeping.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-watch:
-			if !ok {
-				return
-			}
-			a.apply(watchUpdate(ev))
+		case u := <-a.mux.Updates():
+			a.dispatch(u)
 		case ev := <-a.relister.Events():
 			a.handlePLEG(ev)
 		case <-housekeeping.C():
@@ -212,37 +239,39 @@ func watchUpdate(ev Event) config.PodUpdate {
 	case Deleted:
 		op = config.Remove
 	}
-	return config.PodUpdate{Op: op, Source: "api", Pods: []*v1.Pod{ev.Pod}}
+	return config.PodUpdate{Op: op, Source: apiSource, Pods: []*v1.Pod{ev.Pod}}
 }
 
-// apply merges a config update and dispatches the changes in the kubelet's order.
-func (a *Agent) apply(u config.PodUpdate) {
-	c := a.store.Merge(u)
-	for _, p := range c.Removes {
-		a.observe(KindConfig, p, "REMOVE")
-		a.mu.Lock()
-		delete(a.pods, p.UID)
-		a.mu.Unlock()
-		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p})
-	}
-	for _, p := range c.Adds {
-		a.observe(KindConfig, p, "ADD")
-		a.setPod(p)
-		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p})
-	}
-	for _, p := range c.Updates {
-		a.observe(KindConfig, p, "UPDATE")
-		a.setPod(p)
-		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p})
-	}
-	for _, p := range c.Deletes {
-		a.observe(KindConfig, p, "DELETE (graceful, %ds)", derefOr(p.DeletionGracePeriodSeconds, -1))
-		a.setPod(p)
-		a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p})
-	}
-	for _, p := range c.Reconciles {
-		a.observe(KindConfig, p, "RECONCILE (phase %s)", p.Status.Phase)
-		a.setPod(p)
+// dispatch hands one category of changes to the pod workers, as the kubelet's
+// HandlePod{Removes,Additions,Updates,Reconcile} do (the mux delivers them in the kubelet's
+// order: removes, adds, updates, deletes, reconciles).
+func (a *Agent) dispatch(u config.PodUpdate) {
+	for _, p := range u.Pods {
+		switch u.Op {
+		case config.Remove:
+			a.observe(KindConfig, p, "REMOVE")
+			a.mu.Lock()
+			delete(a.pods, p.UID)
+			a.mu.Unlock()
+			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p})
+		case config.Add:
+			a.observe(KindConfig, p, "ADD")
+			a.setPod(p)
+			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p})
+		case config.Update:
+			a.observe(KindConfig, p, "UPDATE")
+			a.setPod(p)
+			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p})
+		case config.Delete:
+			// A graceful delete is an update whose deletionTimestamp makes the pod terminate.
+			a.observe(KindConfig, p, "DELETE (graceful, %ds)", derefOr(p.DeletionGracePeriodSeconds, -1))
+			a.setPod(p)
+			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p})
+		case config.Reconcile:
+			// Only the status changed (usually our own patch coming back).
+			a.observe(KindConfig, p, "RECONCILE (phase %s)", p.Status.Phase)
+			a.setPod(p)
+		}
 	}
 }
 
