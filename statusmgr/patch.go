@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -60,7 +63,7 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 			continue
 		}
 		of, nf := ov.Field(i), nv.Field(i)
-		if equality.Semantic.DeepEqual(of.Interface(), nf.Interface()) {
+		if fieldEqual(of, nf) {
 			continue
 		}
 		if fields > 0 {
@@ -88,6 +91,9 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Value) error {
 	if isEmptyValue(nf) {
 		b.WriteString("null")
+		return nil
+	}
+	if writeScalar(b, nf) {
 		return nil
 	}
 	data, err := json.Marshal(nf.Interface())
@@ -118,6 +124,49 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 	return nil
 }
 
+// writeScalar writes strings, integers, booleans and metav1.Time values as encoding/json
+// would, without reflection's boxing; it reports false for anything else.
+func writeScalar(b *bytes.Buffer, v reflect.Value) bool {
+	if v.Kind() != reflect.Struct && v.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		return writeSimpleString(b, v.String())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b.Write(strconv.AppendInt(b.AvailableBuffer(), v.Int(), 10))
+		return true
+	case reflect.Bool:
+		b.Write(strconv.AppendBool(b.AvailableBuffer(), v.Bool()))
+		return true
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[metav1.Time]() {
+			t := v.Interface().(metav1.Time)
+			b.WriteByte('"')
+			b.Write(t.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339))
+			b.WriteByte('"')
+			return true
+		}
+	}
+	return false
+}
+
+// writeSimpleString writes s as a JSON string if it needs no escaping (printable ASCII
+// other than quote, backslash and the characters encoding/json escapes for HTML), and
+// reports whether it did.
+func writeSimpleString(b *bytes.Buffer, s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	b.WriteByte('"')
+	b.WriteString(s)
+	b.WriteByte('"')
+	return true
+}
+
 // writeConditionsPatch writes the conditions part of the patch (after a comma if sep) and
 // returns how many top-level keys it wrote (0, 1 or 2).
 func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.PodCondition) (int, error) {
@@ -128,7 +177,7 @@ func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.Pod
 		base := &v1.PodCondition{Type: nc.Type} // a new condition: only its set fields
 		if j := findCondition(oldConds, nc.Type); j >= 0 {
 			base = &oldConds[j]
-			if equality.Semantic.DeepEqual(base, nc) {
+			if conditionEqual(base, nc) {
 				continue
 			}
 		}
@@ -251,7 +300,7 @@ func conditionDiff(oc, nc *v1.PodCondition) ([]byte, error) {
 			continue
 		}
 		of, nf := ov.Field(i), nv.Field(i)
-		if equality.Semantic.DeepEqual(of.Interface(), nf.Interface()) {
+		if fieldEqual(of, nf) {
 			continue
 		}
 		e.WriteByte(',')
@@ -262,6 +311,30 @@ func conditionDiff(oc, nc *v1.PodCondition) ([]byte, error) {
 	}
 	e.WriteByte('}')
 	return e.Bytes(), nil
+}
+
+// fieldEqual compares two values of one status field semantically (as
+// equality.Semantic.DeepEqual does: nil and empty lists and maps are equal, quantities and
+// times by value), with fast paths for scalars and times.
+func fieldEqual(a, b reflect.Value) bool {
+	switch a.Kind() {
+	case reflect.String:
+		return a.String() == b.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return a.Int() == b.Int()
+	case reflect.Bool:
+		return a.Bool() == b.Bool()
+	case reflect.Struct:
+		if a.Type() == reflect.TypeFor[metav1.Time]() {
+			ta, tb := a.Interface().(metav1.Time), b.Interface().(metav1.Time)
+			return ta.Equal(&tb)
+		}
+	case reflect.Slice, reflect.Map:
+		if a.Len() == 0 && b.Len() == 0 {
+			return true
+		}
+	}
+	return equality.Semantic.DeepEqual(a.Interface(), b.Interface())
 }
 
 func jsonName(f reflect.StructField) string {

@@ -1,7 +1,9 @@
 package statusmgr
 
 import (
+	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -236,5 +238,88 @@ func TestStripNullMembers(t *testing.T) {
 				t.Errorf("got %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// The patch of the terminal status of BENCHMARKS.md's seed pod, built by StatusPatch and,
+// for comparison, the way the kubelet builds it (two JSON encodings of the pod and
+// apimachinery's two-way strategic merge).
+func benchStatuses() (old, nw v1.PodStatus) {
+	old = v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		cond(v1.PodInitialized, v1.ConditionTrue, "", t0), cond(v1.PodReady, v1.ConditionTrue, "", t0),
+		cond(v1.ContainersReady, v1.ConditionTrue, "", t0), cond(v1.PodScheduled, v1.ConditionTrue, "", t0)},
+		HostIP: "10.0.0.1", PodIP: "10.244.0.2", StartTime: &metav1.Time{Time: t0},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "busybox", Ready: true, Image: "busybox",
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}}}}}
+	nw = *old.DeepCopy()
+	nw.Phase = v1.PodFailed
+	nw.Conditions[1] = cond(v1.PodReady, v1.ConditionFalse, ReasonPodFailed, t0.Add(time.Hour))
+	nw.Conditions[2] = cond(v1.ContainersReady, v1.ConditionFalse, ReasonPodFailed, t0.Add(time.Hour))
+	nw.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		ExitCode: 137, Reason: ReasonContainerStatusUnknown, Message: MessageContainerNotFound}}
+	return old, nw
+}
+
+func BenchmarkStatusPatch(b *testing.B) {
+	old, nw := benchStatuses()
+	b.ReportAllocs()
+	var n int
+	for range b.N {
+		p, _, err := StatusPatch("uid-1", &old, &nw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(p)
+	}
+	b.ReportMetric(float64(n), "patch-bytes")
+}
+
+func BenchmarkTwoWayMergePatchForComparison(b *testing.B) {
+	old, nw := benchStatuses()
+	b.ReportAllocs()
+	var n int
+	for range b.N {
+		o, err := json.Marshal(v1.Pod{Status: old})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := json.Marshal(v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Status: nw})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := strategicpatch.CreateTwoWayMergePatch(o, m, v1.Pod{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(p)
+	}
+	b.ReportMetric(float64(n), "patch-bytes")
+}
+
+func TestWriteScalarMatchesEncodingJSON(t *testing.T) {
+	values := []any{
+		"plain", "with \"quotes\"", "back\\slash", "<html>&", "tab\there", "üñí", "",
+		v1.PodRunning, int32(-5), int64(1 << 40), true, false,
+		metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))),
+	}
+	for _, v := range values {
+		var b bytes.Buffer
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !writeScalar(&b, reflect.ValueOf(v)) {
+			if _, ok := v.(string); !ok {
+				t.Errorf("%#v: not written", v)
+			}
+			continue
+		}
+		if got := b.String(); got != string(want) {
+			t.Errorf("%#v: got %s, want %s", v, got, want)
+		}
+	}
+	var b bytes.Buffer
+	if writeScalar(&b, reflect.ValueOf([]string{"a"})) {
+		t.Error("a slice was written as a scalar")
 	}
 }
