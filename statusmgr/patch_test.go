@@ -274,7 +274,7 @@ func BenchmarkStatusPatch(b *testing.B) {
 	b.ReportMetric(float64(n), "patch-bytes")
 }
 
-func BenchmarkTwoWayMergePatchForComparison(b *testing.B) {
+func BenchmarkPatchTheKubeletsWay(b *testing.B) {
 	old, nw := benchStatuses()
 	b.ReportAllocs()
 	var n int
