@@ -484,54 +484,33 @@ func (r *Runner) PodState(uid types.UID) (PodState, bool) {
 	return r.m.PodState(uid)
 }
 
-// IsPodKnownTerminated: see Machine.IsPodKnownTerminated.
-func (r *Runner) IsPodKnownTerminated(uid types.UID) bool {
+// query answers one of the Machine's queries under the runner's lock.
+func (r *Runner) query(q func(*Machine, types.UID) bool, uid types.UID) bool {
 	r.mu.Lock()
 	defer r.unlock()
-	return r.m.IsPodKnownTerminated(uid)
+	return q(r.m, uid)
 }
+
+// IsPodKnownTerminated: see Machine.IsPodKnownTerminated.
+func (r *Runner) IsPodKnownTerminated(uid types.UID) bool { return r.query((*Machine).IsPodKnownTerminated, uid) }
 
 // CouldHaveRunningContainers: see Machine.CouldHaveRunningContainers.
-func (r *Runner) CouldHaveRunningContainers(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.m.CouldHaveRunningContainers(uid)
-}
+func (r *Runner) CouldHaveRunningContainers(uid types.UID) bool { return r.query((*Machine).CouldHaveRunningContainers, uid) }
 
 // ShouldPodBeFinished: see Machine.ShouldPodBeFinished.
-func (r *Runner) ShouldPodBeFinished(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.m.ShouldPodBeFinished(uid)
-}
+func (r *Runner) ShouldPodBeFinished(uid types.UID) bool { return r.query((*Machine).ShouldPodBeFinished, uid) }
 
 // IsPodTerminationRequested: see Machine.IsPodTerminationRequested.
-func (r *Runner) IsPodTerminationRequested(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.m.IsPodTerminationRequested(uid)
-}
+func (r *Runner) IsPodTerminationRequested(uid types.UID) bool { return r.query((*Machine).IsPodTerminationRequested, uid) }
 
 // ShouldPodContainersBeTerminating: see Machine.ShouldPodContainersBeTerminating.
-func (r *Runner) ShouldPodContainersBeTerminating(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.m.ShouldPodContainersBeTerminating(uid)
-}
+func (r *Runner) ShouldPodContainersBeTerminating(uid types.UID) bool { return r.query((*Machine).ShouldPodContainersBeTerminating, uid) }
 
 // ShouldPodRuntimeBeRemoved: see Machine.ShouldPodRuntimeBeRemoved.
-func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.m.ShouldPodRuntimeBeRemoved(uid)
-}
+func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool { return r.query((*Machine).ShouldPodRuntimeBeRemoved, uid) }
 
 // ShouldPodContentBeRemoved: see Machine.ShouldPodContentBeRemoved.
-func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.unlock()
-	return r.m.ShouldPodContentBeRemoved(uid)
-}
+func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool { return r.query((*Machine).ShouldPodContentBeRemoved, uid) }
 
 // workContext is the context of one work: cancelled by the runner when the Machine asks
 // or when Run ends. Unlike context.WithCancel it does not register with its parent (the
