@@ -492,25 +492,39 @@ func (r *Runner) query(q func(*Machine, types.UID) bool, uid types.UID) bool {
 }
 
 // IsPodKnownTerminated: see Machine.IsPodKnownTerminated.
-func (r *Runner) IsPodKnownTerminated(uid types.UID) bool { return r.query((*Machine).IsPodKnownTerminated, uid) }
+func (r *Runner) IsPodKnownTerminated(uid types.UID) bool {
+	return r.query((*Machine).IsPodKnownTerminated, uid)
+}
 
 // CouldHaveRunningContainers: see Machine.CouldHaveRunningContainers.
-func (r *Runner) CouldHaveRunningContainers(uid types.UID) bool { return r.query((*Machine).CouldHaveRunningContainers, uid) }
+func (r *Runner) CouldHaveRunningContainers(uid types.UID) bool {
+	return r.query((*Machine).CouldHaveRunningContainers, uid)
+}
 
 // ShouldPodBeFinished: see Machine.ShouldPodBeFinished.
-func (r *Runner) ShouldPodBeFinished(uid types.UID) bool { return r.query((*Machine).ShouldPodBeFinished, uid) }
+func (r *Runner) ShouldPodBeFinished(uid types.UID) bool {
+	return r.query((*Machine).ShouldPodBeFinished, uid)
+}
 
 // IsPodTerminationRequested: see Machine.IsPodTerminationRequested.
-func (r *Runner) IsPodTerminationRequested(uid types.UID) bool { return r.query((*Machine).IsPodTerminationRequested, uid) }
+func (r *Runner) IsPodTerminationRequested(uid types.UID) bool {
+	return r.query((*Machine).IsPodTerminationRequested, uid)
+}
 
 // ShouldPodContainersBeTerminating: see Machine.ShouldPodContainersBeTerminating.
-func (r *Runner) ShouldPodContainersBeTerminating(uid types.UID) bool { return r.query((*Machine).ShouldPodContainersBeTerminating, uid) }
+func (r *Runner) ShouldPodContainersBeTerminating(uid types.UID) bool {
+	return r.query((*Machine).ShouldPodContainersBeTerminating, uid)
+}
 
 // ShouldPodRuntimeBeRemoved: see Machine.ShouldPodRuntimeBeRemoved.
-func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool { return r.query((*Machine).ShouldPodRuntimeBeRemoved, uid) }
+func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+	return r.query((*Machine).ShouldPodRuntimeBeRemoved, uid)
+}
 
 // ShouldPodContentBeRemoved: see Machine.ShouldPodContentBeRemoved.
-func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool { return r.query((*Machine).ShouldPodContentBeRemoved, uid) }
+func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
+	return r.query((*Machine).ShouldPodContentBeRemoved, uid)
+}
 
 // workContext is the context of one work: cancelled by the runner when the Machine asks
 // or when Run ends. Unlike context.WithCancel it does not register with its parent (the
