@@ -282,6 +282,16 @@ func TestCheckContainerStateTransition(t *testing.T) {
 			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
 				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpNotIn, Values: []int32{42}}}}
 		}), st(terminated("a", 42)), st(running("a")), true},
+		{"restart-all rule of another container", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.Containers[1].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{7}}}}
+		}), st(terminated("a", 0), terminated("b", 7)), st(running("a"), running("b")), false},
+		{"restart-all rule not matching", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = v1.RestartPolicyNever
+			p.Spec.Containers[1].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestartAllContainers,
+				ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{7}}}}
+		}), st(terminated("a", 0), terminated("b", 8)), st(running("a"), running("b")), true},
 		{"restart all containers in place", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 0)),
 			&v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{running("a")},
 				Conditions: []v1.PodCondition{{Type: v1.AllContainersRestarting, Status: v1.ConditionTrue}}}, false},

@@ -15,7 +15,9 @@ import (
 //   - its effective restart policy is OnFailure and it exited with a non-zero code;
 //   - one of its restartPolicyRules with action Restart matches its exit code;
 //   - it is a restartable init container (a sidecar: restartPolicy Always);
-//   - the new status has AllContainersRestarting True (the whole pod restarts in place).
+//   - the whole pod restarts in place: the new status has AllContainersRestarting True, or
+//     a terminated container's exit code matches one of its rules with action
+//     RestartAllContainers.
 //
 // An init container status whose name is not in the spec is an error as well (the kubelet
 // reports a mismatch between spec and status). pod nil gives ErrNilPod.
@@ -26,7 +28,7 @@ func CheckContainerStateTransition(pod *v1.Pod, oldStatus, newStatus *v1.PodStat
 	if oldStatus == nil || newStatus == nil {
 		return nil
 	}
-	if conditionIsTrue(newStatus.Conditions, v1.AllContainersRestarting) {
+	if conditionIsTrue(newStatus.Conditions, v1.AllContainersRestarting) || restartsAll(pod, oldStatus) {
 		return nil
 	}
 	spec := &pod.Spec
@@ -84,6 +86,27 @@ func mayLeaveTerminated(spec *v1.PodSpec, c *v1.Container, old *v1.ContainerStat
 		}
 	}
 	return false
+}
+
+// restartsAll reports whether a terminated container of oldStatus triggers a restart of
+// all containers (a matching RestartAllContainers rule).
+func restartsAll(pod *v1.Pod, oldStatus *v1.PodStatus) bool {
+	check := func(specs []v1.Container, statuses []v1.ContainerStatus) bool {
+		for i := range statuses {
+			term := statuses[i].State.Terminated
+			c := findContainer(specs, statuses[i].Name)
+			if term == nil || c == nil {
+				continue
+			}
+			for _, r := range c.RestartPolicyRules {
+				if r.Action == v1.ContainerRestartRuleActionRestartAllContainers && r.ExitCodes != nil && exitCodeMatches(r.ExitCodes, term.ExitCode) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return check(pod.Spec.Containers, oldStatus.ContainerStatuses) || check(pod.Spec.InitContainers, oldStatus.InitContainerStatuses)
 }
 
 func exitCodeMatches(req *v1.ContainerRestartRuleOnExitCodes, code int32) bool {
