@@ -51,7 +51,7 @@ func CheckContainerStateTransition(pod *v1.Pod, oldStatus, newStatus *v1.PodStat
 		if c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways {
 			continue
 		}
-		if mayLeaveTerminated(spec, nil, old) {
+		if mayLeaveTerminated(spec, c, old) {
 			continue
 		}
 		if leavesTerminated(newStatus.InitContainerStatuses, old.Name) {
