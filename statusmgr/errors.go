@@ -23,4 +23,6 @@ var (
 	// ErrNotImplemented is returned by a StatusPatcherFuncs or PodLookupFuncs method whose
 	// function is nil.
 	ErrNotImplemented = errors.New("statusmgr: method not implemented")
+	// ErrAlreadyRunning is returned by Run when another Run of the same Manager is active.
+	ErrAlreadyRunning = errors.New("statusmgr: Run already active")
 )

@@ -13,9 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ErrAlreadyRunning is returned by Run when another Run of the same Manager is active.
-var ErrAlreadyRunning = errors.New("statusmgr: Run already active")
-
 // Run is the sync loop. It blocks until ctx ends and then returns nil. It syncs the
 // statuses that changed as soon as they change (each batch takes the newest version of
 // every changed pod, so versions set while a batch runs are coalesced) and, every
