@@ -419,6 +419,16 @@ func TestNormalizeStatus(t *testing.T) {
 	NormalizeStatus(nil, nil) // no panic
 }
 
+func TestReadinessConditionsNilInput(t *testing.T) {
+	want := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonUnknownContainerStatuses}
+	if diff := cmp.Diff(want, ContainersReadyCondition(nil, nil)); diff != "" {
+		t.Errorf("ContainersReady (-want +got):\n%s", diff)
+	}
+	if got := PodReadyCondition(nil, nil); got.Status != v1.ConditionFalse {
+		t.Errorf("Ready = %+v", got)
+	}
+}
+
 func TestReadinessConditions(t *testing.T) {
 	pod := podWith(func(p *v1.Pod) {
 		p.Generation = 2

@@ -22,8 +22,10 @@ const (
 // sidecar (restartable init container) of the spec has a ready status; for a Succeeded pod
 // whose containers all have a status, False with reason PodCompleted; otherwise False with
 // reason ContainersNotReady (or UnknownContainerStatuses) and a message naming the
-// containers. LastTransitionTime is left zero (the manager stamps it).
+// containers. LastTransitionTime is left zero (the manager stamps it). A nil pod or status
+// counts as an empty one.
 func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition {
+	pod, status = orEmpty(pod, status)
 	c := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, ObservedGeneration: pod.Generation}
 	if status.ContainerStatuses == nil && status.InitContainerStatuses == nil {
 		c.Reason = ReasonUnknownContainerStatuses
@@ -73,8 +75,9 @@ func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition
 // PodReadyCondition computes the Ready condition of pod from status (the kubelet's
 // GeneratePodReadyCondition): ContainersReady's verdict when that is not True, else False
 // with reason ReadinessGatesNotReady while a readiness gate's condition is missing or not
-// True, else True.
+// True, else True. A nil pod or status counts as an empty one.
 func PodReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition {
+	pod, status = orEmpty(pod, status)
 	cr := ContainersReadyCondition(pod, status)
 	c := v1.PodCondition{Type: v1.PodReady, Status: cr.Status, Reason: cr.Reason, Message: cr.Message, ObservedGeneration: pod.Generation}
 	if cr.Status != v1.ConditionTrue {
@@ -96,4 +99,14 @@ func PodReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition {
 		c.Message = strings.Join(msgs, ", ")
 	}
 	return c
+}
+
+func orEmpty(pod *v1.Pod, status *v1.PodStatus) (*v1.Pod, *v1.PodStatus) {
+	if pod == nil {
+		pod = &v1.Pod{}
+	}
+	if status == nil {
+		status = &v1.PodStatus{}
+	}
+	return pod, status
 }

@@ -71,8 +71,12 @@ func key(ns, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: name}
 }
 
-// Put stores a deep copy of pod (creating or replacing it, e.g. with a new UID).
+// Put stores a deep copy of pod (creating or replacing it, e.g. with a new UID). A nil pod
+// is ignored.
 func (f *FakeAPI) Put(pod *v1.Pod) {
+	if pod == nil {
+		return
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := pod.DeepCopy()
