@@ -463,8 +463,11 @@ func TestManagerRemoveOrphanedStatuses(t *testing.T) {
 	if s := m.Stats(); s.Orphaned != 1 {
 		t.Errorf("Orphaned = %d", s.Orphaned)
 	}
-	// The orphan is never written.
+	// The orphan is never written: only the kept pod is looked up.
 	must(t, m.Sync(t.Context()))
+	if s := m.Stats(); s.Gets != 1 {
+		t.Errorf("Gets = %d, want 1", s.Gets)
+	}
 }
 
 func TestManagerRunOnce(t *testing.T) {
