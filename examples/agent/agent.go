@@ -9,7 +9,7 @@
 // the final delete with grace 0 as a Remove; housekeeping (SyncKnownPods) forgets finished
 // pods and removes their runtime leftovers.
 //
-// The API server and the runtime are in-memory (Server and plegtest.Runtime), so the agent
+// The API server and the runtime are in-memory (statusmgrtest.FakeAPI and plegtest.Runtime), so the agent
 // runs anywhere; pods say how their containers behave through annotations (see
 // ContainerBehaviour). Every step is reported to an Observer, which the nodeagent command
 // prints as a timeline.
@@ -31,6 +31,7 @@ import (
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // Defaults of Config.
@@ -54,7 +55,7 @@ type Config struct {
 	// NodeName is the node whose pods the agent runs.
 	NodeName string
 	// Server is the API server. Required.
-	Server *Server
+	Server *statusmgrtest.FakeAPI
 	// Runtime is the container runtime. Required.
 	Runtime *plegtest.Runtime
 	// Clock is the time source of every component; nil means the real clock.
@@ -78,7 +79,7 @@ type Config struct {
 type Agent struct {
 	cfg     Config
 	clock   clock.Clock
-	server  *Server
+	server  *statusmgrtest.FakeAPI
 	runtime *plegtest.Runtime
 	started time.Time
 
@@ -231,12 +232,12 @@ func (a *Agent) syncLoop(ctx context.Context) {
 }
 
 // watchUpdate turns one watch event into an incremental config update.
-func watchUpdate(ev Event) config.PodUpdate {
+func watchUpdate(ev statusmgrtest.Event) config.PodUpdate {
 	op := config.Update
 	switch ev.Type {
-	case Added:
+	case statusmgrtest.Added:
 		op = config.Add
-	case Deleted:
+	case statusmgrtest.Deleted:
 		op = config.Remove
 	}
 	return config.PodUpdate{Op: op, Source: apiSource, Pods: []*v1.Pod{ev.Pod}}

@@ -15,13 +15,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/pleg/plegtest"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // harness runs an agent inside a synctest bubble: time is virtual, and the bubble checks
 // that every goroutine has ended when the test does.
 type harness struct {
 	t       *testing.T
-	server  *Server
+	server  *statusmgrtest.FakeAPI
 	runtime *plegtest.Runtime
 	agent   *Agent
 	cancel  context.CancelFunc
@@ -31,11 +32,11 @@ type harness struct {
 	steps []Step
 }
 
-func newHarness(t *testing.T, server *Server, runtime *plegtest.Runtime, b ContainerBehaviour) *harness {
+func newHarness(t *testing.T, server *statusmgrtest.FakeAPI, runtime *plegtest.Runtime, b ContainerBehaviour) *harness {
 	t.Helper()
 	h := &harness{t: t, server: server, runtime: runtime, done: make(chan error, 1)}
 	if h.server == nil {
-		h.server = NewServer(nil)
+		h.server = statusmgrtest.NewFakeAPI()
 	}
 	if h.runtime == nil {
 		h.runtime = plegtest.NewRuntime(nil)
@@ -109,6 +110,10 @@ func (h *harness) create(name string, grace int64, policy v1.RestartPolicy, ann 
 	return p
 }
 
+func nn(namespace, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: namespace, Name: name}
+}
+
 // withPreStop gives the pod's container a preStop hook when its annotations say how long
 // the hook takes.
 func withPreStop(p *v1.Pod) *v1.Pod {
@@ -120,7 +125,7 @@ func withPreStop(p *v1.Pod) *v1.Pod {
 
 func (h *harness) waitPhase(name string, phase v1.PodPhase) {
 	h.t.Helper()
-	err := h.server.WaitFor(context.Background(), func(p map[types.NamespacedName]*v1.Pod) bool {
+	err := h.server.WaitForPods(context.Background(), func(p map[types.NamespacedName]*v1.Pod) bool {
 		pod, ok := p[nn("default", name)]
 		return ok && pod.Status.Phase == phase
 	})
@@ -131,7 +136,7 @@ func (h *harness) waitPhase(name string, phase v1.PodPhase) {
 
 func (h *harness) waitGone(name string) {
 	h.t.Helper()
-	err := h.server.WaitFor(context.Background(), func(p map[types.NamespacedName]*v1.Pod) bool {
+	err := h.server.WaitForPods(context.Background(), func(p map[types.NamespacedName]*v1.Pod) bool {
 		_, ok := p[nn("default", name)]
 		return !ok
 	})
@@ -150,7 +155,7 @@ func (h *harness) waitForgotten() {
 // checkDeletedOnce asserts the API side: exactly one final delete, no patch after it.
 func (h *harness) checkDeletedOnce() {
 	h.t.Helper()
-	if c := h.server.Calls(); c.Deletes != 1 {
+	if c := h.server.Counts(); c.Deletes != 1 {
 		h.t.Errorf("final deletes = %d, want exactly 1", c.Deletes)
 	}
 	deleted := false
@@ -217,7 +222,7 @@ func TestCreation(t *testing.T) {
 			"status patched status: phase Running",
 			"config RECONCILE (phase Running)",
 		})
-		if c := h.server.Calls(); c.Patches != 2 || c.Deletes != 0 {
+		if c := h.server.Counts(); c.Patches != 2 || c.Deletes != 0 {
 			t.Errorf("API calls = %+v, want 2 patches and no delete", c)
 		}
 	})
@@ -293,16 +298,9 @@ func TestGracePeriods(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newHarness(t, nil, nil, ContainerBehaviour{})
-				p := h.create("web", tc.grace, v1.RestartPolicyAlways, tc.ann)
+				h.create("web", tc.grace, v1.RestartPolicyAlways, tc.ann)
 				h.waitPhase("web", v1.PodRunning)
 				start := time.Now()
-				var lastPhase v1.PodPhase
-				h.server.SetReactor(func(verb string, _ types.NamespacedName) error {
-					if verb == "delete" {
-						lastPhase = h.server.pods[nn("default", "web")].Status.Phase
-					}
-					return nil
-				})
 				if err := h.server.Delete("default", "web", nil); err != nil {
 					t.Fatal(err)
 				}
@@ -316,13 +314,12 @@ func TestGracePeriods(t *testing.T) {
 				if took := time.Since(start); took != tc.wantGone {
 					t.Errorf("gone %v after the delete, want %v; timeline:\n%s", took, tc.wantGone, h.timeline())
 				}
-				if lastPhase != tc.wantPhase {
-					t.Errorf("phase on the server at the final delete = %q, want %q", lastPhase, tc.wantPhase)
+				if deleted := h.server.DeletedPods(); len(deleted) != 1 || deleted[0].Status.Phase != tc.wantPhase {
+					t.Errorf("pods at the final delete = %v, want one in phase %q", deleted, tc.wantPhase)
 				}
 				h.waitForgotten()
 				h.stop()
 				h.checkDeletedOnce()
-				_ = p
 			})
 		})
 	}
@@ -330,7 +327,7 @@ func TestGracePeriods(t *testing.T) {
 
 func TestDeletedBeforeStarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := NewServer(nil)
+		server := statusmgrtest.NewFakeAPI()
 		p, err := server.Create(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 			Spec: v1.PodSpec{NodeName: DefaultNodeName, Containers: []v1.Container{{Name: "app"}}}})
 		if err != nil {
@@ -366,7 +363,7 @@ func TestExitsOnItsOwn(t *testing.T) {
 		if _, ok := h.server.Pod("default", "job"); !ok {
 			t.Fatal("a finished pod was deleted before its deletion was requested")
 		}
-		if c := h.server.Calls(); c.Deletes != 0 {
+		if c := h.server.Counts(); c.Deletes != 0 {
 			t.Fatalf("final deletes before deletion was requested: %d", c.Deletes)
 		}
 		if err := h.server.Delete("default", "job", nil); err != nil {
@@ -375,7 +372,7 @@ func TestExitsOnItsOwn(t *testing.T) {
 		h.waitGone("job") // a terminal pod goes at once on the API server
 		h.waitForgotten()
 		h.stop()
-		if c := h.server.Calls(); c.Deletes != 0 {
+		if c := h.server.Counts(); c.Deletes != 0 {
 			t.Errorf("the agent deleted a pod the API server had already removed: %d deletes", c.Deletes)
 		}
 	})
@@ -385,7 +382,7 @@ func TestExitsOnItsOwn(t *testing.T) {
 // the runtime say: the pod ends deleted exactly once.
 func TestRestartMidTermination(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server, runtime := NewServer(nil), plegtest.NewRuntime(nil)
+		server, runtime := statusmgrtest.NewFakeAPI(), plegtest.NewRuntime(nil)
 		h1 := newHarness(t, server, runtime, ContainerBehaviour{StopDelay: -1})
 		h1.create("web", 10, v1.RestartPolicyAlways, nil)
 		h1.waitPhase("web", v1.PodRunning)
@@ -405,7 +402,7 @@ func TestRestartMidTermination(t *testing.T) {
 		}
 		h2.waitForgotten()
 		h2.stop()
-		if c := server.Calls(); c.Deletes != 1 {
+		if c := server.Counts(); c.Deletes != 1 {
 			t.Errorf("final deletes = %d, want 1", c.Deletes)
 		}
 	})

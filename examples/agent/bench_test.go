@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/pleg/plegtest"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // BenchmarkNodeAgent runs N pods through creation and graceful deletion on the in-memory
@@ -36,7 +37,7 @@ func benchLifecycle(b *testing.B, n int) {
 		stopped = make(map[types.UID]time.Time, n)
 		lat     = make([]time.Duration, 0, n)
 	)
-	server, rt := NewServer(nil), plegtest.NewRuntime(nil)
+	server, rt := statusmgrtest.NewFakeAPI(), plegtest.NewRuntime(nil)
 	observer := func(s Step) {
 		switch {
 		case s.Kind == KindWork && s.Detail == "SyncTerminatingPod done: every container stopped":
@@ -83,7 +84,7 @@ func benchLifecycle(b *testing.B, n int) {
 		}
 		return true
 	}
-	if err := server.WaitFor(ctx, running); err != nil {
+	if err := server.WaitForPods(ctx, running); err != nil {
 		b.Fatal(err)
 	}
 	var peak runtime.MemStats
@@ -94,7 +95,7 @@ func benchLifecycle(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 	}
-	if err := server.WaitFor(ctx, func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 0 }); err != nil {
+	if err := server.WaitForPods(ctx, func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 0 }); err != nil {
 		b.Fatal(err)
 	}
 	total := time.Since(start)
@@ -102,7 +103,7 @@ func benchLifecycle(b *testing.B, n int) {
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
-	calls := server.Calls()
+	calls := server.Counts()
 	if calls.Deletes != n {
 		b.Fatalf("final deletes = %d, want %d", calls.Deletes, n)
 	}

@@ -6,6 +6,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // Kind classifies a Step.
@@ -64,7 +66,7 @@ func (a *Agent) observeUID(k Kind, uid types.UID, format string, args ...any) {
 }
 
 // observeServer turns the server's changes into steps.
-func (a *Agent) observeServer(c Change) {
+func (a *Agent) observeServer(c statusmgrtest.Change) {
 	k := KindAPI
 	switch c.Verb {
 	case "patch":

@@ -22,6 +22,7 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/pleg/plegtest"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 func main() {
@@ -55,7 +56,7 @@ func run(args []string, out io.Writer) error {
 		fmt.Fprintln(out, s)
 		mu.Unlock()
 	}
-	server := agent.NewServer(nil)
+	server := statusmgrtest.NewFakeAPI()
 	a, err := agent.New(agent.Config{Server: server, Runtime: plegtest.NewRuntime(nil), RelistPeriod: *relist,
 		Containers: agent.ContainerBehaviour{StopDelay: *stopDelay}, Observer: observer})
 	if err != nil {
@@ -82,7 +83,7 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if err := server.WaitFor(ctx, allRunning(names)); err != nil {
+	if err := server.WaitForPods(ctx, allRunning(names)); err != nil {
 		return fmt.Errorf("waiting for the pods to run: %w", err)
 	}
 	created := time.Since(start)
@@ -92,7 +93,7 @@ func run(args []string, out io.Writer) error {
 			return err
 		}
 	}
-	if err := server.WaitFor(ctx, func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 0 }); err != nil {
+	if err := server.WaitForPods(ctx, func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 0 }); err != nil {
 		return fmt.Errorf("waiting for the pods to be deleted: %w", err)
 	}
 	total := time.Since(start)
@@ -104,7 +105,7 @@ func run(args []string, out io.Writer) error {
 	if err := <-done; err != nil {
 		return err
 	}
-	calls := server.Calls()
+	calls := server.Counts()
 	say("# every pod is gone after %v (deletion took %v); API calls: %d get, %d patch (%d bytes), %d delete",
 		total.Round(time.Millisecond), (total - created).Round(time.Millisecond), calls.Gets, calls.Patches, calls.PatchBytes, calls.Deletes)
 	return nil

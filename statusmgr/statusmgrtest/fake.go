@@ -1,7 +1,10 @@
-// Package statusmgrtest provides an in-memory API server for statusmgr: FakeAPI implements
-// statusmgr.StatusPatcher over a map of pods, applies status patches with apimachinery's
-// strategic merge (as the API server does), enforces the UID preconditions, counts calls and
-// lets tests inject errors and wait on the counts without polling.
+// Package statusmgrtest provides an in-memory API server for statusmgr and for node agents
+// built on podlife: FakeAPI implements statusmgr.StatusPatcher over a map of pods, applies
+// status patches with apimachinery's strategic merge (as the API server does), enforces the
+// UID preconditions, counts calls and lets tests inject errors and wait on the counts or on
+// the pods without polling. For a whole node agent it also creates pods, deletes them the
+// way a user does (graceful delete with deletionTimestamp and deletionGracePeriodSeconds),
+// and serves a watch of one node's pods (server.go).
 package statusmgrtest
 
 import (
@@ -10,6 +13,8 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+
+	"k8s.io/utils/clock"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,13 +59,23 @@ type FakeAPI struct {
 	deleted []*v1.Pod
 	// changed is closed (and replaced) on every call, for WaitFor.
 	changed chan struct{}
+
+	// clock stamps creation and deletion times (server.go).
+	clock clock.PassiveClock
+	// uids counts the UIDs Create generated.
+	uids int
+	// watchers hear of every change of a pod bound to their node.
+	watchers map[*watcher]struct{}
+	// observer, if set, hears of every change first.
+	observer func(Change)
 }
 
 var _ statusmgr.StatusPatcher = (*FakeAPI)(nil)
 
 // NewFakeAPI returns a FakeAPI holding deep copies of pods.
 func NewFakeAPI(pods ...*v1.Pod) *FakeAPI {
-	f := &FakeAPI{pods: make(map[types.NamespacedName]*v1.Pod), changed: make(chan struct{})}
+	f := &FakeAPI{pods: make(map[types.NamespacedName]*v1.Pod), changed: make(chan struct{}),
+		clock: clock.RealClock{}, watchers: map[*watcher]struct{}{}}
 	for _, p := range pods {
 		f.Put(p)
 	}
@@ -79,10 +94,11 @@ func (f *FakeAPI) Put(pod *v1.Pod) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := pod.DeepCopy()
-	f.rv++
-	p.ResourceVersion = strconv.Itoa(f.rv)
-	f.pods[key(p.Namespace, p.Name)] = p
+	t := Modified
+	if _, ok := f.pods[key(pod.Namespace, pod.Name)]; !ok {
+		t = Added
+	}
+	f.store(t, pod.DeepCopy(), "put", "stored")
 	f.notify()
 }
 
@@ -99,9 +115,7 @@ func (f *FakeAPI) MarkDeleted(namespace, name string, at metav1.Time, grace int6
 	np := &v1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: p.Spec, Status: *p.Status.DeepCopy()}
 	np.DeletionTimestamp = &at
 	np.DeletionGracePeriodSeconds = &grace
-	f.rv++
-	np.ResourceVersion = strconv.Itoa(f.rv)
-	f.pods[key(namespace, name)] = np
+	f.store(Modified, np, "delete", fmt.Sprintf("graceful delete: deletionTimestamp set, grace %ds", grace))
 	f.notify()
 	return true
 }
@@ -165,6 +179,24 @@ func (f *FakeAPI) WaitFor(ctx context.Context, cond func(Counts) bool) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// store saves p (removes it, for Deleted) with a new resourceVersion, and tells the observer
+// and then the watchers. f.mu must be held; the caller notifies WaitFor.
+func (f *FakeAPI) store(t EventType, p *v1.Pod, verb, detail string) {
+	f.rv++
+	p.ResourceVersion = strconv.Itoa(f.rv)
+	if t == Deleted {
+		delete(f.pods, key(p.Namespace, p.Name))
+	} else {
+		f.pods[key(p.Namespace, p.Name)] = p
+	}
+	if f.observer != nil {
+		f.observer(Change{Verb: verb, Pod: p.DeepCopy(), Detail: detail})
+	}
+	for w := range f.watchers {
+		w.push(Event{Type: t, Pod: p})
 	}
 }
 
@@ -238,9 +270,7 @@ func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patc
 	}
 	// Stored pods are never modified in place, so the new version may share the spec.
 	np := &v1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: p.Spec, Status: patched.Status}
-	f.rv++
-	np.ResourceVersion = strconv.Itoa(f.rv)
-	f.pods[key(namespace, name)] = np
+	f.store(Modified, np, "patch", fmt.Sprintf("patched status: phase %s (%d bytes)", np.Status.Phase, len(patch)))
 	return np.DeepCopy(), nil
 }
 
@@ -261,7 +291,7 @@ func (f *FakeAPI) DeletePod(_ context.Context, namespace, name string, uid types
 		return apierrors.NewConflict(v1.Resource("pods"), name,
 			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", uid, p.UID))
 	}
-	delete(f.pods, key(namespace, name))
+	f.store(Deleted, p, "final-delete", fmt.Sprintf("deleted from the API (grace 0, UID precondition %s)", uid))
 	f.deleted = append(f.deleted, p)
 	f.counts.Deleted++
 	return nil
