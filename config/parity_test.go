@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -91,6 +93,38 @@ func parityTook(e, r *v1.Pod) {
 
 type checkResult struct{ Update, Reconcile, GracefulDelete bool }
 
+// kubeletCheck restates §4's decision literally with reflect.DeepEqual: the oracle every
+// table case's expectation must agree with.
+func kubeletCheck(e, r *v1.Pod) checkResult {
+	annEqual := func(existing, ref map[string]string) bool { // §4 annotation comparison
+		isLocal := func(k string) bool {
+			return k == parityLocalKeys[0] || k == parityLocalKeys[1] || k == parityLocalKeys[2]
+		}
+		for k, v := range ref {
+			if ev, ok := existing[k]; !isLocal(k) && (!ok || ev != v) {
+				return false
+			}
+		}
+		for k := range existing {
+			if _, ok := ref[k]; !isLocal(k) && !ok {
+				return false
+			}
+		}
+		return true
+	}
+	if reflect.DeepEqual(e.Spec, r.Spec) && reflect.DeepEqual(e.Labels, r.Labels) &&
+		reflect.DeepEqual(e.DeletionTimestamp, r.DeletionTimestamp) &&
+		reflect.DeepEqual(e.DeletionGracePeriodSeconds, r.DeletionGracePeriodSeconds) && annEqual(e.Annotations, r.Annotations) {
+		return checkResult{Reconcile: !reflect.DeepEqual(e.Status, r.Status)}
+	}
+	return checkResult{Update: r.DeletionTimestamp == nil, GracefulDelete: r.DeletionTimestamp != nil}
+}
+
+// withCPU gives the pod's container a CPU request.
+func withCPU(p *v1.Pod, q resource.Quantity) {
+	p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: q}
+}
+
 var (
 	none      = checkResult{}
 	update    = checkResult{Update: true}
@@ -115,6 +149,10 @@ func TestParityCheckAndUpdatePod(t *testing.T) {
 		// annotations without the local keys.
 		{name: "§4 semantic: a Spec difference is a difference",
 			ref: func(r *v1.Pod) { r.Spec.Containers[0].Image = "nginx:2" }, want: update},
+		{name: "§4 semantic: Spec is compared with DeepEqual: the same quantity in another form (1 vs 1000m) is a difference",
+			ex: func(e *v1.Pod) { withCPU(e, resource.MustParse("1")) }, ref: func(r *v1.Pod) { withCPU(r, resource.MustParse("1000m")) }, want: update},
+		{name: "§4 semantic: Spec is compared with DeepEqual: equal quantities parsed separately are equal",
+			ex: func(e *v1.Pod) { withCPU(e, resource.MustParse("500m")) }, ref: func(r *v1.Pod) { withCPU(r, resource.MustParse("500m")) }, want: none},
 		{name: "§4 semantic: a Labels difference is a difference",
 			ref: func(r *v1.Pod) { r.Labels["app"] = "other" }, want: update},
 		{name: "§4 semantic: nil and empty labels differ under DeepEqual",
@@ -343,6 +381,9 @@ func TestParityCheckAndUpdatePod(t *testing.T) {
 			}
 			if tc.ref != nil {
 				tc.ref(r)
+			}
+			if diff := cmp.Diff(kubeletCheck(e, r), tc.want); diff != "" {
+				t.Fatalf("the case's expectation disagrees with §4 stated with reflect.DeepEqual (-§4 +case):\n%s", diff)
 			}
 			wantE, wantR := e.DeepCopy(), r.DeepCopy()
 			switch tc.want {
@@ -598,6 +639,21 @@ func TestParityMerge(t *testing.T) {
 			{u: setOf("api", with(a, func(p *v1.Pod) { p.Labels["v"] = "2"; p.ResourceVersion = "2"; p.Finalizers = []string{"f"} })),
 				want: config.Changes{Updates: pods(st(labelled(a), "api", s0))}},
 		}},
+		{name: "§4 through Merge: nil vs empty maps, config.hash, local keys of the stored pod win, a mirror key only ref has survives", steps: []mergeStep{
+			{u: setOf("api", with(a, func(p *v1.Pod) { p.Labels = nil; p.Annotations[kHash] = "h1" })),
+				want: config.Changes{Adds: pods(st(with(a, func(p *v1.Pod) { p.Labels = nil; p.Annotations[kHash] = "h1" }), "api", s0))}},
+			{name: "labels nil -> {} is an Update", u: setOf("api", with(a, func(p *v1.Pod) { p.Labels = map[string]string{}; p.Annotations[kHash] = "h1" })),
+				want: config.Changes{Updates: pods(st(with(a, func(p *v1.Pod) { p.Labels = map[string]string{}; p.Annotations[kHash] = "h1" }), "api", s0))}},
+			{name: "a config.hash change is an Update", u: setOf("api", with(a, func(p *v1.Pod) { p.Labels = map[string]string{}; p.Annotations[kHash] = "h2" })),
+				want: config.Changes{Updates: pods(st(with(a, func(p *v1.Pod) { p.Labels = map[string]string{}; p.Annotations[kHash] = "h2" }), "api", s0))}},
+			{name: "ref's config.source and config.seen lose, its config.mirror survives", advance: time.Hour,
+				u: setOf("api", with(a, func(p *v1.Pod) {
+					p.Annotations = map[string]string{kSource: "http", kSeen: "bogus", kMirror: "m", "x": "y"}
+				})),
+				want: config.Changes{Updates: pods(with(a, func(p *v1.Pod) {
+					p.Annotations = map[string]string{kSource: "api", kSeen: s0, kMirror: "m", "x": "y"}
+				}))}},
+		}},
 		{name: "§5 rule 4: stored UIDs absent from the list are Removes, as the last stored object", steps: []mergeStep{
 			{u: setOf("api", a, b), want: config.Changes{Adds: pods(st(a, "api", s0), st(b, "api", s0))}},
 			{u: setOf("api", failed(a), b), want: config.Changes{Reconciles: pods(st(failed(a), "api", s0))}},
@@ -676,6 +732,14 @@ func TestParityMerge(t *testing.T) {
 			{u: setOf("api", a), want: config.Changes{Adds: pods(st(a, "api", s0))}},
 			{u: opOf(config.Op(42), b), want: config.Changes{}, wantErr: config.ErrUnknownOp, wantPods: map[string][]*v1.Pod{"api": pods(st(a, "api", s0))}},
 			{u: opOf(config.Op(-1)), want: config.Changes{}, wantErr: config.ErrUnknownOp},
+		}},
+		{name: "DESIGN non-negotiables: a nil pod or an empty UID is a reported drop, never a panic", steps: []mergeStep{
+			{u: setOf("api", nil, a, with(b, func(p *v1.Pod) { p.UID = "" })), want: config.Changes{Adds: pods(st(a, "api", s0))},
+				wantDrops: []error{config.ErrNilPod, config.ErrEmptyUID}, wantPods: map[string][]*v1.Pod{"api": pods(st(a, "api", s0))}},
+			{u: opOf(config.Remove, nil, with(a, func(p *v1.Pod) { p.UID = "" })), want: config.Changes{},
+				wantDrops: []error{config.ErrNilPod, config.ErrEmptyUID}, wantPods: map[string][]*v1.Pod{"api": pods(st(a, "api", s0))}},
+			{name: "an update without a source is an error and changes nothing", u: setOf("", b), want: config.Changes{}, wantErr: config.ErrEmptySource,
+				wantSeen: map[string]bool{"": false}, wantPods: map[string][]*v1.Pod{"": nil}},
 		}},
 		{name: "DESIGN: Set replaces the source's pods, including those legacy ops upserted", steps: []mergeStep{
 			{u: opOf(config.Update, a), want: config.Changes{Adds: pods(st(a, "api", s0))}},
