@@ -9,14 +9,16 @@ import (
 )
 
 // MaxTerminationMessageBytes is the budget for all termination messages of one pod status;
-// NormalizeStatus splits it evenly across the pod's container statuses (the kubelet's
+// NormalizeStatus splits it evenly across the containers of the pod's spec (the kubelet's
 // MaxPodTerminationMessageLogLength).
 const MaxTerminationMessageBytes = 12 * 1024
 
 // NormalizeStatus puts status into the form the API server stores, so that a status read
 // back from the server compares equal to the cached one: every time is truncated to whole
 // seconds (RFC 3339), termination messages are cut to MaxTerminationMessageBytes divided by
-// the number of container statuses, container and ephemeral container statuses are sorted
+// the number of containers in pod.Spec (containers, init containers and ephemeral
+// containers, as the kubelet counts them; the number of statuses when pod is nil; the
+// whole budget when the spec has none), container and ephemeral container statuses are sorted
 // by name, and init container statuses follow the order of pod.Spec.InitContainers (pod may
 // be nil: they are then sorted by name too). status is modified in place; a nil status is a
 // no-op.
@@ -25,7 +27,7 @@ func NormalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
 		return
 	}
 	budget := MaxTerminationMessageBytes
-	if n := len(status.ContainerStatuses) + len(status.InitContainerStatuses) + len(status.EphemeralContainerStatuses); n > 0 {
+	if n := containerCount(pod, status); n > 0 {
 		budget /= n
 	}
 	truncTime(status.StartTime)
@@ -57,6 +59,17 @@ func NormalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
 	slices.SortStableFunc(status.InitContainerStatuses, func(a, b v1.ContainerStatus) int {
 		return cmp.Compare(specIndex(a.Name), specIndex(b.Name))
 	})
+}
+
+// containerCount is the number of containers the termination message budget is split
+// over: the pod spec's containers, init containers and ephemeral containers (as the
+// kubelet counts them, whether or not they have a status yet); without a pod, the
+// statuses.
+func containerCount(pod *v1.Pod, status *v1.PodStatus) int {
+	if pod == nil {
+		return len(status.ContainerStatuses) + len(status.InitContainerStatuses) + len(status.EphemeralContainerStatuses)
+	}
+	return len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers)
 }
 
 func normalizeState(s *v1.ContainerState, budget int) {
