@@ -204,8 +204,17 @@ func TestParityMerge(t *testing.T) {
 		}},
 		{name: "§5 rule 3: only what CheckAndUpdatePod copies reaches the stored object", steps: []mergeStep{
 			{u: setOf("api", a), want: config.Changes{Adds: pods(st(a, "api", s0))}},
-			{u: setOf("api", with(a, func(p *v1.Pod) { p.Labels["v"] = "2"; p.ResourceVersion = "2"; p.Finalizers = []string{"f"} })),
-				want: config.Changes{Updates: pods(st(labelled(a), "api", s0))}},
+			{name: "an Update takes Generation (§4 history, 1.34+) but not ResourceVersion or Finalizers",
+				u: setOf("api", with(a, func(p *v1.Pod) {
+					p.Labels["v"] = "2"
+					p.Generation = 5
+					p.ResourceVersion = "2"
+					p.Finalizers = []string{"f"}
+				})),
+				want: config.Changes{Updates: pods(st(with(labelled(a), func(p *v1.Pod) { p.Generation = 5 }), "api", s0))}},
+			{name: "a Reconcile takes Status only (not Generation)",
+				u:    setOf("api", with(a, func(p *v1.Pod) { p.Labels["v"] = "2"; p.Generation = 6; p.Status.Phase = v1.PodSucceeded })),
+				want: config.Changes{Reconciles: pods(st(with(labelled(a), func(p *v1.Pod) { p.Generation = 5; p.Status.Phase = v1.PodSucceeded }), "api", s0))}},
 		}},
 		{name: "§4 through Merge: nil vs empty maps, config.hash, local keys of the stored pod win, a mirror key only ref has survives", steps: []mergeStep{
 			{u: setOf("api", with(a, func(p *v1.Pod) { p.Labels = nil; p.Annotations[kHash] = "h1" })),
