@@ -1,6 +1,7 @@
 package statusmgr
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -592,6 +593,106 @@ func TestParityNormalize(t *testing.T) {
 			cached.StartTime, cached.Conditions = tc.want.StartTime, tc.want.Conditions
 			if diff := cmp.Diff(tc.want, cached, parAbbrev()); diff != "" {
 				t.Errorf("SetPodStatus normalized differently (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// parServer is a one-pod API server for the sync scenarios: it applies status patches,
+// records every call and fails the calls it is told to.
+type parServer struct {
+	t     *testing.T
+	pod   *v1.Pod
+	calls []string
+	fail  map[string]error // verb -> error of its next call
+}
+
+func (s *parServer) call(verb string) error {
+	s.calls = append(s.calls, verb)
+	if err := s.fail[verb]; err != nil {
+		delete(s.fail, verb)
+		return err
+	}
+	return nil
+}
+
+func (s *parServer) patcher() StatusPatcher {
+	return StatusPatcherFuncs{
+		GetPodFunc: func(_ context.Context, _, _ string) (*v1.Pod, error) {
+			if err := s.call("get"); err != nil {
+				return nil, err
+			}
+			return s.pod.DeepCopy(), nil
+		},
+		PatchPodStatusFunc: func(_ context.Context, _, _ string, patch []byte) (*v1.Pod, error) {
+			if err := s.call("patch"); err != nil {
+				return nil, err
+			}
+			patched := applyStatusPatch(s.t, s.pod.UID, s.pod.Status, patch)
+			s.pod.Status = patched.Status
+			return s.pod.DeepCopy(), nil
+		},
+		DeletePodFunc: func(_ context.Context, _, _ string, uid types.UID) error {
+			if err := s.call("delete " + string(uid)); err != nil {
+				return err
+			}
+			s.pod = nil
+			return nil
+		},
+	}
+}
+
+// TestParityDeleteAfterSync: §6 rule 8, the callers of CanBeDeleted. syncPod checks it on
+// the pod just patched and then deletes with the pod's UID as precondition; needsUpdate
+// keeps a finished, deletable pod due for a sync without another status change.
+func TestParityDeleteAfterSync(t *testing.T) {
+	type step struct {
+		Calls  []string
+		Cached bool
+	}
+	run := func(t *testing.T, failDelete bool) []step {
+		srv := &parServer{t: t, pod: parPod(parDeleting(30), parPhase(v1.PodRunning)), fail: map[string]error{}}
+		if failDelete {
+			srv.fail["delete u1"] = errors.New("connection reset")
+		}
+		m, err := New(Config{Patcher: srv.patcher(), Clock: testingclock.NewFakeClock(parNow)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := srv.pod.DeepCopy()
+		var steps []step
+		sync := func() {
+			srv.calls = nil
+			_ = m.Sync(context.Background())
+			_, cached := m.GetPodStatus(pod.UID)
+			steps = append(steps, step{srv.calls, cached})
+		}
+		parMust(t, m.SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running("a")}}))
+		sync()
+		parMust(t, m.TerminatePod(pod))
+		sync()
+		sync()
+		return steps
+	}
+	for _, tc := range []struct {
+		name       string
+		failDelete bool
+		want       []step
+	}{
+		{"§6 rule 8: the pod is deleted (grace 0, UID precondition) right after the terminal status is patched", false, []step{
+			{Calls: []string{"get", "patch"}, Cached: true},        // running: not deletable
+			{Calls: []string{"patch", "delete u1"}, Cached: false}, // finished: patched Failed, then deleted
+			{Cached: false},
+		}},
+		{"§6 rule 8: a failed delete is retried by the next sync without a new status (needsUpdate via CanBeDeleted)", true, []step{
+			{Calls: []string{"get", "patch"}, Cached: true},
+			{Calls: []string{"patch", "delete u1"}, Cached: true},
+			{Calls: []string{"get", "delete u1"}, Cached: false}, // nothing left to patch
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, run(t, tc.failDelete)); diff != "" {
+				t.Errorf("calls mismatch (-want +got):\n%s", diff)
 			}
 		})
 	}
