@@ -223,3 +223,25 @@ func TestParityRelistContext(t *testing.T) {
 		}
 	})
 }
+
+// The pinned API (DESIGN.md): a changed signature fails to compile here.
+var (
+	_ func(types.UID, string, ContainerState, ContainerState) []*PodLifecycleEvent = Events
+	_                                                                              = PodLifecycleEvent{ID: types.UID(""), Type: EventType(""), Data: any(nil)}
+)
+
+func TestParityPinnedValues(t *testing.T) {
+	got := map[string]string{
+		"ContainerStarted": string(ContainerStarted), "ContainerDied": string(ContainerDied),
+		"ContainerRemoved": string(ContainerRemoved), "PodSync": string(PodSync), "ContainerChanged": string(ContainerChanged),
+		"created": string(ContainerStateCreated), "running": string(ContainerStateRunning), "exited": string(ContainerStateExited),
+		"unknown": string(ContainerStateUnknown), "non-existent": string(ContainerStateNonExistent),
+	}
+	for name, v := range got {
+		t.Run("DESIGN pinned value: "+name, func(t *testing.T) {
+			if diff := cmp.Diff(name, v); diff != "" {
+				t.Errorf("value mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -175,3 +175,6 @@ func TestParityWorkTypeLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// The pinned API (DESIGN.md): a changed signature fails to compile here.
+var _ func(WorkType) string = WorkType.String

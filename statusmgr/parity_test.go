@@ -390,3 +390,9 @@ func TestParityMergeInputs(t *testing.T) {
 		}
 	})
 }
+
+// The pinned API (DESIGN.md): a changed signature fails to compile here.
+var (
+	_ func(*v1.Pod, v1.PodStatus, bool) bool                       = CanBeDeleted
+	_ func(*v1.Pod, v1.PodStatus, v1.PodStatus, bool) v1.PodStatus = MergePodStatus
+)
