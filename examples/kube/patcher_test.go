@@ -1,0 +1,152 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+)
+
+func testPod(name string, uid types.UID) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: uid, ResourceVersion: "1"},
+		Spec:       v1.PodSpec{NodeName: "node1", Containers: []v1.Container{{Name: "c", Image: "busybox"}}},
+		Status:     v1.PodStatus{Phase: v1.PodPending},
+	}
+}
+
+func TestPatcherCalls(t *testing.T) {
+	client := fake.NewClientset(testPod("web", "uid-1"))
+	p, err := NewPatcher(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	got, err := p.GetPod(ctx, "default", "web")
+	if err != nil || got.UID != "uid-1" {
+		t.Fatalf("GetPod = %v, %v; want the pod uid-1", got, err)
+	}
+	patched, err := p.PatchPodStatus(ctx, "default", "web",
+		[]byte(`{"metadata":{"uid":"uid-1"},"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}`))
+	if err != nil {
+		t.Fatalf("PatchPodStatus: %v", err)
+	}
+	if diff := cmp.Diff(v1.PodRunning, patched.Status.Phase); diff != "" {
+		t.Errorf("patched phase (-want +got):\n%s", diff)
+	}
+	if err := p.DeletePod(ctx, "default", "web", "uid-1"); err != nil {
+		t.Fatalf("DeletePod: %v", err)
+	}
+
+	type call struct {
+		Verb, Subresource string
+		PatchType         types.PatchType
+		Grace             *int64
+		UID               *types.UID
+	}
+	var calls []call
+	for _, a := range client.Actions() {
+		c := call{Verb: a.GetVerb(), Subresource: a.GetSubresource()}
+		switch a := a.(type) {
+		case k8stesting.PatchAction:
+			c.PatchType = a.GetPatchType()
+		case k8stesting.DeleteActionImpl:
+			c.Grace = a.DeleteOptions.GracePeriodSeconds
+			if a.DeleteOptions.Preconditions != nil {
+				c.UID = a.DeleteOptions.Preconditions.UID
+			}
+		}
+		calls = append(calls, c)
+	}
+	want := []call{
+		{Verb: "get"},
+		{Verb: "patch", Subresource: "status", PatchType: types.StrategicMergePatchType},
+		{Verb: "delete", Grace: ptr.To[int64](0), UID: ptr.To[types.UID]("uid-1")},
+	}
+	if diff := cmp.Diff(want, calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+}
+
+func TestPatcherErrorMapping(t *testing.T) {
+	gr := v1.Resource("pods")
+	tests := []struct {
+		name string
+		err  error
+		// want classifies the returned error.
+		want string
+	}{
+		{name: "not found stays not found", err: apierrors.NewNotFound(gr, "web"), want: "notfound"},
+		{name: "forbidden means gone", err: apierrors.NewForbidden(gr, "web", errors.New("no relationship found between node 'node1' and this object")), want: "notfound"},
+		{name: "conflict passes through", err: apierrors.NewConflict(gr, "web", errors.New("uid mismatch")), want: "conflict"},
+		{name: "server timeout passes through", err: apierrors.NewServerTimeout(gr, "patch", 1), want: "other"},
+		{name: "transport error passes through", err: errors.New("connection refused"), want: "other"},
+	}
+	classify := func(err error) string {
+		switch {
+		case err == nil:
+			return "nil"
+		case apierrors.IsNotFound(err):
+			return "notfound"
+		case apierrors.IsConflict(err):
+			return "conflict"
+		}
+		return "other"
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(testPod("web", "uid-1"))
+			client.PrependReactor("*", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, tt.err
+			})
+			p, err := NewPatcher(client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			_, getErr := p.GetPod(ctx, "default", "web")
+			_, patchErr := p.PatchPodStatus(ctx, "default", "web", []byte(`{}`))
+			delErr := p.DeletePod(ctx, "default", "web", "uid-1")
+			got := []string{classify(getErr), classify(patchErr), classify(delErr)}
+			if diff := cmp.Diff([]string{tt.want, tt.want, tt.want}, got); diff != "" {
+				t.Errorf("get, patch, delete errors (-want +got):\n%s", diff)
+			}
+			if tt.want == "other" && !errors.Is(getErr, tt.err) && getErr.Error() != tt.err.Error() {
+				t.Errorf("GetPod error = %v, want %v unchanged", getErr, tt.err)
+			}
+		})
+	}
+}
+
+func TestPatcherBadInput(t *testing.T) {
+	if _, err := NewPatcher(nil); !errors.Is(err, ErrNilClient) {
+		t.Errorf("NewPatcher(nil) = %v, want ErrNilClient", err)
+	}
+	client := fake.NewClientset()
+	p, err := NewPatcher(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	errs := map[string]error{}
+	_, errs["get without name"] = p.GetPod(ctx, "default", "")
+	_, errs["patch without namespace"] = p.PatchPodStatus(ctx, "", "web", nil)
+	errs["delete without uid"] = p.DeletePod(ctx, "default", "web", "")
+	for name, err := range errs {
+		if !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	if n := len(client.Actions()); n != 0 {
+		t.Errorf("bad input reached the server %d times", n)
+	}
+}
