@@ -396,3 +396,110 @@ var (
 	_ func(*v1.Pod, v1.PodStatus, bool) bool                       = CanBeDeleted
 	_ func(*v1.Pod, v1.PodStatus, v1.PodStatus, bool) v1.PodStatus = MergePodStatus
 )
+
+// docMerge is KUBELET-BEHAVIOR.md §7 plus DESIGN.md's terminal-phase decision, written out
+// step by step from the text as a reference for FuzzParityMergePodStatus. It is deliberately
+// naive (copies everything, searches linearly).
+func docMerge(pod *v1.Pod, old, nw v1.PodStatus, couldRun bool, now time.Time) v1.PodStatus {
+	owned := map[v1.PodConditionType]bool{
+		v1.PodScheduled: true, v1.PodReady: true, v1.PodInitialized: true, v1.ContainersReady: true,
+		v1.PodResizeInProgress: true, v1.PodResizePending: true, v1.PodReadyToStartContainers: true,
+		v1.AllContainersRestarting: true,
+	}
+	terminal := func(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+	find := func(cs []v1.PodCondition, t v1.PodConditionType) int {
+		for i := range cs {
+			if cs[i].Type == t {
+				return i
+			}
+		}
+		return -1
+	}
+	out := *nw.DeepCopy()
+	old = *old.DeepCopy()
+	// Rules 1-3.
+	transitioning := !terminal(old.Phase) && terminal(nw.Phase)
+	var conds []v1.PodCondition
+	for _, c := range old.Conditions {
+		if !owned[c.Type] {
+			conds = append(conds, c)
+		}
+	}
+	for _, c := range out.Conditions {
+		switch {
+		case owned[c.Type]:
+			conds = append(conds, c)
+		case c.Type == v1.DisruptionTarget && transitioning && !couldRun:
+			c.LastTransitionTime = metav1.NewTime(now)
+			if j := find(old.Conditions, c.Type); j >= 0 && old.Conditions[j].Status == c.Status {
+				c.LastTransitionTime = old.Conditions[j].LastTransitionTime
+			}
+			if j := find(conds, c.Type); j >= 0 {
+				conds[j] = c
+			} else {
+				conds = append(conds, c)
+			}
+		}
+	}
+	out.Conditions = conds
+	// Rule 4.
+	out.ResourceClaimStatuses = old.ResourceClaimStatuses
+	out.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
+	out.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
+	// Rule 5, then DESIGN.md's terminal phase.
+	if transitioning && couldRun {
+		out.Phase, out.Reason, out.Message = old.Phase, old.Reason, old.Message
+	}
+	if terminal(old.Phase) {
+		out.Phase = old.Phase
+	}
+	// Rule 6.
+	isTrue := func(t v1.PodConditionType) bool {
+		i := find(out.Conditions, t)
+		return i >= 0 && out.Conditions[i].Status == v1.ConditionTrue
+	}
+	if terminal(out.Phase) && (isTrue(v1.PodReady) || isTrue(v1.ContainersReady)) {
+		reason := "PodCompleted"
+		if out.Phase == v1.PodFailed {
+			reason = "PodFailed"
+		}
+		var gen int64
+		if pod != nil {
+			gen = pod.Generation
+		}
+		for _, t := range []v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
+			c := v1.PodCondition{Type: t, Status: v1.ConditionFalse, Reason: reason, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(now)}
+			if i := find(out.Conditions, t); i >= 0 {
+				if out.Conditions[i].Status == c.Status {
+					c.LastTransitionTime = out.Conditions[i].LastTransitionTime
+				}
+				out.Conditions[i] = c
+			} else {
+				out.Conditions = append(out.Conditions, c)
+			}
+		}
+	}
+	return out
+}
+
+// FuzzParityMergePodStatus checks MergePodStatusAt against docMerge on random statuses.
+func FuzzParityMergePodStatus(f *testing.F) {
+	f.Add(uint64(1), uint64(2), false, int64(0))
+	f.Add(uint64(7), uint64(99), true, int64(3))
+	f.Add(uint64(0xdead), uint64(0xbeef), false, int64(12))
+	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, couldRun bool, gen int64) {
+		old, nw := randomStatus(oldSeed), randomStatus(newSeed)
+		if newSeed%5 == 0 { // make terminal transitions frequent
+			nw.Phase = v1.PodFailed
+		}
+		pod := parPod(func(p *v1.Pod) { p.Generation = gen })
+		if oldSeed%7 == 0 {
+			pod = nil
+		}
+		want := docMerge(pod, old, nw, couldRun, parNow)
+		got := MergePodStatusAt(pod, old, nw, couldRun, parNow)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("MergePodStatusAt differs from §7 (-doc +got):\n%s", diff)
+		}
+	})
+}
