@@ -64,6 +64,7 @@ func TestParityCanBeDeleted(t *testing.T) {
 		{"§6 rule 6: static pod is not special", parPod(parDeleting(0), parPhase(v1.PodFailed), parAnnotate(ConfigSourceAnnotationKey, "file")), failed, true, true},
 		{"§6 rule 7: grace irrelevant (deletion grace 30, spec 3600)", parPod(parDeleting(30), parPhase(v1.PodFailed), func(p *v1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr(int64(3600)) }), failed, true, true},
 		{"§6 rule 7: grace irrelevant (no deletion grace)", parPod(parDeleting(0), parPhase(v1.PodFailed), func(p *v1.Pod) { p.DeletionGracePeriodSeconds = nil }), failed, true, true},
+		{"§6 rule 2: no annotations at all is not a mirror pod", parPod(parDeleting(0), parPhase(v1.PodFailed), func(p *v1.Pod) { p.Annotations = nil }), failed, true, true},
 		{"§6 (podlife): nil pod gives false, no panic", nil, failed, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -247,10 +248,10 @@ func TestParityMergePodStatus(t *testing.T) {
 			old:  st(v1.PodRunning),
 			new:  st(v1.PodFailed, func() v1.PodCondition { c := notReady; c.Message = "containers with unready status: [a]"; return c }(), cReady),
 			want: st(v1.PodFailed, forced(v1.PodReady, ReasonPodFailed, parPast), forced(v1.ContainersReady, ReasonPodFailed, parTNow))},
-		{name: "§7 rule 6: a missing ContainersReady is appended before a missing Ready",
+		{name: "§7 rule 6: Ready is replaced in place, a missing ContainersReady is appended",
 			old: st(v1.PodRunning), new: st(v1.PodFailed, ready),
 			want: st(v1.PodFailed, forced(v1.PodReady, ReasonPodFailed, parTNow), forced(v1.ContainersReady, ReasonPodFailed, parTNow))},
-		{name: "§7 rule 6: missing Ready appended after ContainersReady",
+		{name: "§7 rule 6: ContainersReady is replaced in place, a missing Ready is appended after it",
 			old: st(v1.PodRunning), new: st(v1.PodSucceeded, cReady),
 			want: st(v1.PodSucceeded, forced(v1.ContainersReady, ReasonPodCompleted, parTNow), forced(v1.PodReady, ReasonPodCompleted, parTNow))},
 		{name: "§7 rule 6: neither True: no condition touched (nothing appended, reasons kept)",
