@@ -9,8 +9,9 @@
 // the final delete with grace 0 as a Remove; housekeeping (SyncKnownPods) forgets finished
 // pods and removes their runtime leftovers.
 //
-// The API server and the runtime are in-memory (statusmgrtest.FakeAPI and plegtest.Runtime), so the agent
-// runs anywhere; pods say how their containers behave through annotations (see
+// The API server and the runtime are in-memory by default (statusmgrtest.FakeAPI and
+// plegtest.Runtime), so the agent runs anywhere; Config.Patcher and Config.Source connect it
+// to a real API server instead (package examples/kube), still with the in-memory runtime; pods say how their containers behave through annotations (see
 // ContainerBehaviour). Every step is reported to an Observer, which the nodeagent command
 // prints as a timeline.
 package agent
@@ -54,8 +55,14 @@ const (
 type Config struct {
 	// NodeName is the node whose pods the agent runs.
 	NodeName string
-	// Server is the API server. Required.
+	// Server is the in-memory API server. It is the default Patcher and Source; required
+	// unless both Patcher and Source are set.
 	Server *statusmgrtest.FakeAPI
+	// Patcher is the API the status manager patches statuses and deletes pods through
+	// (kube.Patcher for a real API server); nil means Server.
+	Patcher statusmgr.StatusPatcher
+	// Source yields the node's pods (kube.Source for a real API server); nil means Server.
+	Source Source
 	// Runtime is the container runtime. Required.
 	Runtime *plegtest.Runtime
 	// Clock is the time source of every component; nil means the real clock.
@@ -79,7 +86,6 @@ type Config struct {
 type Agent struct {
 	cfg     Config
 	clock   clock.Clock
-	server  *statusmgrtest.FakeAPI
 	runtime *plegtest.Runtime
 	started time.Time
 
@@ -96,8 +102,19 @@ type Agent struct {
 
 // New validates cfg and assembles the agent. It starts nothing.
 func New(cfg Config) (*Agent, error) {
-	if cfg.Server == nil || cfg.Runtime == nil {
-		return nil, errors.New("agent: Server and Runtime are required")
+	if cfg.Runtime == nil {
+		return nil, errors.New("agent: Runtime is required")
+	}
+	if cfg.Server != nil {
+		if cfg.Patcher == nil {
+			cfg.Patcher = cfg.Server
+		}
+		if cfg.Source == nil {
+			cfg.Source = cfg.Server
+		}
+	}
+	if cfg.Patcher == nil || cfg.Source == nil {
+		return nil, errors.New("agent: Server, or both Patcher and Source, are required")
 	}
 	if cfg.NodeName == "" {
 		cfg.NodeName = DefaultNodeName
@@ -114,7 +131,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	a := &Agent{cfg: cfg, clock: cfg.Clock, server: cfg.Server, runtime: cfg.Runtime,
+	a := &Agent{cfg: cfg, clock: cfg.Clock, runtime: cfg.Runtime,
 		cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{},
 		started: cfg.Clock.Now()}
 	var err error
@@ -133,8 +150,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
+	patcher := cfg.Patcher
+	if cfg.Observer != nil && cfg.Server == nil {
+		// No in-memory server reports the patches and deletes: observe the calls instead.
+		patcher = observingPatcher{next: cfg.Patcher, a: a}
+	}
 	a.status, err = statusmgr.New(statusmgr.Config{
-		Patcher:                    cfg.Server,
+		Patcher:                    patcher,
 		Lookup:                     statusmgr.PodLookupFuncs{GetPodByUIDFunc: a.pod},
 		CouldHaveRunningContainers: a.workers.CouldHaveRunningContainers,
 		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
@@ -142,7 +164,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Observer != nil {
+	if cfg.Observer != nil && cfg.Server != nil {
 		cfg.Server.SetObserver(a.observeServer)
 	}
 	return a, nil
@@ -192,7 +214,7 @@ func (a *Agent) Run(ctx context.Context) error {
 // as a Set, then every watch event as an incremental update, so the cost of a change does
 // not grow with the number of pods.
 func (a *Agent) apiSource(ctx context.Context) error {
-	initial, watch := a.server.Watch(ctx, a.cfg.NodeName)
+	initial, watch := a.cfg.Source.Watch(ctx, a.cfg.NodeName)
 	if err := a.mux.Update(ctx, config.PodUpdate{Op: config.Set, Source: apiSource, Pods: initial}); err != nil {
 		return ignoreCanceled(ctx, err)
 	}

@@ -1,0 +1,53 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
+)
+
+// Source yields the pods bound to a node: Watch returns the pods bound to it now and a
+// channel of every later change, in order, closed once ctx ends. The agent sends the
+// initial pods to config.Mux as a Set and each event as an incremental op (Added: Add,
+// Modified: Update, Deleted: Remove). statusmgrtest.FakeAPI and kube.Source satisfy it.
+type Source interface {
+	Watch(ctx context.Context, nodeName string) ([]*v1.Pod, <-chan statusmgrtest.Event)
+}
+
+var _ Source = (*statusmgrtest.FakeAPI)(nil)
+
+// observingPatcher reports the status manager's writes to the Observer when no in-memory
+// server does.
+type observingPatcher struct {
+	next statusmgr.StatusPatcher
+	a    *Agent
+}
+
+func (o observingPatcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	return o.next.GetPod(ctx, namespace, name)
+}
+
+func (o observingPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	p, err := o.next.PatchPodStatus(ctx, namespace, name, patch)
+	if err != nil {
+		o.a.observe(KindStatus, nil, "patch of %s/%s failed: %v", namespace, name, err)
+		return p, err
+	}
+	o.a.observe(KindStatus, p, "patched status: phase %s (%d bytes)", p.Status.Phase, len(patch))
+	return p, nil
+}
+
+func (o observingPatcher) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	err := o.next.DeletePod(ctx, namespace, name, uid)
+	detail := "final delete (grace 0)"
+	if err != nil {
+		detail = fmt.Sprintf("final delete failed: %v", err)
+	}
+	o.a.observeUID(KindDelete, uid, "%s", detail)
+	return err
+}
