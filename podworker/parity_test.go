@@ -178,3 +178,34 @@ func TestParityWorkTypeLifecycle(t *testing.T) {
 
 // The pinned API (DESIGN.md): a changed signature fails to compile here.
 var _ func(WorkType) string = WorkType.String
+
+// TestParityWorkTypeFirstSeenTerminal: §2 rule 4 for a pod first seen in a terminal phase
+// with nothing running (an agent restart): terminatedAt is set at once, so its first work
+// is TerminatedPod; while something may run it is TerminatingPod.
+func TestParityWorkTypeFirstSeenTerminal(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		runtimeStopped bool
+		want           WorkType
+	}{
+		{"§2 rule 4: a terminal pod first seen with nothing running is TerminatedPod at once", true, TerminatedPod},
+		{"§2 rule 4: a terminal pod first seen that may still run is TerminatingPod", false, TerminatingPod},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine(t, MachineConfig{})
+			rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodSucceeded))}, tc.runtimeStopped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []WorkType
+			for _, w := range rd.Start {
+				got = append(got, w.WorkType)
+			}
+			st, _ := m.PodState("a")
+			got = append(got, st.WorkType)
+			if diff := cmp.Diff([]WorkType{tc.want, tc.want}, got); diff != "" {
+				t.Errorf("(-want [work, state] +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 )
 
 // Parity tests: every rule of KUBELET-BEHAVIOR.md §6 (canBeDeleted), §7 (mergePodStatus)
@@ -369,9 +370,10 @@ func TestParityMergeInputs(t *testing.T) {
 		}
 	})
 	t.Run("§7: MergePodStatus stamps changed conditions with the current time", func(t *testing.T) {
-		before := time.Now().Truncate(time.Second)
+		wall := clock.RealClock{}
+		before := wall.Now().Truncate(time.Second)
 		got := MergePodStatus(parPod(), v1.PodStatus{Phase: v1.PodRunning}, mkNew(), false)
-		after := time.Now().Add(time.Second)
+		after := wall.Now().Add(time.Second)
 		i := findCondition(got.Conditions, v1.DisruptionTarget)
 		if i < 0 {
 			t.Fatalf("no DisruptionTarget in %v", got.Conditions)
