@@ -1,0 +1,12 @@
+// Package e2e is the end-to-end suite of the node agent against a real kube-apiserver backed by
+// a real etcd: the agent runs as the node identity system:node:node1 through the client-go
+// adapters of package kube, on the in-memory runtime (a virtual node), while the tests act as
+// an admin user and watch the pods on the server.
+//
+// The tests skip unless PODLIFE_E2E_APISERVER names a directory holding admin.kubeconfig and
+// node1.kubeconfig for a running server; hack/e2e.sh builds and starts one and runs them:
+//
+//	hack/e2e.sh                  # from the repository root
+//
+// Without the variable, `go test ./...` passes offline and quickly.
+package e2e

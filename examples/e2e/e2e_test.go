@@ -1,0 +1,348 @@
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/pleg/plegtest"
+)
+
+// EnvAPIServer names the directory of a running server's kubeconfigs (see hack/e2e.sh).
+const EnvAPIServer = "PODLIFE_E2E_APISERVER"
+
+const (
+	node      = "node1"
+	namespace = "default"
+	// testTimeout bounds each test: a graceful deletion takes a few seconds of real time.
+	testTimeout = 2 * time.Minute
+)
+
+// clients returns an admin client and the node's client, or skips the test.
+func clients(t *testing.T) (admin, nodeClient kubernetes.Interface) {
+	t.Helper()
+	dir := os.Getenv(EnvAPIServer)
+	if dir == "" {
+		t.Skipf("%s is not set: run hack/e2e.sh to start a real kube-apiserver and etcd and run this test", EnvAPIServer)
+	}
+	var err error
+	admin, err = kube.NewClient(kube.ClientConfig{Kubeconfig: filepath.Join(dir, "admin.kubeconfig"), UserAgent: "podlife-e2e-admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient, err = kube.NewClient(kube.ClientConfig{Kubeconfig: filepath.Join(dir, node+".kubeconfig"), UserAgent: "podlife-e2e-" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return admin, nodeClient
+}
+
+// runningAgent is a node agent running as the node identity, with its recorded steps.
+type runningAgent struct {
+	*agent.Agent
+	source *kube.Source
+	cancel context.CancelFunc
+	done   chan error
+
+	mu    sync.Mutex
+	steps []agent.Step
+}
+
+func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.ContainerBehaviour) *runningAgent {
+	t.Helper()
+	patcher, err := kube.NewPatcher(nodeClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	source, err := kube.NewSource(kube.SourceConfig{Client: nodeClient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runningAgent{source: source, done: make(chan error, 1)}
+	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source,
+		Runtime: plegtest.NewRuntime(nil), Containers: containers, Observer: r.record})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Agent = a
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	go func() { r.done <- a.Run(ctx) }()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *runningAgent) record(s agent.Step) {
+	r.mu.Lock()
+	r.steps = append(r.steps, s)
+	r.mu.Unlock()
+}
+
+func (r *runningAgent) stop() {
+	r.cancel()
+	<-r.done
+}
+
+// trace returns the agent's steps for the pod (by name or UID) and its errors, as
+// "kind detail" lines.
+func (r *runningAgent) trace(pod *v1.Pod) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, s := range r.steps {
+		if s.Pod == namespace+"/"+pod.Name || s.UID == pod.UID || s.Kind == agent.KindError {
+			out = append(out, string(s.Kind)+" "+s.Detail)
+		}
+	}
+	return out
+}
+
+// podEvent is one change of a pod as the admin's watch saw it.
+type podEvent struct {
+	Type     watch.EventType
+	Phase    v1.PodPhase
+	Deleting bool
+	Pod      *v1.Pod
+}
+
+func (e podEvent) String() string {
+	return fmt.Sprintf("%s phase=%s deleting=%v rv=%s", e.Type, e.Phase, e.Deleting, e.Pod.ResourceVersion)
+}
+
+// podWatch records every change of one pod name on the server, from before its creation.
+type podWatch struct {
+	mu      sync.Mutex
+	events  []podEvent
+	changed chan struct{} // closed and replaced on every event
+	err     error
+}
+
+func watchPod(t *testing.T, ctx context.Context, admin kubernetes.Interface, name string) *podWatch {
+	t.Helper()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	w, err := admin.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := &podWatch{changed: make(chan struct{})}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			pw.mu.Lock()
+			if !ok {
+				pw.err = fmt.Errorf("watch: %s %T", ev.Type, ev.Object)
+			} else {
+				pw.events = append(pw.events, podEvent{Type: ev.Type, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil, Pod: p})
+			}
+			close(pw.changed)
+			pw.changed = make(chan struct{})
+			pw.mu.Unlock()
+		}
+	}()
+	return pw
+}
+
+// waitFor waits, without polling, until cond holds for the events seen so far.
+func (pw *podWatch) waitFor(t *testing.T, ctx context.Context, what string, cond func([]podEvent) bool) []podEvent {
+	t.Helper()
+	for {
+		pw.mu.Lock()
+		events, changed, err := slices.Clone(pw.events), pw.changed, pw.err
+		pw.mu.Unlock()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if cond(events) {
+			return events
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; events:\n%s", what, ctx.Err(), formatEvents(events))
+		}
+	}
+}
+
+func formatEvents(events []podEvent) string {
+	var b strings.Builder
+	for _, e := range events {
+		fmt.Fprintf(&b, "  %s\n", e)
+	}
+	return b.String()
+}
+
+func last(events []podEvent, cond func(podEvent) bool) bool {
+	return len(events) > 0 && cond(events[len(events)-1])
+}
+
+func isTerminal(p v1.PodPhase) bool { return p == v1.PodSucceeded || p == v1.PodFailed }
+
+// busybox is seed 001's pod: one container sleeping, bound to node1, grace period 30 s.
+func busybox(t *testing.T) *v1.Pod {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "busybox-" + hex.EncodeToString(b), Namespace: namespace,
+			Labels: map[string]string{"app": "busybox"}},
+		Spec: v1.PodSpec{
+			NodeName:                      node,
+			RestartPolicy:                 v1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: ptr.To[int64](30),
+			Containers: []v1.Container{{Name: "busybox", Image: "busybox",
+				Command: []string{"/bin/sh", "-c", "sleep 36000;"}}},
+		},
+	}
+}
+
+// createPod creates the pod as the admin and force-deletes it when the test ends.
+func createPod(t *testing.T, ctx context.Context, admin kubernetes.Interface, pod *v1.Pod) *v1.Pod {
+	t.Helper()
+	created, err := admin.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Ignore the error: the pod is usually gone already.
+		_ = admin.CoreV1().Pods(namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+	})
+	return created
+}
+
+func noErrors(t *testing.T, trace []string) {
+	t.Helper()
+	for _, line := range trace {
+		if strings.HasPrefix(line, string(agent.KindError)) || strings.Contains(line, "failed") {
+			t.Errorf("agent reported %q; trace:\n  %s", line, strings.Join(trace, "\n  "))
+		}
+	}
+}
+
+// Seed 001: a pod bound to the node is created; the agent starts it and the server shows it
+// Running and Ready, patched by the node identity.
+func TestE2ECreation(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	a := startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: time.Second})
+	pod := busybox(t)
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+
+	events := pw.waitFor(t, ctx, "Running and Ready", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool {
+			return e.Phase == v1.PodRunning && ready(e.Pod)
+		})
+	})
+	got := events[len(events)-1].Pod
+	if len(got.Status.ContainerStatuses) != 1 || got.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("container statuses = %+v, want one running container", got.Status.ContainerStatuses)
+	}
+	if got.Status.StartTime == nil || got.Status.HostIP == "" {
+		t.Errorf("status lacks startTime or hostIP: %+v", got.Status)
+	}
+	var phases []v1.PodPhase
+	for _, e := range events {
+		if len(phases) == 0 || phases[len(phases)-1] != e.Phase {
+			phases = append(phases, e.Phase)
+		}
+	}
+	if !slices.Equal(phases, []v1.PodPhase{v1.PodPending, v1.PodRunning}) {
+		t.Errorf("phases on the server = %v, want [Pending Running]; events:\n%s", phases, formatEvents(events))
+	}
+	trace := a.trace(pod)
+	noErrors(t, trace)
+	if !slices.Contains(trace, "config ADD") {
+		t.Errorf("the agent never saw the pod added; trace:\n  %s", strings.Join(trace, "\n  "))
+	}
+}
+
+func ready(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Seed 000: a graceful delete (30 s) of a running pod: the agent stops the containers, the
+// server shows the terminal phase, and the agent's final delete with grace 0 removes the pod
+// object, exactly once.
+func TestE2EGracefulDeletion(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	a := startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: 2 * time.Second})
+	pod := busybox(t)
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	events := pw.waitFor(t, ctx, "the pod deleted", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+	})
+
+	// On the server: the graceful delete, then a terminal phase, then the removal.
+	graceful, terminal := -1, -1
+	for i, e := range events {
+		if e.Deleting && graceful < 0 {
+			graceful = i
+			if g := e.Pod.DeletionGracePeriodSeconds; g == nil || *g != 30 {
+				t.Errorf("deletionGracePeriodSeconds = %v, want 30", g)
+			}
+		}
+		if isTerminal(e.Phase) && e.Type == watch.Modified && terminal < 0 {
+			terminal = i
+		}
+		if e.Type == watch.Modified && i > 0 && isTerminal(events[i-1].Phase) && !isTerminal(e.Phase) {
+			t.Errorf("the phase left %s: %s", events[i-1].Phase, e)
+		}
+	}
+	if graceful < 0 || terminal < graceful || terminal >= len(events)-1 {
+		t.Errorf("want the graceful delete, then a terminal phase, then the removal; events:\n%s", formatEvents(events))
+	}
+	if p := events[len(events)-1].Phase; !isTerminal(p) {
+		t.Errorf("the deleted pod's phase = %s, want Succeeded or Failed", p)
+	}
+
+	// On the agent: exactly one final delete, and no patch after it.
+	trace := a.trace(pod)
+	noErrors(t, trace)
+	deletes := 0
+	for _, line := range trace {
+		switch {
+		case line == "delete final delete (grace 0)":
+			deletes++
+		case deletes > 0 && strings.HasPrefix(line, "status patched"):
+			t.Errorf("status patched after the final delete: %q", line)
+		}
+	}
+	if deletes != 1 {
+		t.Errorf("final deletes = %d, want 1; trace:\n  %s", deletes, strings.Join(trace, "\n  "))
+	}
+}

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# e2e.sh runs the end-to-end suite against a real kube-apiserver backed by a real etcd, both
+# built from the Go module proxy by hack/build-apiserver.sh (the first run builds them: 15-20
+# minutes on 2 cores; later runs reuse them).
+#
+#   hack/e2e.sh                      # runs `go test -race -count=1 -run E2E ./...` in examples/
+#   hack/e2e.sh -v -run E2ECreation  # extra arguments go to `go test` (a later -run wins)
+#   PODLIFE_E2E_KEEP=1 hack/e2e.sh   # keep the work directory (certificates, logs) afterwards
+#
+# It makes certificates with openssl (a CA, a serving certificate for 127.0.0.1 and a
+# service-account key pair) and a token file (an admin in system:masters and the node
+# identity system:node:node1 in system:nodes), starts etcd and kube-apiserver on 127.0.0.1
+# only (free high ports), waits for /readyz, and runs the tests with PODLIFE_E2E_APISERVER set
+# to the work directory, which holds admin.kubeconfig and node1.kubeconfig. On every exit
+# path it stops kube-apiserver before etcd (stopping etcd first hangs the apiserver).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/.." && pwd)"
+export PATH="$PATH:/usr/local/go/bin"
+node="node1"
+
+bin="$("$here/build-apiserver.sh" | tail -n 1)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/podlife-e2e.XXXXXX")"
+etcd_pid=""
+apiserver_pid=""
+
+# stop ends a process: TERM, then KILL if it is still there after $2 seconds.
+stop() {
+	local pid="$1" wait_s="$2" i
+	[[ -n "$pid" ]] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < wait_s * 10; i++)); do
+		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+		sleep 0.1
+	done
+	echo "e2e: process $pid did not stop in ${wait_s}s; killing it" >&2
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	# The apiserver first: it hangs when etcd goes away under it.
+	stop "$apiserver_pid" 30
+	stop "$etcd_pid" 10
+	if [[ -n "${PODLIFE_E2E_KEEP:-}" || $rc -ne 0 ]]; then
+		echo "e2e: logs and certificates kept in $work" >&2
+	else
+		rm -rf "$work"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# free_port prints a TCP port of 127.0.0.1 nothing listens on.
+free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return
+		fi
+	done
+}
+
+# --- Certificates and tokens ------------------------------------------------------------
+cd "$work"
+openssl_q() { openssl "$@" >/dev/null 2>&1; }
+openssl_q req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -subj "/CN=podlife-e2e-ca"
+openssl_q req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=kube-apiserver"
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
+openssl_q x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile server.ext
+openssl_q genrsa -out sa.key 2048
+openssl_q rsa -in sa.key -pubout -out sa.pub
+admin_token="$(openssl rand -hex 16)"
+node_token="$(openssl rand -hex 16)"
+{
+	echo "$admin_token,admin,admin,\"system:masters\""
+	echo "$node_token,system:node:$node,node-$node,\"system:nodes\""
+} >tokens.csv
+chmod 600 tokens.csv ca.key server.key sa.key
+
+etcd_port="$(free_port)"
+peer_port="$(free_port)"
+api_port="$(free_port)"
+while [[ "$peer_port" == "$etcd_port" ]]; do peer_port="$(free_port)"; done
+while [[ "$api_port" == "$etcd_port" || "$api_port" == "$peer_port" ]]; do api_port="$(free_port)"; done
+server="https://127.0.0.1:$api_port"
+
+kubeconfig() { # name user token
+	cat >"$1.kubeconfig" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: e2e
+  cluster:
+    server: $server
+    certificate-authority: $work/ca.crt
+users:
+- name: $2
+  user:
+    token: $3
+contexts:
+- name: e2e
+  context:
+    cluster: e2e
+    user: $2
+current-context: e2e
+KC
+}
+kubeconfig admin admin "$admin_token"
+kubeconfig "$node" "system:node:$node" "$node_token"
+
+# --- etcd and kube-apiserver, loopback only ----------------------------------------------
+start_ms=$(($(date +%s%N) / 1000000))
+"$bin/etcd" --name e2e --data-dir "$work/etcd" \
+	--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+	--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
+	--initial-cluster "e2e=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn \
+	>"$work/etcd.log" 2>&1 &
+etcd_pid=$!
+
+"$bin/kube-apiserver" \
+	--etcd-servers "http://127.0.0.1:$etcd_port" \
+	--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+	--endpoint-reconciler-type none \
+	--cert-dir "$work/apiserver-certs" \
+	--tls-cert-file "$work/server.crt" --tls-private-key-file "$work/server.key" \
+	--client-ca-file "$work/ca.crt" --token-auth-file "$work/tokens.csv" \
+	--authorization-mode Node,RBAC \
+	--enable-admission-plugins NodeRestriction --disable-admission-plugins ServiceAccount \
+	--service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key" \
+	--service-account-issuer https://kubernetes.default.svc.cluster.local \
+	--service-cluster-ip-range 10.96.0.0/24 \
+	--profiling=false \
+	>"$work/apiserver.log" 2>&1 &
+apiserver_pid=$!
+
+ready=""
+for ((i = 0; i < 1200; i++)); do
+	kill -0 "$apiserver_pid" 2>/dev/null || { echo "e2e: kube-apiserver exited; see $work/apiserver.log" >&2; tail -n 20 "$work/apiserver.log" >&2; exit 1; }
+	kill -0 "$etcd_pid" 2>/dev/null || { echo "e2e: etcd exited; see $work/etcd.log" >&2; tail -n 20 "$work/etcd.log" >&2; exit 1; }
+	if curl -sf --max-time 2 --cacert "$work/ca.crt" -H "Authorization: Bearer $admin_token" "$server/readyz" >/dev/null 2>&1; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+[[ -n "$ready" ]] || { echo "e2e: kube-apiserver not ready after 120 s; see $work/apiserver.log" >&2; exit 1; }
+echo "e2e: kube-apiserver ready at $server after $(($(date +%s%N) / 1000000 - start_ms)) ms" >&2
+
+# --- The suite ------------------------------------------------------------------------------
+export PODLIFE_E2E_APISERVER="$work"
+cd "$root/examples"
+go test -race -count=1 -run E2E ./... "$@"
