@@ -5,6 +5,14 @@
 //
 //	go run ./nodeagent                         # one pod, from the examples module
 //	go run ./nodeagent -pods 3 -grace 10 -stop-delay 2s
+//
+// With -kubeconfig (or -server, -ca and -token) it runs instead as a virtual node of a real
+// cluster: the agent, with the in-memory runtime, serves the pods bound to -node through the
+// client-go adapters of package kube, printing their timeline until -timeout or an interrupt.
+// Create and delete the pods with kubectl; the identity should be the node's
+// (system:node:<node> in group system:nodes):
+//
+//	go run ./nodeagent -kubeconfig node1.kubeconfig -node node1 -timeout 1h
 package main
 
 import (
@@ -13,6 +21,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sync"
 	"time"
 
@@ -21,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
@@ -39,9 +49,18 @@ func run(args []string, out io.Writer) error {
 	stopDelay := fs.Duration("stop-delay", time.Second, "how long containers take to exit after the stop signal (negative: they ignore it and are killed when the grace period runs out)")
 	relist := fs.Duration("relist", time.Second, "PLEG relist period")
 	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline")
-	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long (with a real cluster: run this long)")
+	var cc kube.ClientConfig
+	fs.StringVar(&cc.Kubeconfig, "kubeconfig", "", "run against the real cluster of this kubeconfig (the node's identity) instead of the in-memory API")
+	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
+	fs.StringVar(&cc.CAFile, "ca", "", "with -server: the CA file of the server's certificate")
+	fs.StringVar(&cc.Token, "token", "", "with -server: the bearer token of the node's identity")
+	nodeName := fs.String("node", agent.DefaultNodeName, "with a real cluster: the node whose pods the agent runs")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if cc.Kubeconfig != "" || cc.Server != "" {
+		return runReal(cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, out)
 	}
 	if *pods < 1 {
 		return fmt.Errorf("-pods must be at least 1")
@@ -148,4 +167,47 @@ func newPod(name string, grace int64) *v1.Pod {
 				Command: []string{"/bin/sh", "-c", "sleep 36000"}}},
 		},
 	}
+}
+
+// runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
+func runReal(cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration, out io.Writer) error {
+	if nodeName == "" {
+		return fmt.Errorf("-node must not be empty")
+	}
+	cc.UserAgent = "podlife-nodeagent/" + nodeName
+	client, err := kube.NewClient(cc)
+	if err != nil {
+		return err
+	}
+	patcher, err := kube.NewPatcher(client)
+	if err != nil {
+		return err
+	}
+	source, err := kube.NewSource(kube.SourceConfig{Client: client})
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	a, err := agent.New(agent.Config{NodeName: nodeName, Patcher: patcher, Source: source,
+		Runtime: plegtest.NewRuntime(nil), RelistPeriod: relist,
+		Containers: agent.ContainerBehaviour{StopDelay: stopDelay},
+		Observer: func(s agent.Step) {
+			if quiet {
+				return
+			}
+			mu.Lock()
+			fmt.Fprintln(out, s)
+			mu.Unlock()
+		}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	mu.Lock()
+	fmt.Fprintf(out, "# running node %s on a real API server for up to %v (interrupt to stop)\n", nodeName, timeout)
+	mu.Unlock()
+	return a.Run(ctx)
 }

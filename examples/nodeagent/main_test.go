@@ -44,3 +44,23 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		t.Error("run with -pods 0 succeeded")
 	}
 }
+
+func TestRunRejectsBadClusterFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{name: "kubeconfig and server", args: []string{"-kubeconfig", "x", "-server", "https://127.0.0.1:1", "-token", "t"}},
+		{name: "server without token", args: []string{"-server", "https://127.0.0.1:1"}},
+		{name: "missing kubeconfig", args: []string{"-kubeconfig", t.TempDir() + "/nope"}},
+		{name: "empty node", args: []string{"-server", "https://127.0.0.1:1", "-token", "t", "-node", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			if err := run(tt.args, &out); err == nil {
+				t.Errorf("run %v succeeded", tt.args)
+			}
+		})
+	}
+}
