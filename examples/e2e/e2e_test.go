@@ -61,8 +61,9 @@ type runningAgent struct {
 	cancel context.CancelFunc
 	done   chan error
 
-	mu    sync.Mutex
-	steps []agent.Step
+	mu      sync.Mutex
+	steps   []agent.Step
+	changed chan struct{} // closed and replaced on every step
 }
 
 func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.ContainerBehaviour) *runningAgent {
@@ -75,7 +76,7 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runningAgent{source: source, done: make(chan error, 1)}
+	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
 	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source,
 		Runtime: plegtest.NewRuntime(nil), Containers: containers, Observer: r.record})
 	if err != nil {
@@ -92,7 +93,28 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.
 func (r *runningAgent) record(s agent.Step) {
 	r.mu.Lock()
 	r.steps = append(r.steps, s)
+	close(r.changed)
+	r.changed = make(chan struct{})
 	r.mu.Unlock()
+}
+
+// waitTrace waits, without polling, until the pod's trace has a line containing want.
+func (r *runningAgent) waitTrace(t *testing.T, ctx context.Context, pod *v1.Pod, want string) {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		changed := r.changed
+		r.mu.Unlock()
+		trace := r.trace(pod)
+		if slices.ContainsFunc(trace, func(l string) bool { return strings.Contains(l, want) }) {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %q in the agent's trace: %v; trace:\n  %s", want, ctx.Err(), strings.Join(trace, "\n  "))
+		}
+	}
 }
 
 func (r *runningAgent) stop() {

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+
+	"github.com/podlife/podlife/examples/agent"
+)
+
+const gate v1.PodConditionType = "podlife.example/gate"
+
+func hasGate(p *v1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == gate && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// A condition written by another client (a readiness gate's) survives every later patch of
+// the agent, through a graceful deletion to the terminal phase.
+func TestE2EConditionOfAnotherClientSurvives(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: time.Second})
+	pod := busybox(t)
+	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: gate}}
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []map[string]any{
+		{"type": gate, "status": v1.ConditionTrue, "lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Pods(namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch,
+		metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	events := pw.waitFor(t, ctx, "the pod deleted", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+	})
+	gated, terminalWithGate := false, false
+	for _, e := range events {
+		if hasGate(e.Pod) {
+			gated = true
+			terminalWithGate = terminalWithGate || isTerminal(e.Phase)
+			continue
+		}
+		if gated {
+			t.Errorf("the gate's condition was lost: %s %+v", e, e.Pod.Status.Conditions)
+		}
+	}
+	if !terminalWithGate {
+		t.Errorf("want the gate's condition kept up to the agent's terminal phase; events:\n%s", formatEvents(events))
+	}
+}
+
+// The pod is force-deleted while its containers stop, and a pod of the same name (bound to
+// another node) is created at once: the agent finishes the old pod without ever patching or
+// deleting the new one.
+func TestE2ERecreatedUnderTheSameName(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	a := startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: 3 * time.Second})
+	old := busybox(t)
+	pw := watchPod(t, ctx, admin, old.Name)
+	old = createPod(t, ctx, admin, old)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitTrace(t, ctx, old, "SyncTerminatingPod")
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	pw.waitFor(t, ctx, "the old pod removed", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+	})
+	fresh := busybox(t)
+	fresh.Name = old.Name
+	fresh.Spec.NodeName = "node2"
+	fresh, err := admin.CoreV1().Pods(namespace).Create(ctx, fresh, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The agent finishes the old pod: its containers stop, its worker ends.
+	a.waitTrace(t, ctx, old, "terminating -> terminated")
+	a.waitTrace(t, ctx, old, "SyncTerminatedPod")
+	got, err := admin.CoreV1().Pods(namespace).Get(ctx, fresh.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the new pod is gone: %v", err)
+	}
+	if got.UID != fresh.UID || got.ResourceVersion != fresh.ResourceVersion {
+		t.Errorf("the new pod changed: uid %s rv %s, created as uid %s rv %s; status %+v",
+			got.UID, got.ResourceVersion, fresh.UID, fresh.ResourceVersion, got.Status)
+	}
+	for _, line := range a.trace(old) {
+		if line == "delete final delete (grace 0)" {
+			t.Errorf("the agent made a final delete after the pod was force-deleted: %q", line)
+		}
+	}
+}
