@@ -64,10 +64,18 @@ type runningAgent struct {
 	mu      sync.Mutex
 	steps   []agent.Step
 	changed chan struct{} // closed and replaced on every step
+
+	stopOnce sync.Once
+	err      error
 }
 
-func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.ContainerBehaviour) *runningAgent {
+// startAgent starts an agent as the node identity on runtime (nil: a new one), stopped when
+// the test ends.
+func startAgent(t *testing.T, nodeClient kubernetes.Interface, runtime *plegtest.Runtime, containers agent.ContainerBehaviour) *runningAgent {
 	t.Helper()
+	if runtime == nil {
+		runtime = plegtest.NewRuntime(nil)
+	}
 	patcher, err := kube.NewPatcher(nodeClient)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +86,7 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.
 	}
 	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
 	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source,
-		Runtime: plegtest.NewRuntime(nil), Containers: containers, Observer: r.record})
+		Runtime: runtime, Containers: containers, Observer: r.record})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +94,11 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, containers agent.
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() { r.done <- a.Run(ctx) }()
-	t.Cleanup(r.stop)
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("agent.Run: %v", err)
+		}
+	})
 	return r
 }
 
@@ -117,9 +129,11 @@ func (r *runningAgent) waitTrace(t *testing.T, ctx context.Context, pod *v1.Pod,
 	}
 }
 
-func (r *runningAgent) stop() {
+// stop stops the agent and returns Run's error; later calls return nil.
+func (r *runningAgent) stop() error {
 	r.cancel()
-	<-r.done
+	r.stopOnce.Do(func() { r.err = <-r.done })
+	return r.err
 }
 
 // trace returns the agent's steps for the pod (by name or UID) and its errors, as
@@ -265,7 +279,7 @@ func TestE2ECreation(t *testing.T) {
 	admin, nodeClient := clients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	a := startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: time.Second})
+	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: time.Second})
 	pod := busybox(t)
 	pw := watchPod(t, ctx, admin, pod.Name)
 	pod = createPod(t, ctx, admin, pod)
@@ -314,7 +328,7 @@ func TestE2EGracefulDeletion(t *testing.T) {
 	admin, nodeClient := clients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	a := startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: 2 * time.Second})
+	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: 2 * time.Second})
 	pod := busybox(t)
 	pw := watchPod(t, ctx, admin, pod.Name)
 	pod = createPod(t, ctx, admin, pod)
@@ -352,7 +366,9 @@ func TestE2EGracefulDeletion(t *testing.T) {
 		t.Errorf("the deleted pod's phase = %s, want Succeeded or Failed", p)
 	}
 
-	// On the agent: exactly one final delete, and no patch after it.
+	// On the agent: exactly one final delete, and no patch after it. (The agent reports the
+	// delete once the call returns, which may be after the watch told us.)
+	a.waitTrace(t, ctx, pod, "final delete")
 	trace := a.trace(pod)
 	noErrors(t, trace)
 	deletes := 0

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/pleg/plegtest"
 )
 
 const gate v1.PodConditionType = "podlife.example/gate"
@@ -32,7 +33,7 @@ func TestE2EConditionOfAnotherClientSurvives(t *testing.T) {
 	admin, nodeClient := clients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: time.Second})
+	startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: time.Second})
 	pod := busybox(t)
 	pod.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: gate}}
 	pw := watchPod(t, ctx, admin, pod.Name)
@@ -79,7 +80,7 @@ func TestE2ERecreatedUnderTheSameName(t *testing.T) {
 	admin, nodeClient := clients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	a := startAgent(t, nodeClient, agent.ContainerBehaviour{StopDelay: 3 * time.Second})
+	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: 3 * time.Second})
 	old := busybox(t)
 	pw := watchPod(t, ctx, admin, old.Name)
 	old = createPod(t, ctx, admin, old)
@@ -120,4 +121,56 @@ func TestE2ERecreatedUnderTheSameName(t *testing.T) {
 			t.Errorf("the agent made a final delete after the pod was force-deleted: %q", line)
 		}
 	}
+}
+
+func finalDeletes(trace []string) int {
+	n := 0
+	for _, line := range trace {
+		if line == "delete final delete (grace 0)" {
+			n++
+		}
+	}
+	return n
+}
+
+// The agent is restarted while the pod's containers ignore the stop signal (the runtime, like
+// a real one, keeps them): the new agent finishes the termination, and the pod is deleted
+// exactly once.
+func TestE2EAgentRestartedMidTermination(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	runtime := plegtest.NewRuntime(nil)
+	behaviour := agent.ContainerBehaviour{StopDelay: -1}
+	first := startAgent(t, nodeClient, runtime, behaviour)
+	pod := busybox(t)
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](5)
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first.waitTrace(t, ctx, pod, "SyncTerminatingPod")
+	if err := first.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the pod is gone before the restart: %v", err)
+	}
+
+	second := startAgent(t, nodeClient, runtime, behaviour)
+	events := pw.waitFor(t, ctx, "the pod deleted", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+	})
+	if p := events[len(events)-1].Phase; !isTerminal(p) {
+		t.Errorf("the deleted pod's phase = %s, want Succeeded or Failed", p)
+	}
+	second.waitTrace(t, ctx, pod, "final delete")
+	if n1, n2 := finalDeletes(first.trace(pod)), finalDeletes(second.trace(pod)); n1 != 0 || n2 != 1 {
+		t.Errorf("final deletes: %d by the first agent, %d by the second; want 0 and 1", n1, n2)
+	}
+	noErrors(t, second.trace(pod))
 }
