@@ -174,3 +174,72 @@ func TestE2EAgentRestartedMidTermination(t *testing.T) {
 	}
 	noErrors(t, second.trace(pod))
 }
+
+// A second delete shortens the grace period while the containers, which ignore the stop
+// signal, are being stopped: the agent kills them at the shorter deadline, not the first.
+func TestE2EGraceShortenedBySecondDelete(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: -1})
+	pod := busybox(t) // grace 30 s
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitTrace(t, ctx, pod, "SyncTerminatingPod (grace 30s)")
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](2)}); err != nil {
+		t.Fatal(err)
+	}
+	// Well before the first deadline (30 s).
+	short, cancelShort := context.WithTimeout(ctx, 15*time.Second)
+	defer cancelShort()
+	events := pw.waitFor(t, short, "the pod deleted after the shortened grace", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+	})
+	if p := events[len(events)-1].Phase; !isTerminal(p) {
+		t.Errorf("the deleted pod's phase = %s, want Succeeded or Failed", p)
+	}
+	a.waitTrace(t, ctx, pod, "final delete")
+	trace := a.trace(pod)
+	noErrors(t, trace)
+	if n := finalDeletes(trace); n != 1 {
+		t.Errorf("final deletes = %d, want 1", n)
+	}
+}
+
+// A force delete (grace 0) while the containers are stopping removes the object at once: the
+// agent still stops the containers, and neither patches nor deletes the gone pod.
+func TestE2EForceDeleteWhileStopping(t *testing.T) {
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: -1})
+	pod := busybox(t)
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a.waitTrace(t, ctx, pod, "SyncTerminatingPod (grace 30s)")
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
+		t.Fatal(err)
+	}
+	pw.waitFor(t, ctx, "the pod removed", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+	})
+	a.waitTrace(t, ctx, pod, "REMOVE")
+	a.waitTrace(t, ctx, pod, "terminating -> terminated")
+	trace := a.trace(pod)
+	if n := finalDeletes(trace); n != 0 {
+		t.Errorf("final deletes = %d of a force-deleted pod, want 0", n)
+	}
+	noErrors(t, trace)
+}
