@@ -11,8 +11,9 @@
 # service-account key pair) and a token file (an admin in system:masters and the node
 # identity system:node:node1 in system:nodes), starts etcd and kube-apiserver on 127.0.0.1
 # only (free high ports), waits for /readyz, and runs the tests with PODLIFE_E2E_APISERVER set
-# to the work directory, which holds admin.kubeconfig and node1.kubeconfig. On every exit
-# path it stops kube-apiserver before etcd (stopping etcd first hangs the apiserver).
+# to the work directory, which holds admin.kubeconfig, node1.kubeconfig and apiserver-ctl
+# (`apiserver-ctl stop|start`, for tests of an API outage). On every exit path it stops
+# kube-apiserver before etcd (stopping etcd first hangs the apiserver).
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -25,7 +26,8 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/podlife-e2e.XXXXXX")"
 etcd_pid=""
 apiserver_pid=""
 
-# stop ends a process: TERM, then KILL if it is still there after $2 seconds.
+# stop ends a process (ours, or one apiserver-ctl started): TERM, then KILL if it is still
+# there after $2 seconds.
 stop() {
 	local pid="$1" wait_s="$2" i
 	[[ -n "$pid" ]] || return 0
@@ -42,7 +44,9 @@ stop() {
 cleanup() {
 	local rc=$?
 	trap - EXIT INT TERM
-	# The apiserver first: it hangs when etcd goes away under it.
+	# The apiserver first: it hangs when etcd goes away under it. A test may have restarted
+	# it (apiserver-ctl): the pid file names the current one.
+	if [[ -f "$work/apiserver.pid" ]]; then apiserver_pid="$(cat "$work/apiserver.pid")"; fi
 	stop "$apiserver_pid" 30
 	stop "$etcd_pid" 10
 	if [[ -n "${PODLIFE_E2E_KEEP:-}" || $rc -ne 0 ]]; then
@@ -125,21 +129,63 @@ start_ms=$(($(date +%s%N) / 1000000))
 	>"$work/etcd.log" 2>&1 &
 etcd_pid=$!
 
-"$bin/kube-apiserver" \
-	--etcd-servers "http://127.0.0.1:$etcd_port" \
-	--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-	--endpoint-reconciler-type none \
-	--cert-dir "$work/apiserver-certs" \
-	--tls-cert-file "$work/server.crt" --tls-private-key-file "$work/server.key" \
-	--client-ca-file "$work/ca.crt" --token-auth-file "$work/tokens.csv" \
-	--authorization-mode Node,RBAC \
-	--enable-admission-plugins NodeRestriction --disable-admission-plugins ServiceAccount \
-	--service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key" \
-	--service-account-issuer https://kubernetes.default.svc.cluster.local \
-	--service-cluster-ip-range 10.96.0.0/24 \
-	--profiling=false \
-	>"$work/apiserver.log" 2>&1 &
+api_args=(
+	--etcd-servers "http://127.0.0.1:$etcd_port"
+	--bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port"
+	--endpoint-reconciler-type none
+	--cert-dir "$work/apiserver-certs"
+	--tls-cert-file "$work/server.crt" --tls-private-key-file "$work/server.key"
+	--client-ca-file "$work/ca.crt" --token-auth-file "$work/tokens.csv"
+	--authorization-mode Node,RBAC
+	--enable-admission-plugins NodeRestriction --disable-admission-plugins ServiceAccount
+	--service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key"
+	--service-account-issuer https://kubernetes.default.svc.cluster.local
+	--service-cluster-ip-range 10.96.0.0/24
+	--profiling=false
+)
+printf '%q ' "$bin/kube-apiserver" "${api_args[@]}" >"$work/apiserver.cmd"
+echo "$admin_token" >"$work/admin.token"
+echo "$server" >"$work/server.url"
+chmod 600 "$work/admin.token"
+"$bin/kube-apiserver" "${api_args[@]}" >"$work/apiserver.log" 2>&1 &
 apiserver_pid=$!
+echo "$apiserver_pid" >"$work/apiserver.pid"
+
+# apiserver-ctl lets a test stop kube-apiserver and start it again (an outage), keeping etcd.
+cat >"$work/apiserver-ctl" <<'CTL'
+#!/usr/bin/env bash
+# apiserver-ctl stop|start: stops the e2e kube-apiserver, or starts it again and waits for
+# /readyz. The pid file always names the current process, so hack/e2e.sh stops that one.
+set -euo pipefail
+work="$(cd "$(dirname "$0")" && pwd)"
+pid="$(cat "$work/apiserver.pid")"
+# alive: the process exists and is not a zombie (the first apiserver is hack/e2e.sh's child,
+# which is busy running the tests and cannot reap it; kill -0 succeeds on a zombie).
+alive() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ -n "$st" && "$st" != Z* ]]; }
+case "${1:-}" in
+stop)
+	# It stops listening at once but, with clients' watches open, takes over 30 s to exit:
+	# KILL it after 5 s (an outage either way; etcd keeps everything).
+	kill -TERM "$pid" 2>/dev/null || exit 0
+	for ((i = 0; i < 50; i++)); do alive "$pid" || exit 0; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+	;;
+start)
+	if alive "$pid"; then echo "apiserver-ctl: already running" >&2; exit 1; fi
+	eval "cmd=( $(cat "$work/apiserver.cmd") )"
+	"${cmd[@]}" >>"$work/apiserver.log" 2>&1 </dev/null &
+	echo $! >"$work/apiserver.pid"
+	for ((i = 0; i < 1200; i++)); do
+		if curl -sf --max-time 2 --cacert "$work/ca.crt" -H "Authorization: Bearer $(cat "$work/admin.token")" \
+			"$(cat "$work/server.url")/readyz" >/dev/null 2>&1; then exit 0; fi
+		sleep 0.1
+	done
+	echo "apiserver-ctl: not ready after 120 s" >&2; exit 1
+	;;
+*) echo "usage: apiserver-ctl stop|start" >&2; exit 2 ;;
+esac
+CTL
+chmod +x "$work/apiserver-ctl"
 
 ready=""
 for ((i = 0; i < 1200; i++)); do

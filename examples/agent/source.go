@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/statusmgr"
@@ -21,6 +23,11 @@ type Source interface {
 
 var _ Source = (*statusmgrtest.FakeAPI)(nil)
 
+// named is a pod of which only the namespace and name are known, for observe.
+func named(namespace, name string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+}
+
 // observingPatcher reports the status manager's writes to the Observer when no in-memory
 // server does.
 type observingPatcher struct {
@@ -29,13 +36,20 @@ type observingPatcher struct {
 }
 
 func (o observingPatcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
-	return o.next.GetPod(ctx, namespace, name)
+	p, err := o.next.GetPod(ctx, namespace, name)
+	switch {
+	case apierrors.IsNotFound(err):
+		o.a.observe(KindStatus, named(namespace, name), "get: the pod is gone (%v)", err)
+	case err != nil:
+		o.a.observe(KindStatus, named(namespace, name), "get failed: %v", err)
+	}
+	return p, err
 }
 
 func (o observingPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
 	p, err := o.next.PatchPodStatus(ctx, namespace, name, patch)
 	if err != nil {
-		o.a.observe(KindStatus, nil, "patch of %s/%s failed: %v", namespace, name, err)
+		o.a.observe(KindStatus, named(namespace, name), "patch failed: %v", err)
 		return p, err
 	}
 	o.a.observe(KindStatus, p, "patched status: phase %s (%d bytes)", p.Status.Phase, len(patch))
