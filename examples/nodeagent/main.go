@@ -43,6 +43,11 @@ func main() {
 }
 
 func run(args []string, out io.Writer) error {
+	return runContext(context.Background(), args, out)
+}
+
+// runContext is run; with a real cluster it also stops when ctx ends.
+func runContext(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("nodeagent", flag.ContinueOnError)
 	pods := fs.Int("pods", 1, "number of pods to create and then delete")
 	grace := fs.Int64("grace", 30, "terminationGracePeriodSeconds of the pods (the graceful delete uses it)")
@@ -60,7 +65,7 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	if cc.Kubeconfig != "" || cc.Server != "" {
-		return runReal(cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, out)
+		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, out)
 	}
 	if *pods < 1 {
 		return fmt.Errorf("-pods must be at least 1")
@@ -81,7 +86,7 @@ func run(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	agentCtx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
@@ -170,7 +175,7 @@ func newPod(name string, grace int64) *v1.Pod {
 }
 
 // runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
-func runReal(cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration, out io.Writer) error {
+func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration, out io.Writer) error {
 	if nodeName == "" {
 		return fmt.Errorf("-node must not be empty")
 	}
@@ -202,7 +207,7 @@ func runReal(cc kube.ClientConfig, nodeName string, relist, stopDelay time.Durat
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
