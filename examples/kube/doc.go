@@ -36,7 +36,9 @@
 // Added for new UIDs, Modified for pods whose resourceVersion moved; unchanged pods are not
 // sent again. That is exactly what config.Mux would derive from a Set of the new list, so
 // a re-list neither loses nor duplicates a change. Failed list and watch calls are retried
-// with a capped exponential backoff on the injected clock, and counted (Stats).
+// with a capped exponential backoff on the injected clock, and counted (Stats); a watch the
+// server ends without delivering anything is also reopened only after the backoff, so a
+// misbehaving server cannot make the Source spin. The backoff resets once a watch delivers.
 //
 // # Clients
 //

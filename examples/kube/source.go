@@ -167,6 +167,12 @@ func (w *watcher) failed(ctx context.Context, what string, err error) bool {
 	}
 	w.s.failures.Add(1)
 	w.s.logger.Warn("kube: pod "+what+" failed; retrying", "node", w.node, "err", err, "backoff", w.backoff)
+	return w.wait(ctx)
+}
+
+// wait waits for the backoff, which then doubles up to its cap; it reports false if ctx
+// ended.
+func (w *watcher) wait(ctx context.Context) bool {
 	t := w.s.clock.NewTimer(w.backoff)
 	defer t.Stop()
 	w.backoff = min(2*w.backoff, w.s.cfg.RetryBackoffMax)
@@ -189,10 +195,17 @@ func (w *watcher) serve(ctx context.Context) {
 		switch {
 		case err == nil:
 			w.s.watches.Add(1)
-			err = w.consume(ctx, wi)
+			var delivered bool
+			delivered, err = w.consume(ctx, wi)
 			wi.Stop()
 			if err == nil {
-				continue // the server ended the watch: resume from w.rv
+				// The server ended the watch: resume from w.rv, at once if it delivered
+				// something, after the backoff if not (a server ending every watch at once
+				// must not make this a busy loop).
+				if !delivered && !w.wait(ctx) {
+					return
+				}
+				continue
 			}
 		case ctx.Err() != nil:
 			return
@@ -214,25 +227,27 @@ func (w *watcher) serve(ctx context.Context) {
 var errWatchClosed = errors.New("kube: watch stopped")
 
 // consume sends the watch's events until the server ends it (nil), an error event arrives
-// (its error) or ctx ends (errWatchClosed).
-func (w *watcher) consume(ctx context.Context, wi watch.Interface) error {
+// (its error) or ctx ends (errWatchClosed). delivered reports whether any pod event or
+// bookmark arrived.
+func (w *watcher) consume(ctx context.Context, wi watch.Interface) (delivered bool, err error) {
 	for {
 		var ev watch.Event
 		var ok bool
 		select {
 		case ev, ok = <-wi.ResultChan():
 		case <-ctx.Done():
-			return errWatchClosed
+			return delivered, errWatchClosed
 		}
 		if !ok {
-			return nil
+			return delivered, nil
 		}
 		switch ev.Type {
 		case watch.Error:
-			return apierrors.FromObject(ev.Object)
+			return delivered, apierrors.FromObject(ev.Object)
 		case watch.Bookmark:
 			if m, err := metaOf(ev.Object); err == nil {
 				w.rv = m.GetResourceVersion()
+				w.backoff, delivered = w.s.cfg.RetryBackoffInitial, true
 			}
 			continue
 		}
@@ -242,7 +257,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface) error {
 			w.s.logger.Error("kube: dropped a watch event that is not a pod with a UID", "type", ev.Type, "object", fmt.Sprintf("%T", ev.Object))
 			continue
 		}
-		w.backoff = w.s.cfg.RetryBackoffInitial
+		w.backoff, delivered = w.s.cfg.RetryBackoffInitial, true
 		w.rv = pod.ResourceVersion
 		var t statusmgrtest.EventType
 		switch ev.Type {
@@ -261,7 +276,7 @@ func (w *watcher) consume(ctx context.Context, wi watch.Interface) error {
 			continue
 		}
 		if !w.send(ctx, statusmgrtest.Event{Type: t, Pod: pod}) {
-			return errWatchClosed
+			return delivered, errWatchClosed
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -245,4 +246,33 @@ func TestNewSourceValidation(t *testing.T) {
 	if _, ok := <-ch; ok || pods != nil || src.Stats().Failures != 1 {
 		t.Errorf("Watch with an empty node: %v, open %v, stats %+v; want a counted refusal", pods, ok, src.Stats())
 	}
+}
+
+// TestSourceBacksOffEmptyWatches checks that watches the server ends at once without
+// delivering anything are reopened after a growing backoff, not in a busy loop.
+func TestSourceBacksOffEmptyWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPIScript(t, podList("5"))
+		src, err := NewSource(SourceConfig{Client: api.client, RetryBackoffInitial: time.Second, RetryBackoffMax: 4 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		start := time.Now()
+		_, ch := src.Watch(ctx, "node1")
+		var opened []time.Duration
+		for range 5 {
+			w := <-api.watches
+			opened = append(opened, time.Since(start))
+			w.Stop()
+		}
+		cancel()
+		for range ch {
+		}
+		want := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 11 * time.Second}
+		if diff := cmp.Diff(want, opened); diff != "" {
+			t.Errorf("watches opened at (-want +got):\n%s", diff)
+		}
+	})
 }
