@@ -3,7 +3,7 @@
 # built from the Go module proxy by hack/build-apiserver.sh (the first run builds them: 15-20
 # minutes on 2 cores; later runs reuse them).
 #
-#   hack/e2e.sh                      # runs `go test -race -count=1 -run E2E ./...` in examples/
+#   hack/e2e.sh                      # runs `go test -race -count=1 -p 1 -run E2E ./...` in examples/
 #   hack/e2e.sh -v -run E2ECreation  # extra arguments go to `go test` (a later -run wins)
 #   PODLIFE_E2E_KEEP=1 hack/e2e.sh   # keep the work directory (certificates, logs) afterwards
 #
@@ -203,4 +203,5 @@ echo "e2e: kube-apiserver ready at $server after $(($(date +%s%N) / 1000000 - st
 # --- The suite ------------------------------------------------------------------------------
 export PODLIFE_E2E_APISERVER="$work"
 cd "$root/examples"
-go test -race -count=1 -run E2E ./... "$@"
+# -p 1: test binaries run one at a time, since every package's agents serve the same node.
+go test -race -count=1 -p 1 -run E2E ./... "$@"
