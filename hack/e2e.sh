@@ -122,6 +122,10 @@ kubeconfig "$node" "system:node:$node" "$node_token"
 
 # --- etcd and kube-apiserver, loopback only ----------------------------------------------
 start_ms=$(($(date +%s%N) / 1000000))
+# Job control puts each server in its own process group, so a Ctrl-C (SIGINT to the
+# terminal's group) reaches the tests and this script but not the servers: cleanup stops
+# them, in order.
+set -m
 "$bin/etcd" --name e2e --data-dir "$work/etcd" \
 	--listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
 	--listen-peer-urls "http://127.0.0.1:$peer_port" --initial-advertise-peer-urls "http://127.0.0.1:$peer_port" \
@@ -150,6 +154,7 @@ chmod 600 "$work/admin.token"
 "$bin/kube-apiserver" "${api_args[@]}" >"$work/apiserver.log" 2>&1 &
 apiserver_pid=$!
 echo "$apiserver_pid" >"$work/apiserver.pid"
+set +m
 
 # apiserver-ctl lets a test stop kube-apiserver and start it again (an outage), keeping etcd.
 cat >"$work/apiserver-ctl" <<'CTL'
@@ -173,6 +178,7 @@ stop)
 start)
 	if alive "$pid"; then echo "apiserver-ctl: already running" >&2; exit 1; fi
 	eval "cmd=( $(cat "$work/apiserver.cmd") )"
+	set -m # its own process group, like the first one
 	"${cmd[@]}" >>"$work/apiserver.log" 2>&1 </dev/null &
 	echo $! >"$work/apiserver.pid"
 	for ((i = 0; i < 1200; i++)); do
