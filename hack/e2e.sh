@@ -26,6 +26,9 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/podlife-e2e.XXXXXX")"
 etcd_pid=""
 apiserver_pid=""
 
+# alive: the process exists and is not a zombie (kill -0 succeeds on a zombie).
+alive() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ -n "$st" && "$st" != Z* ]]; }
+
 # stop ends a process (ours, or one apiserver-ctl started): TERM, then KILL if it is still
 # there after $2 seconds.
 stop() {
@@ -33,7 +36,7 @@ stop() {
 	[[ -n "$pid" ]] || return 0
 	kill -TERM "$pid" 2>/dev/null || return 0
 	for ((i = 0; i < wait_s * 10; i++)); do
-		kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+		alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
 		sleep 0.1
 	done
 	echo "e2e: process $pid did not stop in ${wait_s}s; killing it" >&2
@@ -195,8 +198,8 @@ chmod +x "$work/apiserver-ctl"
 
 ready=""
 for ((i = 0; i < 1200; i++)); do
-	kill -0 "$apiserver_pid" 2>/dev/null || { echo "e2e: kube-apiserver exited; see $work/apiserver.log" >&2; tail -n 20 "$work/apiserver.log" >&2; exit 1; }
-	kill -0 "$etcd_pid" 2>/dev/null || { echo "e2e: etcd exited; see $work/etcd.log" >&2; tail -n 20 "$work/etcd.log" >&2; exit 1; }
+	alive "$apiserver_pid" || { echo "e2e: kube-apiserver exited; see $work/apiserver.log" >&2; tail -n 20 "$work/apiserver.log" >&2; exit 1; }
+	alive "$etcd_pid" || { echo "e2e: etcd exited; see $work/etcd.log" >&2; tail -n 20 "$work/etcd.log" >&2; exit 1; }
 	if curl -sf --max-time 2 --cacert "$work/ca.crt" -H "Authorization: Bearer $admin_token" "$server/readyz" >/dev/null 2>&1; then
 		ready=1
 		break
