@@ -251,6 +251,27 @@ func busybox(t *testing.T) *v1.Pod {
 }
 
 // createPod creates the pod as the admin and force-deletes it when the test ends.
+// runPod creates a busybox pod, starts watching it, and waits until the server shows it
+// Running.
+func runPod(t *testing.T, ctx context.Context, admin kubernetes.Interface) (*v1.Pod, *podWatch) {
+	t.Helper()
+	pod := busybox(t)
+	pw := watchPod(t, ctx, admin, pod.Name)
+	pod = createPod(t, ctx, admin, pod)
+	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
+	})
+	return pod, pw
+}
+
+// deletePod deletes the pod as a user does: grace nil is the pod's own grace period.
+func deletePod(t *testing.T, ctx context.Context, admin kubernetes.Interface, name string, grace *int64) {
+	t.Helper()
+	if err := admin.CoreV1().Pods(namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: grace}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func createPod(t *testing.T, ctx context.Context, admin kubernetes.Interface, pod *v1.Pod) *v1.Pod {
 	t.Helper()
 	created, err := admin.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{})
@@ -329,16 +350,9 @@ func TestE2EGracefulDeletion(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: 2 * time.Second})
-	pod := busybox(t)
-	pw := watchPod(t, ctx, admin, pod.Name)
-	pod = createPod(t, ctx, admin, pod)
-	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
-		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
-	})
+	pod, pw := runPod(t, ctx, admin)
 
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, pod.Name, nil)
 	events := pw.waitFor(t, ctx, "the pod deleted", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 	})

@@ -51,9 +51,7 @@ func TestE2EConditionOfAnotherClientSurvives(t *testing.T) {
 		metav1.PatchOptions{}, "status"); err != nil {
 		t.Fatal(err)
 	}
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, pod.Name, nil)
 	events := pw.waitFor(t, ctx, "the pod deleted", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 	})
@@ -81,19 +79,10 @@ func TestE2ERecreatedUnderTheSameName(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: 3 * time.Second})
-	old := busybox(t)
-	pw := watchPod(t, ctx, admin, old.Name)
-	old = createPod(t, ctx, admin, old)
-	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
-		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
-	})
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	old, pw := runPod(t, ctx, admin)
+	deletePod(t, ctx, admin, old.Name, nil)
 	a.waitTrace(t, ctx, old, "SyncTerminatingPod")
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, old.Name, ptr.To[int64](0))
 	pw.waitFor(t, ctx, "the old pod removed", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 	})
@@ -150,9 +139,7 @@ func TestE2EAgentRestartedMidTermination(t *testing.T) {
 	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
 	})
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, pod.Name, nil)
 	first.waitTrace(t, ctx, pod, "SyncTerminatingPod")
 	if err := first.stop(); err != nil {
 		t.Fatal(err)
@@ -188,13 +175,9 @@ func TestE2EGraceShortenedBySecondDelete(t *testing.T) {
 	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
 	})
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, pod.Name, nil)
 	a.waitTrace(t, ctx, pod, "SyncTerminatingPod (grace 30s)")
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](2)}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, pod.Name, ptr.To[int64](2))
 	// Well before the first deadline (30 s).
 	short, cancelShort := context.WithTimeout(ctx, 15*time.Second)
 	defer cancelShort()
@@ -219,19 +202,10 @@ func TestE2EForceDeleteWhileStopping(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	a := startAgent(t, nodeClient, nil, agent.ContainerBehaviour{StopDelay: -1})
-	pod := busybox(t)
-	pw := watchPod(t, ctx, admin, pod.Name)
-	pod = createPod(t, ctx, admin, pod)
-	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
-		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
-	})
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	pod, pw := runPod(t, ctx, admin)
+	deletePod(t, ctx, admin, pod.Name, nil)
 	a.waitTrace(t, ctx, pod, "SyncTerminatingPod (grace 30s)")
-	if err := admin.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}); err != nil {
-		t.Fatal(err)
-	}
+	deletePod(t, ctx, admin, pod.Name, ptr.To[int64](0))
 	pw.waitFor(t, ctx, "the pod removed", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 	})
