@@ -23,9 +23,20 @@ const (
 // with exactly nine digits of nanoseconds.
 const SeenTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
 
+// localAnnotationKeys returns the kubelet-local annotation keys: the one list every
+// comparison and merge of annotations uses.
+func localAnnotationKeys() [3]string {
+	return [3]string{ConfigSourceAnnotationKey, ConfigMirrorAnnotationKey, ConfigFirstSeenAnnotationKey}
+}
+
 // isLocalAnnotation reports whether key is one of the kubelet-local annotation keys.
 func isLocalAnnotation(key string) bool {
-	return key == ConfigSourceAnnotationKey || key == ConfigMirrorAnnotationKey || key == ConfigFirstSeenAnnotationKey
+	for _, k := range localAnnotationKeys() {
+		if key == k {
+			return true
+		}
+	}
+	return false
 }
 
 // annotationsEqual reports whether existing and ref carry the same annotations apart from
@@ -45,7 +56,7 @@ func annotationsEqual(existing, ref map[string]string) bool {
 	// Every non-local key of ref is in existing; existing has no other non-local key
 	// exactly when it has n of them.
 	m := len(existing)
-	for _, k := range [...]string{ConfigSourceAnnotationKey, ConfigMirrorAnnotationKey, ConfigFirstSeenAnnotationKey} {
+	for _, k := range localAnnotationKeys() {
 		if _, ok := existing[k]; ok {
 			m--
 		}
@@ -75,7 +86,7 @@ func mergedAnnotations(existing, ref map[string]string) map[string]string {
 		out[k] = v
 	}
 	out[ConfigFirstSeenAnnotationKey] = existing[ConfigFirstSeenAnnotationKey]
-	for _, k := range [...]string{ConfigSourceAnnotationKey, ConfigMirrorAnnotationKey, ConfigFirstSeenAnnotationKey} {
+	for _, k := range localAnnotationKeys() {
 		if v, ok := existing[k]; ok {
 			out[k] = v
 		}
