@@ -9,6 +9,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/internal/seedpod"
 )
 
 // w1 generates BENCHMARKS.md's W1 workload: a source "api" of N seed pods and rounds of
@@ -33,7 +35,7 @@ const (
 func newW1(fresh bool) *w1 {
 	g := &w1{r: rand.New(rand.NewPCG(1, 1)), fresh: fresh}
 	for range w1Pods {
-		g.pods = append(g.pods, seedPod(g.next))
+		g.pods = append(g.pods, seedpod.New(g.next))
 		g.next++
 	}
 	return g
@@ -100,7 +102,7 @@ func (g *w1) round() PodUpdate {
 	}
 	g.pods = kept
 	for range w1Percent {
-		p := seedPod(g.next)
+		p := seedpod.New(g.next)
 		g.next++
 		g.pods = append(g.pods, p)
 		g.want[Add][p.UID] = true

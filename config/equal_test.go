@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podlife/podlife/internal/seedpod"
 )
 
 // settable returns v made settable even if it was reached through an unexported field.
@@ -106,7 +108,7 @@ func mutate(r *rand.Rand, v reflect.Value) {
 // richPod is a seed pod with more of the spec filled in: resources, probes, env, a
 // deletion timestamp, so that mutations reach quantities, times and maps.
 func richPod() *v1.Pod {
-	p := seedPod(7)
+	p := seedpod.New(7)
 	c := &p.Spec.Containers[0]
 	c.Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("64Mi"), v1.ResourceCPU: resource.MustParse("1")}
 	c.Env = []v1.EnvVar{{Name: "A", Value: "1"}, {Name: "B", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}

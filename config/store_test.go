@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/podlife/podlife/internal/seedpod"
 )
 
 var t0 = time.Date(2026, 11, 26, 1, 2, 3, 4, time.UTC)
@@ -310,7 +312,7 @@ func TestMergeDrops(t *testing.T) {
 // pods can be modified without touching the store.
 func TestMergeOwnership(t *testing.T) {
 	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
-	in := seedPod(1)
+	in := seedpod.New(1)
 	pristine := in.DeepCopy()
 	c := s.Merge(set(in))
 	if diff := cmp.Diff(pristine, in); diff != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -14,71 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/seedpod"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
 )
 
-// seedPod is BENCHMARKS.md's pod template, as the config merge delivers it.
-func seedPod(i int) *v1.Pod {
-	grace := int64(30)
-	expire := int64(3607)
-	toleration := int64(300)
-	lastApplied := `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"labels":{"app":"busybox"},"name":"busybox-` +
-		fmt.Sprint(i) + `","namespace":"default"},"spec":{"containers":[{"command":["/bin/sh","-c","sleep 36000"],"image":"busybox","name":"busybox"}],` +
-		`"restartPolicy":"Always","terminationGracePeriodSeconds":30}}` + strings.Repeat(" ", 40)
-	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("busybox-%d", i), Namespace: "default",
-			UID:             types.UID(fmt.Sprintf("00000000-0000-0000-0000-%012d", i)),
-			ResourceVersion: fmt.Sprint(1000 + i),
-			Labels:          map[string]string{"app": "busybox"},
-			Annotations: map[string]string{
-				"kubectl.kubernetes.io/last-applied-configuration": lastApplied,
-				"kubernetes.io/config.source":                      "api",
-				"kubernetes.io/config.seen":                        "2026-01-01T00:00:00.000000000Z",
-			},
-		},
-		Spec: v1.PodSpec{
-			Containers: []v1.Container{{
-				Name: "busybox", Image: "busybox", Command: []string{"/bin/sh", "-c", "sleep 36000"},
-				VolumeMounts: []v1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
-			}},
-			Volumes: []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-				Sources: []v1.VolumeProjection{
-					{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: &expire}},
-					{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
-						Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-					{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "namespace",
-						FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-				},
-			}}}},
-			RestartPolicy:                 v1.RestartPolicyAlways,
-			TerminationGracePeriodSeconds: &grace,
-			DNSPolicy:                     v1.DNSClusterFirst,
-			NodeName:                      "node1",
-			Tolerations: []v1.Toleration{
-				{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &toleration},
-				{Key: "node.kubernetes.io/unreachable", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &toleration},
-			},
-			Priority: new(int32),
-		},
-		Status: v1.PodStatus{
-			Phase: v1.PodRunning,
-			Conditions: []v1.PodCondition{
-				{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: now},
-				{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: now},
-				{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: now},
-				{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: now},
-			},
-			HostIP: "10.0.0.1", PodIP: fmt.Sprintf("10.244.%d.%d", i/250, i%250),
-			ContainerStatuses: []v1.ContainerStatus{{
-				Name: "busybox", Ready: true, Image: "busybox", ContainerID: fmt.Sprintf("containerd://%064d", i),
-				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: now}},
-			}},
-		},
-	}
-}
+// seenAt is the first-seen time the config merge stamped on the benchmarks' pods.
+func seenAt() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // countdown closes done when it has been hit n times.
 type countdown struct {
@@ -145,7 +86,7 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 	creates := make([]*v1.Pod, n)
 	deletes := make([]*v1.Pod, n)
 	for i := range n {
-		creates[i] = seedPod(i)
+		creates[i] = seedpod.Merged(i, seenAt())
 		d := creates[i].DeepCopy()
 		ts := metav1.NewTime(time.Now())
 		g := int64(30)
@@ -291,7 +232,7 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 // last update was synced.
 func BenchmarkW2Hot(b *testing.B) {
 	const updates = 100000
-	p := seedPod(0)
+	p := seedpod.Merged(0, seenAt())
 	last := p.DeepCopy()
 	var calls atomic.Int64
 	var wall time.Duration

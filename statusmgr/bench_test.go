@@ -3,81 +3,16 @@ package statusmgr_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/seedpod"
 	"github.com/podlife/podlife/statusmgr"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
-
-// seedPod is BENCHMARKS.md's seed pod busybox-i, with the annotations the config merge adds.
-func seedPod(i int, start time.Time) *v1.Pod {
-	name := fmt.Sprintf("busybox-%d", i)
-	grace := int64(30)
-	toleration := int64(300)
-	lastApplied := `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"labels":{"app":"busybox"},"name":"` + name +
-		`","namespace":"default"},"spec":{"containers":[{"command":["/bin/sh","-c","sleep 36000"],"image":"busybox","name":"busybox"}]}}` +
-		strings.Repeat(" ", 40)
-	st := metav1.NewTime(start)
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "default", Name: name, UID: types.UID(fmt.Sprintf("uid-%06d", i)), ResourceVersion: "1",
-			Labels: map[string]string{"app": "busybox"},
-			Annotations: map[string]string{
-				"kubectl.kubernetes.io/last-applied-configuration": lastApplied,
-				statusmgr.ConfigSourceAnnotationKey:                statusmgr.APISource,
-				"kubernetes.io/config.seen":                        start.Format(time.RFC3339Nano),
-			},
-		},
-		Spec: v1.PodSpec{
-			Containers: []v1.Container{{
-				Name: "busybox", Image: "busybox", Command: []string{"/bin/sh", "-c", "sleep 36000"},
-				VolumeMounts: []v1.VolumeMount{{Name: "kube-api-access", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}},
-			}},
-			Volumes: []v1.Volume{{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
-				Sources: []v1.VolumeProjection{
-					{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}},
-					{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
-						Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
-					{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "namespace",
-						FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
-				}}}}},
-			RestartPolicy:                 v1.RestartPolicyAlways,
-			TerminationGracePeriodSeconds: &grace,
-			DNSPolicy:                     v1.DNSClusterFirst,
-			NodeName:                      "node1",
-			Tolerations: []v1.Toleration{
-				{Key: "node.kubernetes.io/not-ready", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &toleration},
-				{Key: "node.kubernetes.io/unreachable", Operator: v1.TolerationOpExists, Effect: v1.TaintEffectNoExecute, TolerationSeconds: &toleration},
-			},
-			Priority: new(int32),
-		},
-		Status: v1.PodStatus{
-			Phase: v1.PodRunning,
-			Conditions: []v1.PodCondition{
-				{Type: v1.PodInitialized, Status: v1.ConditionTrue, LastTransitionTime: st},
-				{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: st},
-				{Type: v1.ContainersReady, Status: v1.ConditionTrue, LastTransitionTime: st},
-				{Type: v1.PodScheduled, Status: v1.ConditionTrue, LastTransitionTime: st},
-			},
-			HostIP: "10.0.0.1", HostIPs: []v1.HostIP{{IP: "10.0.0.1"}},
-			PodIP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+2), PodIPs: []v1.PodIP{{IP: fmt.Sprintf("10.244.%d.%d", i/250, i%250+2)}},
-			StartTime: &st,
-			QOSClass:  v1.PodQOSBestEffort,
-			ContainerStatuses: []v1.ContainerStatus{{
-				Name: "busybox", Ready: true, Started: ptrTo(true), Image: "docker.io/library/busybox:latest",
-				ImageID:     "docker.io/library/busybox@sha256:" + strings.Repeat("ab", 32),
-				ContainerID: "containerd://" + strings.Repeat("0c", 32),
-				State:       v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: st}},
-			}},
-		},
-	}
-}
 
 func ptrTo[T any](v T) *T { return &v }
 
@@ -125,7 +60,7 @@ func BenchmarkW4StatusManager(b *testing.B) {
 	deleting := make([]*v1.Pod, pods)
 	statuses := make([][]v1.PodStatus, rounds)
 	for i := range seeds {
-		seeds[i] = seedPod(i, start)
+		seeds[i] = seedpod.Merged(i, start)
 		d := seeds[i].DeepCopy()
 		ts := metav1.NewTime(start.Add(time.Hour))
 		d.DeletionTimestamp = &ts

@@ -1,4 +1,7 @@
-package config
+// Package seedpod builds the benchmark brief's "seed pod", the one pod template every
+// workload (W1-W4) is measured on, so that the packages' benchmarks share one definition.
+// It is internal: only podlife's own tests and benchmarks use it.
+package seedpod
 
 import (
 	"fmt"
@@ -12,13 +15,13 @@ import (
 )
 
 // lastApplied is the ~300-byte kubectl annotation of BENCHMARKS.md's seed pod.
-var lastApplied = `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"labels":{"app":"busybox"},"name":"busybox","namespace":"default"},"spec":{"containers":[{"command":["/bin/sh","-c","sleep 36000"],"image":"busybox","imagePullPolicy":"IfNotPresent","name":"busybox"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30}}` + "\n"
+const lastApplied = `{"apiVersion":"v1","kind":"Pod","metadata":{"annotations":{},"labels":{"app":"busybox"},"name":"busybox","namespace":"default"},"spec":{"containers":[{"command":["/bin/sh","-c","sleep 36000"],"image":"busybox","imagePullPolicy":"IfNotPresent","name":"busybox"}],"restartPolicy":"Always","terminationGracePeriodSeconds":30}}` + "\n"
 
-// seedPod builds BENCHMARKS.md's seed pod number n: namespace default, name busybox-n,
+// New builds BENCHMARKS.md's seed pod number n: namespace default, name busybox-n,
 // labels {app: busybox}, the last-applied annotation, a resourceVersion, one busybox
 // container with a projected service-account volume, two NoExecute tolerations, and a
 // Running status with 4 conditions, host and pod IPs and one running container status.
-func seedPod(n int) *v1.Pod {
+func New(n int) *v1.Pod {
 	grace, tol, expiry := int64(30), int64(300), int64(3607)
 	prio := int32(0)
 	mode := int32(420)
@@ -111,4 +114,13 @@ func seedPod(n int) *v1.Pod {
 			}},
 		},
 	}
+}
+
+// Merged is New(n) as the config merge delivers it to the pod workers and the status
+// manager: with the source annotation "api" and the first-seen annotation stamped at seen.
+func Merged(n int, seen time.Time) *v1.Pod {
+	p := New(n)
+	p.Annotations["kubernetes.io/config.source"] = "api"
+	p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	return p
 }
