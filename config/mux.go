@@ -171,11 +171,7 @@ func stream(source string, c Changes, firstSet bool) []PodUpdate {
 func (m *Mux) markReady(source string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ch, ok := m.ready[source]
-	if !ok {
-		ch = make(chan struct{})
-		m.ready[source] = ch
-	}
+	ch := m.readyChanLocked(source)
 	select {
 	case <-ch:
 	default:
@@ -209,6 +205,11 @@ func (m *Mux) Dropped() uint64 {
 func (m *Mux) SourceReady(source string) <-chan struct{} {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.readyChanLocked(source)
+}
+
+// readyChanLocked returns the source's ready channel, made on first use. m.mu must be held.
+func (m *Mux) readyChanLocked(source string) chan struct{} {
 	ch, ok := m.ready[source]
 	if !ok {
 		ch = make(chan struct{})

@@ -166,10 +166,15 @@ func (f *FakeAPI) Counts() Counts {
 
 // WaitFor blocks until cond holds for the counts (checked after every call) or ctx ends.
 func (f *FakeAPI) WaitFor(ctx context.Context, cond func(Counts) bool) error {
+	return f.wait(ctx, func() bool { return cond(f.counts) })
+}
+
+// wait blocks until check, run with f.mu held, is true (checked now and after every call or
+// change) or ctx ends.
+func (f *FakeAPI) wait(ctx context.Context, check func() bool) error {
 	for {
 		f.mu.Lock()
-		ok := cond(f.counts)
-		ch := f.changed
+		ok, ch := check(), f.changed
 		f.mu.Unlock()
 		if ok {
 			return nil

@@ -128,19 +128,7 @@ func (f *FakeAPI) Delete(namespace, name string, gracePeriodSeconds *int64) erro
 // change) or ctx ends. cond runs with FakeAPI's lock held: it must not call FakeAPI nor
 // keep or modify the pods.
 func (f *FakeAPI) WaitForPods(ctx context.Context, cond func(pods map[types.NamespacedName]*v1.Pod) bool) error {
-	for {
-		f.mu.Lock()
-		ok, ch := cond(f.pods), f.changed
-		f.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return f.wait(ctx, func() bool { return cond(f.pods) })
 }
 
 // Watch returns copies of the pods bound to nodeName now and a channel of every later event
