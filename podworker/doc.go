@@ -51,6 +51,10 @@
 //     (name_namespace) are never started at once; waiting ones start in arrival order
 //     when the holder finishes; one whose termination is requested before it started is
 //     finished at once (no PodSyncer call) and never blocks the next.
+//   - Config.SerializeByName extends the full-name rule to every pod (for runtimes that
+//     key pods by name, like virtual-kubelet providers), except that a pod deleted before
+//     it started still gets SyncTerminatingPod and SyncTerminatedPod, once the name is
+//     free and before any live waiter starts.
 //   - A pod first seen in a terminal phase whose runtime status shows nothing running (an
 //     agent restart) goes straight to terminated: SyncTerminatingPod is skipped,
 //     SyncTerminatedPod still runs, and the pod never counts as active.

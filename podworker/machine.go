@@ -31,6 +31,15 @@ type MachineConfig struct {
 	// 0 means no bound (the kubelet's behaviour). Pods beyond the bound wait in arrival
 	// order.
 	MaxConcurrentSyncs int
+	// SerializeByName makes every pod wait for its full name (namespace and name) as
+	// static pods do: a pod does not start while another UID of the same name has
+	// started and not finished, and waiting pods start in arrival order. Runtimes that
+	// key pods by name (virtual-kubelet providers) need it, so that a pod recreated under
+	// the same name is created only once the old one is stopped. Unlike a static pod, a
+	// pod whose termination is requested before it started still gets
+	// SyncTerminatingPod (once the name is free, ahead of live waiters), so the runtime
+	// hears of every pod it may hold.
+	SerializeByName bool
 	// Rand returns numbers in [0, 1) for the jitter. nil means no jitter (deterministic).
 	Rand func() float64
 }
@@ -177,12 +186,13 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		} else {
 			st.fullname = fullName(opts.Pod.Name, opts.Pod.Namespace)
 			st.static = IsStaticPod(opts.Pod)
+			st.byName = st.static || m.cfg.SerializeByName
 			if isTerminalPhase(opts.Pod) && runtimeStopped {
 				st.terminatingAt, st.terminatedAt = now, now
 				st.startedTerminating = true
 			}
 		}
-		if st.static {
+		if st.byName {
 			m.waitingStatic[st.fullname] = append(m.waitingStatic[st.fullname], uid)
 		}
 		m.pods[uid] = st
@@ -484,19 +494,8 @@ func (m *Machine) finish(st *podState, now time.Time, r *Ready) {
 func (m *Machine) forget(st *podState) {
 	m.unschedule(st)
 	m.releaseStatic(st)
-	if st.static {
-		w := m.waitingStatic[st.fullname]
-		for i, u := range w {
-			if u == st.uid {
-				w = append(w[:i:i], w[i+1:]...)
-				break
-			}
-		}
-		if len(w) == 0 {
-			delete(m.waitingStatic, st.fullname)
-		} else {
-			m.waitingStatic[st.fullname] = w
-		}
+	if st.byName {
+		m.setWaiting(st.fullname, withoutUID(m.waitingStatic[st.fullname], st.uid))
 	}
 	delete(m.pods, st.uid)
 }

@@ -39,12 +39,13 @@ type Config struct {
 	// Logger receives debug logs of transitions and error logs of failed syncs; nil
 	// discards them.
 	Logger *slog.Logger
-	// ResyncInterval, BackoffInitial, BackoffMax and MaxConcurrentSyncs: see
-	// MachineConfig.
+	// ResyncInterval, BackoffInitial, BackoffMax, MaxConcurrentSyncs and
+	// SerializeByName: see MachineConfig.
 	ResyncInterval     time.Duration
 	BackoffInitial     time.Duration
 	BackoffMax         time.Duration
 	MaxConcurrentSyncs int
+	SerializeByName    bool
 	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means a
 	// private generator seeded from Clock. It is called with the runner's lock held.
 	Rand func() float64
@@ -137,6 +138,7 @@ func New(cfg Config) (*Runner, error) {
 		BackoffInitial:     cfg.BackoffInitial,
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		SerializeByName:    cfg.SerializeByName,
 		Rand:               rnd,
 	})
 	if err != nil {

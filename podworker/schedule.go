@@ -3,6 +3,8 @@ package podworker
 import (
 	"container/heap"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // enqueue appends the pod to the ready queue.
@@ -47,10 +49,10 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 		case st.pod == nil && st.running == nil:
 			st.hasPending = false // cannot happen: every known pod has one of them
 			return Work{}, false
-		case st.pod == nil || !st.static:
+		case st.pod == nil || !st.byName:
 		case st.isTerminated():
 			// A static pod first seen terminal: clean it up without claiming its name.
-		case st.isTerminationRequested():
+		case st.static && st.isTerminationRequested():
 			m.note(st, r)
 			m.finish(st, now, r)
 			m.note(st, r)
@@ -94,9 +96,26 @@ func (m *Machine) allowStaticStart(st *podState) bool {
 		return holder == st.uid
 	}
 	waiting := m.waitingStatic[st.fullname]
+	if !st.isTerminationRequested() {
+		for _, uid := range waiting {
+			if other, ok := m.pods[uid]; ok && !other.static && !other.finished && other.isTerminationRequested() {
+				return false // a waiter serialized by name and deleted before it started goes first
+			}
+		}
+	} else {
+		// A pod serialized by name whose termination was requested before it started
+		// (static ones never get here): stop it now that the name is free, ahead of the
+		// live waiters, which start after it finished.
+		m.setWaiting(st.fullname, withoutUID(waiting, st.uid))
+		m.startedStatic[st.fullname] = st.uid
+		return true
+	}
 	for i, uid := range waiting {
 		other, ok := m.pods[uid]
-		if !ok || other.isTerminationRequested() {
+		if !ok {
+			continue
+		}
+		if other.isTerminationRequested() {
 			continue
 		}
 		if uid != st.uid {
@@ -106,18 +125,23 @@ func (m *Machine) allowStaticStart(st *podState) bool {
 		waiting = waiting[i+1:]
 		break
 	}
-	if len(waiting) == 0 {
-		delete(m.waitingStatic, st.fullname)
-	} else {
-		m.waitingStatic[st.fullname] = waiting
-	}
+	m.setWaiting(st.fullname, waiting)
 	m.startedStatic[st.fullname] = st.uid
 	return true
 }
 
+// setWaiting stores the UIDs waiting for a full name, or forgets the name if none is.
+func (m *Machine) setWaiting(fullname string, waiting []types.UID) {
+	if len(waiting) == 0 {
+		delete(m.waitingStatic, fullname)
+	} else {
+		m.waitingStatic[fullname] = waiting
+	}
+}
+
 // releaseStatic gives up st's full name and queues the pods waiting for it.
 func (m *Machine) releaseStatic(st *podState) {
-	if !st.static {
+	if !st.byName {
 		return
 	}
 	if holder, ok := m.startedStatic[st.fullname]; ok && holder == st.uid {
@@ -173,4 +197,14 @@ func (h *requeueHeap) Pop() any {
 	st.heapIdx = -1
 	*h = old[:n]
 	return st
+}
+
+// withoutUID returns uids without uid's first occurrence, in a new slice if it was there.
+func withoutUID(uids []types.UID, uid types.UID) []types.UID {
+	for i, u := range uids {
+		if u == uid {
+			return append(uids[:i:i], uids[i+1:]...)
+		}
+	}
+	return uids
 }

@@ -18,6 +18,9 @@ type podState struct {
 	fullname string
 	// static is fixed at first sight: the pod's config source is not the API server.
 	static bool
+	// byName is fixed at first sight: the pod waits for its full name before it starts
+	// (static pods, and every pod under MachineConfig.SerializeByName).
+	byName bool
 
 	// pod is the latest configuration (nil for a runtime-only pod); mirror the latest
 	// mirror pod; running the runtime pod, kept only while pod is nil.

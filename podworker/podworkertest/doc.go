@@ -11,7 +11,7 @@
 //
 // Commands (pods are named by UID; the name defaults to the UID):
 //
-//	config [max=N] [resync=D] [backoff=D] [backoff-max=D]     rebuild the target with this config (before any pod)
+//	config [max=N] [resync=D] [backoff=D] [backoff-max=D] [by-name]   rebuild the target with this config (before any pod)
 //	create UID [name=N] [ns=N] [static] [phase=P] [grace=S]   UpdatePod(create) of a new pod
 //	update UID [type=update|sync|create] [phase=P]             UpdatePod with the pod (changed)
 //	delete UID [grace=S]                 set deletionTimestamp and deletion grace S (default 30), UpdatePod(update)

@@ -161,6 +161,7 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 		BackoffInitial:     cfg.BackoffInitial,
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		SerializeByName:    cfg.SerializeByName,
 		OnTransition:       h.transition,
 	})
 	if err != nil {
@@ -186,6 +187,7 @@ func (h *harness) configure(a args) error {
 		return errors.New("config must come before any pod")
 	}
 	var cfg podworker.MachineConfig
+	cfg.SerializeByName = a.flag["by-name"]
 	for k, v := range a.kv {
 		switch k {
 		case "max":

@@ -113,7 +113,7 @@ func parseArgs(line string) args {
 	for _, w := range f[1:] {
 		if k, v, ok := strings.Cut(w, "="); ok {
 			a.kv[k] = v
-		} else if len(a.pos) == 0 || a.verb == "sync-known" || a.verb == "fail" || a.verb == "runtime" || a.verb == "storm" {
+		} else if (len(a.pos) == 0 && a.verb != "config") || a.verb == "sync-known" || a.verb == "fail" || a.verb == "runtime" || a.verb == "storm" {
 			a.pos = append(a.pos, w)
 		} else {
 			a.flag[w] = true
