@@ -10,9 +10,10 @@
 // pods and removes their runtime leftovers.
 //
 // The API server and the runtime are in-memory by default (statusmgrtest.FakeAPI and
-// plegtest.Runtime), so the agent runs anywhere; Config.Patcher and Config.Source connect it
-// to a real API server instead (package examples/kube), still with the in-memory runtime; pods say how their containers behave through annotations (see
-// ContainerBehaviour). Every step is reported to an Observer, which the nodeagent command
+// plegtest.Runtime), so the agent runs anywhere; pods say how their in-memory containers
+// behave through annotations (see ContainerBehaviour). Config.Patcher and Config.Source
+// connect the agent to a real API server instead (package examples/kube); Config.Backend
+// runs the pods elsewhere (package examples/vk: a virtual-kubelet provider). Every step is reported to an Observer, which the nodeagent command
 // prints as a timeline.
 package agent
 
@@ -63,8 +64,17 @@ type Config struct {
 	Patcher statusmgr.StatusPatcher
 	// Source yields the node's pods (kube.Source for a real API server); nil means Server.
 	Source Source
-	// Runtime is the container runtime. Required.
+	// Runtime is the in-memory container runtime, whose containers behave as Containers and
+	// the pods' annotations say. Required unless Backend is set.
 	Runtime *plegtest.Runtime
+	// Backend runs the pods instead of Runtime (package examples/vk adapts a
+	// virtual-kubelet provider); if it implements StatusPusher, its pushed statuses feed
+	// the PLEG.
+	Backend Backend
+	// SerializeByName: a pod does not start while another pod of the same namespace and
+	// name is still stopping (podworker.Config.SerializeByName). Backends that key pods by
+	// name, like virtual-kubelet providers, need it.
+	SerializeByName bool
 	// Clock is the time source of every component; nil means the real clock.
 	Clock clock.Clock
 	// RelistPeriod is the PLEG's relist period (the kubelet's 1 s).
@@ -86,7 +96,7 @@ type Config struct {
 type Agent struct {
 	cfg     Config
 	clock   clock.Clock
-	runtime *plegtest.Runtime
+	backend Backend
 	started time.Time
 
 	mux      *config.Mux
@@ -102,8 +112,11 @@ type Agent struct {
 
 // New validates cfg and assembles the agent. It starts nothing.
 func New(cfg Config) (*Agent, error) {
-	if cfg.Runtime == nil {
-		return nil, errors.New("agent: Runtime is required")
+	if cfg.Backend == nil {
+		if cfg.Runtime == nil {
+			return nil, errors.New("agent: Runtime or Backend is required")
+		}
+		cfg.Backend = memBackend{rt: cfg.Runtime, def: cfg.Containers}
 	}
 	if cfg.Server != nil {
 		if cfg.Patcher == nil {
@@ -131,7 +144,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	a := &Agent{cfg: cfg, clock: cfg.Clock, runtime: cfg.Runtime,
+	a := &Agent{cfg: cfg, clock: cfg.Clock, backend: cfg.Backend,
 		cache: pleg.NewCache(), pods: map[types.UID]*v1.Pod{},
 		started: cfg.Clock.Now()}
 	var err error
@@ -140,13 +153,13 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.relister, err = pleg.New(pleg.Config{Runtime: cfg.Runtime, Cache: a.cache, Clock: cfg.Clock,
+	a.relister, err = pleg.New(pleg.Config{Runtime: cfg.Backend, Cache: a.cache, Clock: cfg.Clock,
 		RelistPeriod: cfg.RelistPeriod, EventChannelCapacity: eventCapacity, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
 	a.workers, err = podworker.New(podworker.Config{Syncer: a, Cache: a.cache, Refresher: a.relister,
-		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: a.onTransition})
+		SerializeByName: cfg.SerializeByName, Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: a.onTransition})
 	if err != nil {
 		return nil, err
 	}
@@ -193,6 +206,16 @@ func (a *Agent) Run(ctx context.Context) error {
 				cancel()
 			}
 		}()
+	}
+	if p, ok := a.backend.(StatusPusher); ok {
+		p.PushStatuses(ctx, func(s *pleg.PodStatus) {
+			if s == nil {
+				return
+			}
+			if _, err := a.relister.PushStatus(s, a.clock.Now()); err != nil {
+				a.observeUID(KindError, s.ID, "pushed status: %v", err)
+			}
+		})
 	}
 	run(func(ctx context.Context) error { a.relister.Run(ctx); return nil })
 	run(a.workers.Run)
@@ -339,7 +362,8 @@ func (a *Agent) housekeeping() {
 	}
 	a.status.RemoveOrphanedStatuses(uids)
 
-	pods, err := a.runtime.ListPods(context.Background(), true)
+	ctx := context.Background()
+	pods, err := a.backend.ListPods(ctx, true)
 	if err != nil {
 		return
 	}
@@ -352,7 +376,10 @@ func (a *Agent) housekeeping() {
 			a.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp})
 			continue
 		}
-		a.runtime.RemovePod(rp.ID)
+		if err := a.backend.RemovePod(ctx, rp); err != nil {
+			a.observeUID(KindError, rp.ID, "removing the leftovers of %s/%s: %v", rp.Namespace, rp.Name, err)
+			continue
+		}
 		a.observeUID(KindRuntime, rp.ID, "removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)
 	}
 }

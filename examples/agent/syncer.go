@@ -7,7 +7,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
@@ -74,8 +73,8 @@ func behaviour(pod *v1.Pod, def ContainerBehaviour) (ContainerBehaviour, error) 
 }
 
 // runtimeSpec is the in-memory runtime's spec of the pod.
-func (a *Agent) runtimeSpec(pod *v1.Pod) (plegtest.PodSpec, error) {
-	b, err := behaviour(pod, a.cfg.Containers)
+func runtimeSpec(pod *v1.Pod, def ContainerBehaviour) (plegtest.PodSpec, error) {
+	b, err := behaviour(pod, def)
 	if err != nil {
 		return plegtest.PodSpec{}, err
 	}
@@ -91,13 +90,11 @@ func (a *Agent) runtimeSpec(pod *v1.Pod) (plegtest.PodSpec, error) {
 	return spec, nil
 }
 
-func (a *Agent) now() metav1.Time { return metav1.NewTime(a.clock.Now()) }
-
 // SyncPod writes the pod's status from its runtime status and, unless the pod is terminal,
-// makes its containers run (the kubelet's SyncPod: status first, then the runtime).
+// has the backend start or update it (the kubelet's SyncPod: status first, then the runtime).
 func (a *Agent) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *v1.Pod, rs *pleg.PodStatus) (bool, error) {
 	a.observe(KindWork, pod, "SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())
-	st := apiStatus(pod, rs, a.now(), hostIP, false)
+	st := a.backend.APIStatus(pod, rs, a.clock.Now(), false)
 	if err := a.status.SetPodStatus(pod, st); err != nil {
 		return false, err
 	}
@@ -105,36 +102,29 @@ func (a *Agent) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *v
 		a.observe(KindWork, pod, "SyncPod: pod is terminal (%s)", st.Phase)
 		return true, nil
 	}
-	spec, err := a.runtimeSpec(pod)
-	if err != nil {
-		return false, err
-	}
-	return false, a.runtime.StartPod(ctx, spec)
+	return false, a.backend.StartPod(ctx, pod)
 }
 
-// SyncTerminatingPod stops the pod's containers within the grace period and writes the
-// stopped status.
+// SyncTerminatingPod has the backend stop the pod's containers within the grace period and
+// writes the stopped status.
 func (a *Agent) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, gracePeriod int64, fn func(*v1.PodStatus)) error {
 	a.observe(KindWork, pod, "SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())
-	st := apiStatus(pod, rs, a.now(), hostIP, false)
+	st := a.backend.APIStatus(pod, rs, a.clock.Now(), false)
 	if fn != nil {
 		fn(&st)
 	}
 	if err := a.status.SetPodStatus(pod, st); err != nil {
 		return err
 	}
-	if err := a.runtime.KillPod(ctx, pod.UID, time.Duration(gracePeriod)*time.Second); err != nil {
+	if err := a.backend.StopPod(ctx, pod, time.Duration(gracePeriod)*time.Second); err != nil {
 		a.observe(KindWork, pod, "SyncTerminatingPod interrupted: %v", err)
 		return err
 	}
-	stopped, err := a.runtime.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	stopped, err := a.backend.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return err
 	}
-	if n := stopped.RunningContainers(); n > 0 {
-		return fmt.Errorf("agent: %d container(s) of %s still running after the kill", n, pod.Name)
-	}
-	st = apiStatus(pod, stopped, a.now(), hostIP, true)
+	st = a.backend.APIStatus(pod, stopped, a.clock.Now(), true)
 	if fn != nil {
 		fn(&st)
 	}
@@ -148,22 +138,22 @@ func (a *Agent) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.Po
 // SyncTerminatingRuntimePod stops a pod the runtime has and no config knows of.
 func (a *Agent) SyncTerminatingRuntimePod(ctx context.Context, rp *pleg.Pod) error {
 	a.observeUID(KindWork, rp.ID, "SyncTerminatingRuntimePod %s/%s (grace 1s)", rp.Namespace, rp.Name)
-	return a.runtime.KillPod(ctx, rp.ID, time.Second)
+	return a.backend.StopRuntimePod(ctx, rp)
 }
 
-// SyncTerminatedPod writes the final status and hands the pod to the status manager's
-// TerminatePod, after which the status manager may delete the pod object.
+// SyncTerminatedPod writes the final status, has the backend clean up and hands the pod to
+// the status manager's TerminatePod, after which the status manager may delete the pod
+// object.
 func (a *Agent) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus) error {
 	a.observe(KindWork, pod, "SyncTerminatedPod")
-	st := apiStatus(pod, rs, a.now(), hostIP, true)
+	st := a.backend.APIStatus(pod, rs, a.clock.Now(), true)
 	if err := a.status.SetPodStatus(pod, st); err != nil {
 		return err
 	}
+	if err := a.backend.CleanupPod(ctx, pod); err != nil {
+		return err
+	}
 	return a.status.TerminatePod(pod)
-}
-
-func metaOf(namespace, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Namespace: namespace, Name: name}
 }
 
 var _ podworker.PodSyncer = (*Agent)(nil)
