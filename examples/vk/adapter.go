@@ -1,0 +1,446 @@
+package vk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/pleg"
+)
+
+// DefaultPollPeriod is how often StopPod asks a provider whether a stopping pod is
+// stopped, when no NotifyPods call tells it first.
+const DefaultPollPeriod = time.Second
+
+// ErrNameTaken is wrapped by StartPod's error when the provider holds another pod (another
+// UID) under the pod's namespace and name: the pod cannot be created until that one is
+// gone (the agent retries with backoff; housekeeping stops a pod nothing desires).
+var ErrNameTaken = errors.New("vk: the provider holds another pod under this name")
+
+// AdapterConfig configures an Adapter. Zero values take their defaults.
+type AdapterConfig struct {
+	// Provider is the virtual-kubelet provider. Required. If it also implements
+	// node.PodNotifier, its notifications feed the PLEG at once (PushStatuses) and wake a
+	// StopPod waiting for the pod.
+	Provider node.PodLifecycleHandler
+	// Clock times StopPod's polls and grace period; nil means the real clock.
+	Clock clock.Clock
+	// PollPeriod is how often StopPod asks the provider whether the pod has stopped.
+	PollPeriod time.Duration
+	// Logger receives the adapter's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Adapter runs the pods of a node agent (agent.Backend) on a virtual-kubelet provider:
+//
+//   - StartPod (every SyncPod of a pod that is not terminal) calls CreatePod the first
+//     time (unless the provider already holds the pod's UID: an agent restart never
+//     re-creates a pod) and UpdatePod when the pod's spec, labels or annotations changed.
+//   - StopPod (SyncTerminatingPod) calls DeletePod for every pod that must stop, also one
+//     that never reached the provider, and returns once the provider reports the pod
+//     stopped (gone, in a terminal phase, or every container terminated) or the grace
+//     period is over.
+//   - CleanupPod (SyncTerminatedPod) forgets what the adapter kept of the pod;
+//     RemovePod (housekeeping) calls DeletePod on a stopped pod nothing knows any more.
+//   - ListPods and PodStatus (the PLEG's relist and re-inspection) read GetPods and GetPod
+//     (GetPodStatus when the pod carries no status), so the relist replaces
+//     virtual-kubelet's 5 s status poll; PushStatuses hands NotifyPods' statuses to the
+//     PLEG's push mode.
+//   - APIStatus is the provider's last reported status of the pod.
+//
+// Providers key pods by namespace and name; the adapter checks the UID of what the
+// provider returns, so a pod recreated under the same name is never mistaken for the old
+// one, and the agent must run with SerializeByName so the two never overlap.
+type Adapter struct {
+	p        node.PodLifecycleHandler
+	notifier node.PodNotifier
+	clock    clock.Clock
+	poll     time.Duration
+	log      *slog.Logger
+
+	mu sync.Mutex
+	// pods is what the adapter keeps per pod UID.
+	pods map[types.UID]*podRecord
+}
+
+// podRecord is what the adapter knows of one pod.
+type podRecord struct {
+	namespace, name string
+	// sent is the pod as last given to CreatePod or UpdatePod (nil: never sent).
+	sent *v1.Pod
+	// status is the provider's latest status of the pod (nil: none yet).
+	status *v1.PodStatus
+	// wake is signalled when the provider notifies a change (for a waiting StopPod).
+	wake chan struct{}
+}
+
+var (
+	_ agent.Backend      = (*Adapter)(nil)
+	_ agent.StatusPusher = (*Adapter)(nil)
+)
+
+// NewAdapter validates cfg and returns an Adapter. It starts nothing.
+func NewAdapter(cfg AdapterConfig) (*Adapter, error) {
+	if cfg.Provider == nil {
+		return nil, errors.New("vk: Provider is required")
+	}
+	if cfg.PollPeriod < 0 {
+		return nil, fmt.Errorf("vk: negative PollPeriod %v", cfg.PollPeriod)
+	}
+	if cfg.PollPeriod == 0 {
+		cfg.PollPeriod = DefaultPollPeriod
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	a := &Adapter{p: cfg.Provider, clock: cfg.Clock, poll: cfg.PollPeriod, log: log,
+		pods: map[types.UID]*podRecord{}}
+	a.notifier, _ = cfg.Provider.(node.PodNotifier)
+	return a, nil
+}
+
+// record returns the pod's record, creating it. a.mu must be held.
+func (a *Adapter) record(uid types.UID, namespace, name string) *podRecord {
+	r := a.pods[uid]
+	if r == nil {
+		r = &podRecord{namespace: namespace, name: name, wake: make(chan struct{}, 1)}
+		a.pods[uid] = r
+	}
+	if r.name == "" {
+		r.namespace, r.name = namespace, name
+	}
+	return r
+}
+
+// remember keeps the provider's status of a pod the adapter knows; a notified status
+// also wakes a StopPod waiting for the pod.
+func (a *Adapter) remember(uid types.UID, st *v1.PodStatus, notified bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.pods[uid]
+	if r == nil {
+		return
+	}
+	r.status = st
+	if !notified {
+		return
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// isNotFound reports a provider's "no such pod" in either of the ways providers say it.
+func isNotFound(err error) bool {
+	return errdefs.IsNotFound(err) || apierrors.IsNotFound(err)
+}
+
+// providerPod returns the provider's pod of that namespace and name if it is the pod with
+// that UID (a pod without UID is taken as it), nil if the provider has no such pod, and
+// ErrNameTaken if the provider holds another UID under the name.
+func (a *Adapter) providerPod(ctx context.Context, uid types.UID, namespace, name string) (*v1.Pod, error) {
+	got, err := a.p.GetPod(ctx, namespace, name)
+	switch {
+	case isNotFound(err), err == nil && got == nil:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("vk: GetPod %s/%s: %w", namespace, name, err)
+	case got.UID != "" && got.UID != uid:
+		return nil, fmt.Errorf("%w: %s/%s is %s, not %s", ErrNameTaken, namespace, name, got.UID, uid)
+	}
+	return got, nil
+}
+
+// StartPod creates the pod in the provider or brings it up to date.
+func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
+	a.mu.Lock()
+	sent := a.record(pod.UID, pod.Namespace, pod.Name).sent
+	a.mu.Unlock()
+	if sent == nil {
+		// First time this agent sees the pod: the provider may hold it from before a restart.
+		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
+		if err != nil {
+			return err
+		}
+		if got == nil {
+			if err := a.p.CreatePod(ctx, pod.DeepCopy()); err != nil {
+				return fmt.Errorf("vk: CreatePod %s/%s: %w", pod.Namespace, pod.Name, err)
+			}
+			a.setSent(pod)
+			return nil
+		}
+		sent = got
+	}
+	if sameDesire(sent, pod) {
+		a.setSent(pod)
+		return nil
+	}
+	if err := a.p.UpdatePod(ctx, pod.DeepCopy()); err != nil {
+		return fmt.Errorf("vk: UpdatePod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	a.setSent(pod)
+	return nil
+}
+
+func (a *Adapter) setSent(pod *v1.Pod) {
+	a.mu.Lock()
+	a.record(pod.UID, pod.Namespace, pod.Name).sent = pod
+	a.mu.Unlock()
+}
+
+// sameDesire reports whether the provider need not hear of next: nothing it acts on
+// changed since prev (virtual-kubelet's podsEffectivelyEqual: the spec, labels and
+// annotations; the status and the deletion fields are the agent's business).
+func sameDesire(prev, next *v1.Pod) bool {
+	return apiequality.Semantic.DeepEqual(prev.Spec, next.Spec) &&
+		apiequality.Semantic.DeepEqual(prev.Labels, next.Labels) &&
+		apiequality.Semantic.DeepEqual(prev.Annotations, next.Annotations)
+}
+
+// StopPod calls DeletePod and waits until the provider reports the pod stopped, a
+// notification or a poll at a time, or the grace period is over.
+func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Duration) error {
+	a.mu.Lock()
+	r := a.record(pod.UID, pod.Namespace, pod.Name)
+	sent, wake := r.sent, r.wake
+	a.mu.Unlock()
+	deadline := a.clock.Now().Add(gracePeriod)
+	select {
+	case <-wake: // a notice from before this stop
+	default:
+	}
+	if sent == nil {
+		// Never sent by this agent: DeletePod only if the name is not another pod's.
+		if _, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name); err != nil {
+			if errors.Is(err, ErrNameTaken) {
+				return nil // the provider holds nothing of this pod
+			}
+			return err
+		}
+	}
+	if err := a.p.DeletePod(ctx, pod.DeepCopy()); err != nil && !isNotFound(err) {
+		return fmt.Errorf("vk: DeletePod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	waitedForNotice := false
+	for {
+		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
+		switch {
+		case errors.Is(err, ErrNameTaken), err == nil && got == nil:
+			// Gone. A provider that notifies reports the final status of a deleted pod
+			// through NotifyPods, possibly after the pod left GetPod: give the notice
+			// one poll period to arrive, so the pod's final status is the provider's
+			// (without it, the status manager marks the containers' state unknown).
+			if a.notifier == nil || waitedForNotice || a.knownStopped(pod) {
+				return nil
+			}
+			waitedForNotice = true
+		case err == nil && stopped(&got.Spec, a.statusOf(ctx, got)):
+			return nil
+		case err != nil:
+			a.log.Warn("vk: polling a stopping pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+		left := deadline.Sub(a.clock.Now())
+		if left <= 0 {
+			a.log.Warn("vk: grace period over before the provider reported the pod stopped", "pod", pod.Namespace+"/"+pod.Name)
+			return nil
+		}
+		t := a.clock.NewTimer(min(left, a.poll))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-wake:
+			t.Stop()
+		case <-t.C():
+		}
+	}
+}
+
+// knownStopped reports whether the provider's last reported status of the pod says it
+// is stopped.
+func (a *Adapter) knownStopped(pod *v1.Pod) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.pods[pod.UID]
+	return r != nil && r.status != nil && stopped(&pod.Spec, r.status)
+}
+
+// statusOf returns the status the provider gives for its pod (GetPodStatus when the pod
+// carries none) and remembers it.
+func (a *Adapter) statusOf(ctx context.Context, got *v1.Pod) *v1.PodStatus {
+	st := &got.Status
+	if st.Phase == "" {
+		if s, err := a.p.GetPodStatus(ctx, got.Namespace, got.Name); err == nil && s != nil {
+			st = s
+		}
+	}
+	if got.UID != "" {
+		a.remember(got.UID, st, false)
+	}
+	return st
+}
+
+// StopRuntimePod deletes a pod the provider holds and no configuration knows of.
+func (a *Adapter) StopRuntimePod(ctx context.Context, rp *pleg.Pod) error {
+	return a.deleteUnknown(ctx, rp)
+}
+
+// RemovePod deletes the stopped leftovers of a pod no pod worker knows any more.
+func (a *Adapter) RemovePod(ctx context.Context, rp *pleg.Pod) error {
+	if err := a.deleteUnknown(ctx, rp); err != nil {
+		return err
+	}
+	a.forget(rp.ID)
+	return nil
+}
+
+// deleteUnknown calls DeletePod with the provider's own pod of rp, if it still is rp.
+func (a *Adapter) deleteUnknown(ctx context.Context, rp *pleg.Pod) error {
+	got, err := a.providerPod(ctx, rp.ID, rp.Namespace, rp.Name)
+	if errors.Is(err, ErrNameTaken) || err == nil && got == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.p.DeletePod(ctx, got.DeepCopy()); err != nil && !isNotFound(err) {
+		return fmt.Errorf("vk: DeletePod %s/%s: %w", rp.Namespace, rp.Name, err)
+	}
+	return nil
+}
+
+// CleanupPod forgets what the adapter kept of the pod: it is stopped for good.
+func (a *Adapter) CleanupPod(_ context.Context, pod *v1.Pod) error {
+	a.forget(pod.UID)
+	return nil
+}
+
+func (a *Adapter) forget(uid types.UID) {
+	a.mu.Lock()
+	delete(a.pods, uid)
+	a.mu.Unlock()
+}
+
+// ListPods lists the provider's pods (GetPods) as runtime pods. Pods without UID are
+// listed under the UID of the pod the adapter sent under their name, or skipped.
+func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
+	pods, err := a.p.GetPods(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("vk: GetPods: %w", err)
+	}
+	out := make([]*pleg.Pod, 0, len(pods))
+	for _, p := range pods {
+		if p == nil {
+			continue
+		}
+		uid := p.UID
+		if uid == "" {
+			if uid = a.uidOf(p.Namespace, p.Name); uid == "" {
+				continue
+			}
+		}
+		st := &p.Status
+		a.remember(uid, st, false)
+		out = append(out, runtimePod(uid, p, st))
+	}
+	return out, nil
+}
+
+// uidOf returns the UID of the pod the adapter knows under that namespace and name.
+func (a *Adapter) uidOf(namespace, name string) types.UID {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uid, r := range a.pods {
+		if r.namespace == namespace && r.name == name {
+			return uid
+		}
+	}
+	return ""
+}
+
+// PodStatus returns the provider's status of the pod (GetPod, checked against the UID):
+// an empty status if the provider does not hold it.
+func (a *Adapter) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
+	if name == "" {
+		a.mu.Lock()
+		if r := a.pods[uid]; r != nil {
+			namespace, name = r.namespace, r.name
+		}
+		a.mu.Unlock()
+	}
+	empty := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	if name == "" {
+		return empty, nil // never seen: nothing of it can be in the provider
+	}
+	got, err := a.providerPod(ctx, uid, namespace, name)
+	switch {
+	case errors.Is(err, ErrNameTaken), err == nil && got == nil:
+		return empty, nil
+	case err != nil:
+		return nil, err
+	}
+	return runtimeStatus(uid, got, a.statusOf(ctx, got)), nil
+}
+
+// PushStatuses registers with the provider's NotifyPods, if it has it: every notified pod
+// becomes a pushed runtime status and wakes a StopPod waiting for it.
+func (a *Adapter) PushStatuses(ctx context.Context, push func(*pleg.PodStatus)) {
+	if a.notifier == nil {
+		return
+	}
+	a.notifier.NotifyPods(ctx, func(p *v1.Pod) {
+		if p == nil || ctx.Err() != nil {
+			return
+		}
+		uid := p.UID
+		if uid == "" {
+			if uid = a.uidOf(p.Namespace, p.Name); uid == "" {
+				return
+			}
+		}
+		st := p.Status.DeepCopy()
+		a.remember(uid, st, true)
+		push(runtimeStatus(uid, p, st))
+	})
+}
+
+// APIStatus is the provider's last status of the pod, or a pending one if it reported
+// none. Once the pod is terminal and every container has terminated, a phase that is
+// not terminal becomes Succeeded (every exit code 0) or Failed, as the kubelet decides
+// for a terminated pod; the status manager's TerminatePod fails whatever is left.
+func (a *Adapter) APIStatus(pod *v1.Pod, _ *pleg.PodStatus, now time.Time, podIsTerminal bool) v1.PodStatus {
+	a.mu.Lock()
+	r := a.record(pod.UID, pod.Namespace, pod.Name)
+	var st v1.PodStatus
+	if r.status != nil {
+		st = *r.status.DeepCopy()
+	}
+	a.mu.Unlock()
+	if st.Phase == "" {
+		st = pendingStatus(pod, metav1.NewTime(now))
+	}
+	if podIsTerminal && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed {
+		if ph, ok := terminatedPhase(pod, &st); ok {
+			st.Phase = ph
+		}
+	}
+	return st
+}

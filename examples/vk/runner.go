@@ -1,0 +1,150 @@
+package vk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/examples/kube"
+)
+
+// Config configures Run. Zero values take their defaults.
+type Config struct {
+	// NodeName is the virtual node's name. Required.
+	NodeName string
+	// Provider runs the pods. Required.
+	Provider node.PodLifecycleHandler
+	// Client is the API client (the node's identity). Required.
+	Client kubernetes.Interface
+	// NodeProvider keeps the Node object's status (virtual-kubelet's node controller pings
+	// it and takes its updates); nil means node.NaiveNodeProvider{}.
+	NodeProvider node.NodeProvider
+	// Node is the Node object to register; nil means DefaultNode(NodeName).
+	Node *v1.Node
+	// LeaseDurationSeconds is the node lease's duration (0: virtual-kubelet's default);
+	// negative disables the lease.
+	LeaseDurationSeconds int32
+	// RelistPeriod is how often the PLEG lists the provider's pods (GetPods);
+	// agent.DefaultRelistPeriod if 0. With a provider that notifies (NodeProvider's
+	// PodNotifier), a longer period is reasonable.
+	RelistPeriod time.Duration
+	// PollPeriod: see AdapterConfig.
+	PollPeriod time.Duration
+	// Clock is the time source of podlife's components; nil means the real clock.
+	Clock clock.Clock
+	// Observer receives every lifecycle step (agent.Config.Observer).
+	Observer func(agent.Step)
+	// Logger receives the components' logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// DefaultNode is the Node object Run registers when Config.Node is nil: a Ready node
+// labelled as virtual-kubelet nodes are, with room for 1,000 pods.
+func DefaultNode(name string) *v1.Node {
+	return &v1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+			"type": "virtual-kubelet", "kubernetes.io/role": "agent", "kubernetes.io/hostname": name}},
+		Status: v1.NodeStatus{
+			NodeInfo: v1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64", KubeletVersion: "podlife"},
+			Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100"),
+				v1.ResourceMemory: resource.MustParse("1Ti"), v1.ResourcePods: resource.MustParse("1000")},
+			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100"),
+				v1.ResourceMemory: resource.MustParse("1Ti"), v1.ResourcePods: resource.MustParse("1000")},
+			Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "KubeletReady",
+				Message: "podlife runs the virtual-kubelet provider"}},
+		},
+	}
+}
+
+// NewAgent returns a node agent whose pods run on the provider behind adapter, with the
+// pods and the status writes of cfg (Server, or Patcher and Source; Backend and
+// SerializeByName are set here).
+func NewAgent(cfg agent.Config, adapter *Adapter) (*agent.Agent, error) {
+	if adapter == nil {
+		return nil, errors.New("vk: nil Adapter")
+	}
+	cfg.Backend, cfg.Runtime, cfg.SerializeByName = adapter, nil, true
+	return agent.New(cfg)
+}
+
+// Run runs the provider as the virtual node cfg.NodeName until ctx ends: virtual-kubelet's
+// node controller keeps the Node object, its status and its lease, and podlife replaces
+// virtual-kubelet's pod controller (pods from a list+watch of the node's pods, statuses
+// patched so other writers' conditions survive, the final delete with grace 0 and the
+// UID precondition only after the provider stopped the pod and its terminal phase is on
+// the server). It returns once every goroutine it started has ended, with the first
+// error of either controller.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.NodeName == "" || cfg.Provider == nil || cfg.Client == nil {
+		return errors.New("vk: NodeName, Provider and Client are required")
+	}
+	np := cfg.NodeProvider
+	if np == nil {
+		np = node.NaiveNodeProvider{}
+	}
+	n := cfg.Node
+	if n == nil {
+		n = DefaultNode(cfg.NodeName)
+	}
+	if n.Name != cfg.NodeName {
+		return fmt.Errorf("vk: Node is named %q, NodeName is %q", n.Name, cfg.NodeName)
+	}
+	var opts []node.NodeControllerOpt
+	if cfg.LeaseDurationSeconds >= 0 {
+		opts = append(opts, node.WithNodeEnableLeaseV1(cfg.Client.CoordinationV1().Leases(v1.NamespaceNodeLease), cfg.LeaseDurationSeconds))
+	}
+	nc, err := node.NewNodeController(np, n.DeepCopy(), cfg.Client.CoreV1().Nodes(), opts...)
+	if err != nil {
+		return fmt.Errorf("vk: node controller: %w", err)
+	}
+	adapter, err := NewAdapter(AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	patcher, err := kube.NewPatcher(cfg.Client)
+	if err != nil {
+		return err
+	}
+	source, err := kube.NewSource(kube.SourceConfig{Client: cfg.Client, Clock: cfg.Clock, Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher, Source: source,
+		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger}, adapter)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	for _, run := range []func(context.Context) error{nc.Run, a.Run} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+			cancel() // either one ending stops the other
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}

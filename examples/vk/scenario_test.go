@@ -1,0 +1,387 @@
+package vk_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/node"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/examples/vk"
+	"github.com/podlife/podlife/examples/vk/vktest"
+	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
+)
+
+// The scenarios replay virtual-kubelet's lifecycle issues on the in-memory API server,
+// inside a synctest bubble (virtual time; every goroutine must have ended when a test
+// does), against both kinds of provider: one polled for its statuses and one that
+// notifies them (NotifyPods).
+
+// log is the ordered record of one scenario: the provider's calls that change pods and
+// the agent's steps that reach the API server.
+type log struct {
+	mu    sync.Mutex
+	lines []string
+	at    []time.Time
+}
+
+func (l *log) add(line string) {
+	l.mu.Lock()
+	l.lines = append(l.lines, line)
+	l.at = append(l.at, time.Now())
+	l.mu.Unlock()
+}
+
+func (l *log) providerCall(c vktest.Call) {
+	switch c.Verb {
+	case vktest.Create, vktest.Update, vktest.Delete:
+		l.add(fmt.Sprintf("provider %s %s %s", c.Verb, c.UID, errText(c.Err)))
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return "error"
+}
+
+func (l *log) step(s agent.Step) {
+	switch s.Kind {
+	case agent.KindStatus, agent.KindDelete:
+		d := s.Detail
+		if i := strings.Index(d, " ("); i >= 0 {
+			d = d[:i]
+		}
+		l.add(fmt.Sprintf("%s %s %s", s.Kind, s.UID, d))
+	}
+}
+
+// index returns the position and time of the first line containing every part, or -1.
+func (l *log) index(parts ...string) (int, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+next:
+	for i, line := range l.lines {
+		for _, p := range parts {
+			if !strings.Contains(line, p) {
+				continue next
+			}
+		}
+		return i, l.at[i]
+	}
+	return -1, time.Time{}
+}
+
+func (l *log) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// ordered fails the test unless each of the lines (given as parts to match) is in the
+// log, in this order.
+func (l *log) ordered(t *testing.T, lines ...[]string) {
+	t.Helper()
+	last := -1
+	for _, parts := range lines {
+		i, _ := l.index(parts...)
+		if i < 0 {
+			t.Fatalf("no line with %q in the log:\n%s", parts, l)
+		}
+		if i < last {
+			t.Fatalf("line with %q comes too early in the log:\n%s", parts, l)
+		}
+		last = i
+	}
+}
+
+type providerKind struct {
+	name   string
+	notify bool
+}
+
+var providers = []providerKind{{"polled", false}, {"notifying", true}}
+
+// env is one scenario's API server, provider and log; agents come and go.
+type env struct {
+	t        *testing.T
+	server   *statusmgrtest.FakeAPI
+	provider *vktest.Provider
+	handler  node.PodLifecycleHandler
+	log      *log
+}
+
+func newEnv(t *testing.T, kind providerKind, cfg vktest.Config) *env {
+	e := &env{t: t, server: statusmgrtest.NewFakeAPI(), log: &log{}}
+	cfg.Observer = e.log.providerCall
+	e.setProvider(kind, cfg)
+	return e
+}
+
+func (e *env) setProvider(kind providerKind, cfg vktest.Config) {
+	cfg.Observer = e.log.providerCall
+	if kind.notify {
+		np := vktest.NewNotifying(cfg)
+		e.provider, e.handler = np.Provider, np
+	} else {
+		e.provider = vktest.New(cfg)
+		e.handler = e.provider
+	}
+}
+
+// running is an agent running the env's provider.
+type running struct {
+	agent  *agent.Agent
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start starts an agent over the env's provider; patcher, if set, replaces the server
+// for status writes.
+func (e *env) start(patcher statusmgr.StatusPatcher) *running {
+	e.t.Helper()
+	ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: e.handler})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	a, err := vk.NewAgent(agent.Config{Server: e.server, Patcher: patcher, Observer: func(s agent.Step) {
+		e.log.step(s)
+		if debug {
+			e.t.Log(s)
+		}
+	}}, ad)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{agent: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.Run(ctx) }()
+	return r
+}
+
+func (r *running) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatalf("agent.Run: %v", err)
+	}
+}
+
+func (e *env) create(name string, grace int64, policy v1.RestartPolicy) *v1.Pod {
+	e.t.Helper()
+	p, err := e.server.Create(&v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: v1.PodSpec{NodeName: agent.DefaultNodeName, RestartPolicy: policy, TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return p
+}
+
+func (e *env) delete(name string, grace *int64) {
+	e.t.Helper()
+	if err := e.server.Delete("default", name, grace); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// waitFor waits until cond holds for the pod (nil: no such pod).
+func (e *env) waitFor(name string, cond func(*v1.Pod) bool) {
+	e.t.Helper()
+	err := e.server.WaitForPods(context.Background(), func(p map[types.NamespacedName]*v1.Pod) bool {
+		return cond(p[types.NamespacedName{Namespace: "default", Name: name}])
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func phaseIs(ph v1.PodPhase) func(*v1.Pod) bool {
+	return func(p *v1.Pod) bool { return p != nil && p.Status.Phase == ph }
+}
+
+func gone(p *v1.Pod) bool { return p == nil }
+
+func (e *env) pod(name string) *v1.Pod {
+	p, _ := e.server.Pod("default", name)
+	return p
+}
+
+var debug = false
+
+func ptr[T any](v T) *T { return &v }
+
+// finalStatus returns the status the pod had when the agent deleted it.
+func (e *env) finalStatus(uid types.UID) *v1.PodStatus {
+	e.t.Helper()
+	for _, p := range e.server.DeletedPods() {
+		if p.UID == uid {
+			return &p.Status
+		}
+	}
+	e.t.Fatalf("pod %s was not deleted", uid)
+	return nil
+}
+
+// wantFinal checks the final status: the provider's own when it notified it (Succeeded,
+// the containers terminated by DeletePod), else the kubelet's verdict for containers
+// whose end nobody reported (Failed, ContainerStatusUnknown).
+func (e *env) wantFinal(kind providerKind, uid types.UID) {
+	e.t.Helper()
+	st := e.finalStatus(uid)
+	wantPhase, wantReason := v1.PodFailed, statusmgr.ReasonContainerStatusUnknown
+	if kind.notify {
+		wantPhase, wantReason = v1.PodSucceeded, vktest.ReasonDeleted
+	}
+	if st.Phase != wantPhase || len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Terminated == nil ||
+		st.ContainerStatuses[0].State.Terminated.Reason != wantReason {
+		e.t.Errorf("final status: phase %s, containers %+v; want %s with a container terminated (%s)",
+			st.Phase, st.ContainerStatuses, wantPhase, wantReason)
+	}
+}
+
+// TestLifecycle: a pod is created in the provider, runs, and a graceful delete ends with
+// DeletePod, the terminal status on the server, then the single final delete, at once
+// (not at the end of the grace period, as virtual-kubelet's force-delete timer does).
+func TestLifecycle(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{})
+				r := e.start(nil)
+				p := e.create("web", 30, v1.RestartPolicyAlways)
+				e.waitFor("web", phaseIs(v1.PodRunning))
+				deleted := time.Now()
+				e.delete("web", nil)
+				e.waitFor("web", gone)
+				if took := time.Since(deleted); took > time.Second {
+					t.Errorf("the object went %v after the delete, want at once", took)
+				}
+				r.stop(t)
+				uid := string(p.UID)
+				e.log.ordered(t,
+					[]string{"provider CreatePod", uid, "ok"},
+					[]string{"status", uid, "phase Running"},
+					[]string{"provider DeletePod", uid, "ok"},
+					[]string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)},
+					[]string{"delete", uid})
+				e.wantFinal(kind, p.UID)
+				if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
+					t.Errorf("CreatePod calls = %d, want 1", n)
+				}
+				if c := e.server.Counts(); c.Deletes != 1 {
+					t.Errorf("final deletes = %d, want 1", c.Deletes)
+				}
+			})
+		})
+	}
+}
+
+// TestGracefulDeleteKeepsObject (virtual-kubelet #587, #681, #690): the object stays,
+// with its deletionTimestamp, while the provider stops the pod (5 s), and goes as soon as
+// the provider has stopped it and the terminal status is written; a provider that never
+// stops the pod gets the whole grace period (30 s) before the object goes.
+func TestGracefulDeleteKeepsObject(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{StopDelay: 5 * time.Second})
+				r := e.start(nil)
+				p := e.create("web", 30, v1.RestartPolicyAlways)
+				e.waitFor("web", phaseIs(v1.PodRunning))
+				deleted := time.Now()
+				e.delete("web", nil)
+				time.Sleep(4900 * time.Millisecond)
+				if cur := e.pod("web"); cur == nil || cur.DeletionTimestamp == nil || cur.Status.Phase != v1.PodRunning {
+					t.Fatalf("4.9 s into a 5 s stop the object is %+v, want it Running with a deletionTimestamp", cur)
+				}
+				if e.provider.CountFor(p.UID, vktest.Delete) == 0 {
+					t.Fatal("DeletePod not called 4.9 s after the delete")
+				}
+				e.waitFor("web", gone)
+				took := time.Since(deleted)
+				// The notifying provider's stop is seen at once; the polled one's at the next
+				// poll (1 s).
+				if took < 5*time.Second || took > 6*time.Second {
+					t.Errorf("the object went %v after the delete, want 5-6 s (when the provider stopped the pod)", took)
+				}
+				e.wantFinal(kind, p.UID)
+				uid := string(p.UID)
+				e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)}, []string{"delete", uid})
+
+				// A pod that ignores DeletePod: the object stays the whole grace period.
+				e.setProvider(kind, vktest.Config{StopDelay: -1})
+				r.stop(t)
+				r = e.start(nil)
+				q := e.create("stuck", 30, v1.RestartPolicyAlways)
+				e.waitFor("stuck", phaseIs(v1.PodRunning))
+				deleted = time.Now()
+				e.delete("stuck", nil)
+				time.Sleep(29 * time.Second)
+				if cur := e.pod("stuck"); cur == nil || cur.Status.Phase != v1.PodRunning {
+					t.Fatalf("29 s into the grace period the object is %+v, want it Running", cur)
+				}
+				e.waitFor("stuck", gone)
+				if took := time.Since(deleted); took < 30*time.Second || took > 31*time.Second {
+					t.Errorf("the unstopped pod's object went %v after the delete, want at the end of the 30 s grace period", took)
+				}
+				st := e.finalStatus(q.UID)
+				if st.Phase != v1.PodFailed || st.ContainerStatuses[0].State.Terminated == nil {
+					t.Errorf("final status of the unstopped pod: %s %+v, want Failed with the container terminated", st.Phase, st.ContainerStatuses)
+				}
+				r.stop(t)
+			})
+		})
+	}
+}
+
+// TestDeletedBeforeRunning (virtual-kubelet #989): a pod deleted before it ran still
+// reaches the provider's DeletePod: one deleted while the agent was down (never created
+// in the provider), and one deleted while the provider was still starting it.
+func TestDeletedBeforeRunning(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{StartDelay: 10 * time.Second})
+				early := e.create("early", 30, v1.RestartPolicyAlways)
+				e.delete("early", nil)
+				r := e.start(nil)
+				e.waitFor("early", gone)
+				if n := e.provider.CountFor(early.UID, vktest.Delete); n == 0 {
+					t.Error("the pod deleted before the agent started never reached DeletePod")
+				}
+				if n := e.provider.CountFor(early.UID, vktest.Create); n != 0 {
+					t.Errorf("the pod deleted before the agent started was created %d time(s)", n)
+				}
+
+				late := e.create("late", 30, v1.RestartPolicyAlways)
+				e.waitFor("late", func(p *v1.Pod) bool { return e.provider.CountFor(late.UID, vktest.Create) == 1 })
+				time.Sleep(2 * time.Second)
+				if cur := e.pod("late"); cur == nil || cur.Status.Phase != v1.PodPending {
+					t.Fatalf("the starting pod is %+v, want Pending", cur)
+				}
+				e.delete("late", nil)
+				e.waitFor("late", gone)
+				r.stop(t)
+				uid := string(late.UID)
+				e.log.ordered(t, []string{"provider CreatePod", uid}, []string{"provider DeletePod", uid, "ok"},
+					[]string{"status", uid, "phase " + string(e.finalStatus(late.UID).Phase)}, []string{"delete", uid})
+				if _, ok := e.provider.Has("default", "late"); ok {
+					t.Error("the provider still holds the pod deleted while starting")
+				}
+			})
+		})
+	}
+}
