@@ -17,6 +17,7 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/statusmgr"
 )
 
 // Config configures Run. Zero values take their defaults.
@@ -27,6 +28,9 @@ type Config struct {
 	Provider node.PodLifecycleHandler
 	// Client is the API client (the node's identity). Required.
 	Client kubernetes.Interface
+	// Patcher, if set, is what statuses and final deletes go through instead of
+	// kube.NewPatcher(Client) (to wrap it, e.g. for metrics or fault injection).
+	Patcher statusmgr.StatusPatcher
 	// NodeProvider keeps the Node object's status (virtual-kubelet's node controller pings
 	// it and takes its updates); nil means node.NaiveNodeProvider{}.
 	NodeProvider node.NodeProvider
@@ -112,9 +116,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	patcher, err := kube.NewPatcher(cfg.Client)
-	if err != nil {
-		return err
+	patcher := cfg.Patcher
+	if patcher == nil {
+		if patcher, err = kube.NewPatcher(cfg.Client); err != nil {
+			return err
+		}
 	}
 	source, err := kube.NewSource(kube.SourceConfig{Client: cfg.Client, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
