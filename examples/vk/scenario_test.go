@@ -11,6 +11,7 @@ import (
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -381,6 +382,162 @@ func TestDeletedBeforeRunning(t *testing.T) {
 				if _, ok := e.provider.Has("default", "late"); ok {
 					t.Error("the provider still holds the pod deleted while starting")
 				}
+			})
+		})
+	}
+}
+
+// failingPatcher fails the first `failures` status patches that carry a terminal phase.
+type failingPatcher struct {
+	*statusmgrtest.FakeAPI
+	mu       sync.Mutex
+	failures int
+	failed   int
+}
+
+func (f *failingPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	terminal := strings.Contains(string(patch), `"phase":"Succeeded"`) || strings.Contains(string(patch), `"phase":"Failed"`)
+	f.mu.Lock()
+	fail := terminal && f.failed < f.failures
+	if fail {
+		f.failed++
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, apierrors.NewInternalError(fmt.Errorf("injected failure of a terminal status patch"))
+	}
+	return f.FakeAPI.PatchPodStatus(ctx, namespace, name, patch)
+}
+
+func (f *failingPatcher) failedCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failed
+}
+
+// TestTerminalStatusRetried (virtual-kubelet #712): a terminal status whose first writes
+// fail is retried until it is on the server: for a pod whose containers exit on their
+// own (restartPolicy Never: the object stays, Succeeded), and for a graceful delete (the
+// object goes only once the terminal phase is on the server).
+func TestTerminalStatusRetried(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{RunFor: 3 * time.Second})
+				fp := &failingPatcher{FakeAPI: e.server, failures: 2}
+				r := e.start(fp)
+				job := e.create("job", 30, v1.RestartPolicyNever)
+				e.waitFor("job", phaseIs(v1.PodSucceeded))
+				if fp.failedCount() != 2 {
+					t.Errorf("%d terminal patches failed, want 2", fp.failedCount())
+				}
+				time.Sleep(time.Minute)
+				if cur := e.pod("job"); cur == nil || cur.Status.Phase != v1.PodSucceeded {
+					t.Fatalf("a minute after it finished the job is %+v, want it kept, Succeeded", cur)
+				}
+				if n := e.provider.CountFor(job.UID, vktest.Create); n != 1 {
+					t.Errorf("CreatePod calls for the job = %d, want 1", n)
+				}
+				r.stop(t)
+
+				e.setProvider(kind, vktest.Config{})
+				fp.mu.Lock()
+				fp.failures, fp.failed = 2, 0
+				fp.mu.Unlock()
+				r = e.start(fp)
+				web := e.create("web", 30, v1.RestartPolicyAlways)
+				e.waitFor("web", phaseIs(v1.PodRunning))
+				e.delete("web", nil)
+				e.waitFor("web", gone)
+				r.stop(t)
+				if fp.failedCount() != 2 {
+					t.Errorf("%d terminal patches failed, want 2", fp.failedCount())
+				}
+				uid := string(web.UID)
+				final := e.finalStatus(web.UID)
+				if final.Phase != v1.PodSucceeded && final.Phase != v1.PodFailed {
+					t.Fatalf("the object was deleted in phase %s", final.Phase)
+				}
+				e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(final.Phase)}, []string{"delete", uid})
+			})
+		})
+	}
+}
+
+// TestRecreatedUnderTheSameName (virtual-kubelet #867): while the provider slowly stops
+// pod web (uid1), a user force-deletes it and creates web again (uid2). The new pod is
+// never deleted nor touched by the old one's termination; the provider, which keys pods
+// by name, gets CreatePod for uid2 only once uid1 is stopped; uid2 runs.
+func TestRecreatedUnderTheSameName(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{StopDelay: 10 * time.Second})
+				r := e.start(nil)
+				old := e.create("web", 30, v1.RestartPolicyAlways)
+				e.waitFor("web", phaseIs(v1.PodRunning))
+				e.delete("web", nil)
+				time.Sleep(time.Second)
+				e.delete("web", ptr(int64(0)))
+				fresh := e.create("web", 30, v1.RestartPolicyAlways)
+				e.waitFor("web", func(p *v1.Pod) bool { return p != nil && p.UID == fresh.UID && p.Status.Phase == v1.PodRunning })
+				uidOld, uidNew := string(old.UID), string(fresh.UID)
+				e.log.ordered(t, []string{"provider DeletePod", uidOld}, []string{"provider CreatePod", uidNew, "ok"})
+				// The new pod waits for the name (SerializeByName) and starts as soon as the
+				// old one is stopped (10 s after DeletePod; the polled provider is seen to
+				// have stopped at the next poll), not after a retry's backoff.
+				_, deleteAt := e.log.index("provider DeletePod", uidOld)
+				_, createAt := e.log.index("provider CreatePod", uidNew, "ok")
+				if d := createAt.Sub(deleteAt); d < 10*time.Second || d > 11*time.Second {
+					t.Errorf("the new pod was created %v after the old one's DeletePod, want 10-11 s (when it stopped)", d)
+				}
+				if i, _ := e.log.index("provider CreatePod", uidNew, "error"); i >= 0 {
+					t.Errorf("CreatePod of the new pod was tried while the old one held the name:\n%s", e.log)
+				}
+				if got, _ := e.provider.Has("default", "web"); got != fresh.UID {
+					t.Errorf("the provider holds %q under web, want the new pod %s", got, fresh.UID)
+				}
+				time.Sleep(time.Minute)
+				if cur := e.pod("web"); cur == nil || cur.UID != fresh.UID || cur.Status.Phase != v1.PodRunning || cur.DeletionTimestamp != nil {
+					t.Fatalf("a minute later web is %+v, want the new pod, Running", cur)
+				}
+				for _, p := range e.server.DeletedPods() {
+					if p.UID == fresh.UID {
+						t.Fatal("the agent deleted the new pod")
+					}
+				}
+				if i, _ := e.log.index("status", uidNew, "phase Failed"); i >= 0 {
+					t.Fatalf("the new pod got a terminal status:\n%s", e.log)
+				}
+				r.stop(t)
+			})
+		})
+	}
+}
+
+// TestRestartDoesNotRecreateFinished (virtual-kubelet #762): a pod that finished
+// (restartPolicy Never, Succeeded on the server) is not created again when the agent
+// restarts after a crash that lost the provider's state.
+func TestRestartDoesNotRecreateFinished(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{RunFor: 3 * time.Second})
+				r := e.start(nil)
+				job := e.create("job", 30, v1.RestartPolicyNever)
+				e.waitFor("job", phaseIs(v1.PodSucceeded))
+				r.stop(t)
+
+				e.setProvider(kind, vktest.Config{RunFor: 3 * time.Second}) // the crash lost the provider's pods
+				r = e.start(nil)
+				time.Sleep(time.Minute)
+				if n := e.provider.CountFor(job.UID, vktest.Create); n != 0 {
+					t.Errorf("the finished pod was created %d time(s) in the provider after the restart", n)
+				}
+				if cur := e.pod("job"); cur == nil || cur.Status.Phase != v1.PodSucceeded {
+					t.Errorf("after the restart the job is %+v, want it kept, Succeeded", cur)
+				}
+				r.stop(t)
 			})
 		})
 	}
