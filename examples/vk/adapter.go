@@ -422,8 +422,8 @@ func (a *Adapter) PushStatuses(ctx context.Context, push func(*pleg.PodStatus)) 
 	})
 }
 
-// APIStatus is the provider's last status of the pod, or a pending one if it reported
-// none. Once the pod is terminal and every container has terminated, a phase that is
+// APIStatus is the provider's last status of the pod; if it reported none, the server's
+// status of a pod that has finished, else a pending one. Once the pod is terminal and every container has terminated, a phase that is
 // not terminal becomes Succeeded (every exit code 0) or Failed, as the kubelet decides
 // for a terminated pod; the status manager's TerminatePod fails whatever is left.
 func (a *Adapter) APIStatus(pod *v1.Pod, _ *pleg.PodStatus, now time.Time, podIsTerminal bool) v1.PodStatus {
@@ -434,7 +434,12 @@ func (a *Adapter) APIStatus(pod *v1.Pod, _ *pleg.PodStatus, now time.Time, podIs
 		st = *r.status.DeepCopy()
 	}
 	a.mu.Unlock()
-	if st.Phase == "" {
+	switch {
+	case st.Phase != "":
+	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
+		// Finished before this agent's time (a restart): the server's status stands.
+		st = *pod.Status.DeepCopy()
+	default:
 		st = pendingStatus(pod, metav1.NewTime(now))
 	}
 	if podIsTerminal && st.Phase != v1.PodSucceeded && st.Phase != v1.PodFailed {

@@ -534,10 +534,39 @@ func TestRestartDoesNotRecreateFinished(t *testing.T) {
 				if n := e.provider.CountFor(job.UID, vktest.Create); n != 0 {
 					t.Errorf("the finished pod was created %d time(s) in the provider after the restart", n)
 				}
-				if cur := e.pod("job"); cur == nil || cur.Status.Phase != v1.PodSucceeded {
-					t.Errorf("after the restart the job is %+v, want it kept, Succeeded", cur)
+				cur := e.pod("job")
+				if cur == nil || cur.Status.Phase != v1.PodSucceeded {
+					t.Fatalf("after the restart the job is %+v, want it kept, Succeeded", cur)
+				}
+				if cs := cur.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Reason != vktest.ReasonCompleted {
+					t.Errorf("after the restart the job's containers are %+v, want the provider's Completed kept", cs)
 				}
 				r.stop(t)
+			})
+		})
+	}
+}
+
+// TestRestartAdoptsRunning: an agent restarted while the provider runs a pod adopts it:
+// no second CreatePod, and a graceful delete then stops it as usual.
+func TestRestartAdoptsRunning(t *testing.T) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e := newEnv(t, kind, vktest.Config{})
+				r := e.start(nil)
+				p := e.create("web", 30, v1.RestartPolicyAlways)
+				e.waitFor("web", phaseIs(v1.PodRunning))
+				r.stop(t)
+				r = e.start(nil)
+				time.Sleep(time.Minute)
+				if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
+					t.Errorf("CreatePod calls = %d, want 1 (the restarted agent adopts the running pod)", n)
+				}
+				e.delete("web", nil)
+				e.waitFor("web", gone)
+				r.stop(t)
+				e.wantFinal(kind, p.UID)
 			})
 		})
 	}
