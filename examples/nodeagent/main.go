@@ -5,6 +5,7 @@
 //
 //	go run ./nodeagent                         # one pod, from the examples module
 //	go run ./nodeagent -pods 3 -grace 10 -stop-delay 2s
+//	go run ./nodeagent -vk                     # the pods on a virtual-kubelet provider
 //
 // With -kubeconfig (or -server, -ca and -token) it runs instead as a virtual node of a real
 // cluster: the agent, with the in-memory runtime, serves the pods bound to -node through the
@@ -31,6 +32,8 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/examples/vk"
+	"github.com/podlife/podlife/examples/vk/vktest"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
@@ -54,6 +57,7 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	stopDelay := fs.Duration("stop-delay", time.Second, "how long containers take to exit after the stop signal (negative: they ignore it and are killed when the grace period runs out)")
 	relist := fs.Duration("relist", time.Second, "PLEG relist period")
 	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline")
+	useVK := fs.Bool("vk", false, "run the pods on an in-memory virtual-kubelet provider (package vk) instead of the in-memory container runtime")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long (with a real cluster: run this long)")
 	var cc kube.ClientConfig
 	fs.StringVar(&cc.Kubeconfig, "kubeconfig", "", "run against the real cluster of this kubeconfig (the node's identity) instead of the in-memory API")
@@ -81,10 +85,26 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		mu.Unlock()
 	}
 	server := statusmgrtest.NewFakeAPI()
-	a, err := agent.New(agent.Config{Server: server, Runtime: plegtest.NewRuntime(nil), RelistPeriod: *relist,
-		Containers: agent.ContainerBehaviour{StopDelay: *stopDelay}, Observer: observer})
-	if err != nil {
-		return err
+	cfg := agent.Config{Server: server, RelistPeriod: *relist, Observer: observer}
+	var a *agent.Agent
+	var err error
+	if *useVK {
+		// The pods run on an in-memory virtual-kubelet provider that notifies its statuses
+		// and takes -stop-delay to stop a pod (negative: it never does).
+		provider := vktest.NewNotifying(vktest.Config{StopDelay: *stopDelay})
+		adapter, err := vk.NewAdapter(vk.AdapterConfig{Provider: provider})
+		if err != nil {
+			return err
+		}
+		a, err = vk.NewAgent(cfg, adapter)
+		if err != nil {
+			return err
+		}
+	} else {
+		cfg.Runtime, cfg.Containers = plegtest.NewRuntime(nil), agent.ContainerBehaviour{StopDelay: *stopDelay}
+		if a, err = agent.New(cfg); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()

@@ -38,6 +38,34 @@ func TestRun(t *testing.T) {
 	})
 }
 
+// TestRunVK runs the command with the pods on the in-memory virtual-kubelet provider: the
+// provider takes the stop delay to stop each pod, and the object goes once it has.
+func TestRunVK(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var out strings.Builder
+		if err := run([]string{"-vk", "-pods", "2", "-grace", "30", "-stop-delay", "3s"}, &out); err != nil {
+			t.Fatal(err)
+		}
+		text := out.String()
+		for _, want := range []string{
+			"# creating 2 pod(s) on node node1",
+			"patched status: phase Running",
+			"DELETE (graceful, 30s)",
+			"SyncTerminatingPod (grace 30s), 1 running container(s)",
+			"ContainerDied",
+			"SyncTerminatedPod",
+			"patched status: phase Succeeded",
+			"deleted from the API (grace 0, UID precondition",
+			"# every pod is gone after",
+			"(deletion took 3s)",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("timeline lacks %q:\n%s", want, text)
+			}
+		}
+	})
+}
+
 func TestRunRejectsBadFlags(t *testing.T) {
 	var out strings.Builder
 	if err := run([]string{"-pods", "0"}, &out); err == nil {
