@@ -67,6 +67,8 @@ type w5Result struct {
 	stopToDelete           []time.Duration
 	// stopToTerminal is the part of stopToDelete until the terminal phase was on the server.
 	stopToTerminal []time.Duration
+	// terminalToDelete is the rest: from the terminal phase on the server to the final delete.
+	terminalToDelete []time.Duration
 	// startToRunning is per pod the time from CreatePod (the pod runs at once) to the
 	// first status patch that put phase Running on the server.
 	startToRunning []time.Duration
@@ -92,6 +94,7 @@ func (s *w5Result) add(r w5Result) {
 	s.heapGone += r.heapGone
 	s.stopToDelete = append(s.stopToDelete, r.stopToDelete...)
 	s.stopToTerminal = append(s.stopToTerminal, r.stopToTerminal...)
+	s.terminalToDelete = append(s.terminalToDelete, r.terminalToDelete...)
 	s.startToRunning = append(s.startToRunning, r.startToRunning...)
 }
 
@@ -119,7 +122,8 @@ func (s *w5Result) report(b *testing.B, runs, n int) {
 	for _, m := range []struct {
 		name string
 		lat  []time.Duration
-	}{{"stop-to-delete", s.stopToDelete}, {"stop-to-terminal", s.stopToTerminal}, {"start-to-running", s.startToRunning}} {
+	}{{"stop-to-delete", s.stopToDelete}, {"stop-to-terminal", s.stopToTerminal},
+		{"terminal-to-delete", s.terminalToDelete}, {"start-to-running", s.startToRunning}} {
 		lat := m.lat
 		slices.Sort(lat)
 		b.ReportMetric(ms(lat[len(lat)/2]), m.name+"-p50-ms")
@@ -376,6 +380,7 @@ func runW5(b *testing.B, notify bool, n int) w5Result {
 		phases[ph]++
 		r.stopToDelete = append(r.stopToDelete, p.final.at.Sub(p.deletePod.at))
 		r.stopToTerminal = append(r.stopToTerminal, p.terminal.at.Sub(p.deletePod.at))
+		r.terminalToDelete = append(r.terminalToDelete, p.final.at.Sub(p.terminal.at))
 		r.startToRunning = append(r.startToRunning, p.running.at.Sub(p.createPod.at))
 	}
 	b.Logf("final phases: %v", phases)
