@@ -1,0 +1,79 @@
+package vk_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/podlife/podlife/examples/vk"
+	"github.com/podlife/podlife/examples/vk/vktest"
+)
+
+// TestRunRegistersNodeAndRunsPods runs vk.Run against client-go's fake clientset: the
+// node controller registers the Node object and its lease, a pod bound to the node is
+// created in the provider and reported Running, and every goroutine ends with the context.
+func TestRunRegistersNodeAndRunsPods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset()
+		provider := vktest.NewNotifying(vktest.Config{})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- vk.Run(ctx, vk.Config{NodeName: "vnode", Provider: provider, Client: client}) }()
+
+		grace := int64(30)
+		pod, err := client.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+			Spec: v1.PodSpec{NodeName: "vnode", TerminationGracePeriodSeconds: &grace,
+				Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(time.Minute)
+		for {
+			got, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+			if err == nil && got.Status.Phase == v1.PodRunning {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pod is not Running a minute after its creation: %+v, %v", got, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if n := provider.CountFor(pod.UID, vktest.Create); n != 1 {
+			t.Errorf("CreatePod calls = %d, want 1", n)
+		}
+		n, err := client.CoreV1().Nodes().Get(ctx, "vnode", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the Node object: %v", err)
+		}
+		if len(n.Status.Conditions) == 0 || n.Status.Conditions[0].Type != v1.NodeReady {
+			t.Errorf("node conditions %+v, want Ready", n.Status.Conditions)
+		}
+		if _, err := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "vnode", metav1.GetOptions{}); err != nil {
+			t.Errorf("the node lease: %v", err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	})
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []vk.Config{
+		{Provider: vktest.New(vktest.Config{}), Client: fake.NewClientset()},
+		{NodeName: "n", Client: fake.NewClientset()},
+		{NodeName: "n", Provider: vktest.New(vktest.Config{})},
+		{NodeName: "n", Provider: vktest.New(vktest.Config{}), Client: fake.NewClientset(), Node: vk.DefaultNode("other")},
+	} {
+		if err := vk.Run(context.Background(), cfg); err == nil {
+			t.Errorf("Run(%+v) = nil, want an error", cfg)
+		}
+	}
+}
