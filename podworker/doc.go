@@ -40,7 +40,10 @@
 //     the pod's previous call, so it never acts on stale state. Before the first read of
 //     a new stage (terminating, terminated) the runner asks the Refresher for an
 //     immediate re-inspection, so a transition does not wait for the next relist (the
-//     kubelet loses up to a relist period, ~1 s, per transition here).
+//     kubelet loses up to a relist period, ~1 s, per transition here). Likewise, when
+//     the cache holds no status newer than the previous call (it was observed while that
+//     call ran, e.g. pushed by the runtime), a sync re-inspects the pod instead of
+//     waiting for the next relist.
 //   - A failed call is retried after a backoff (doubling from BackoffInitial to
 //     BackoffMax, jittered downwards); a successful SyncPod is resynced after
 //     ResyncInterval; a transition runs the next stage at once. A call cancelled because

@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -73,6 +74,8 @@ type Runner struct {
 	clock        clock.Clock
 	log          *slog.Logger
 	onTransition func(Transition)
+	// expired is an ended context: GetNewerThan with it answers without waiting.
+	expired context.Context
 
 	mu sync.Mutex
 	m  *Machine
@@ -152,7 +155,10 @@ func New(cfg Config) (*Runner, error) {
 	if getter == nil {
 		getter, _ = cfg.Cache.(StatusGetter)
 	}
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
 	return &Runner{
+		expired:      expired,
 		syncer:       cfg.Syncer,
 		cache:        cfg.Cache,
 		refresher:    cfg.Refresher,
@@ -403,6 +409,26 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 				}
 			} else {
 				r.refresher.RequestRefresh(w.UID)
+			}
+		}
+		if r.cache != nil && !refreshed && !w.RefreshStatus && r.refresher != nil {
+			// Probe without waiting. A status observed before the previous call ended
+			// (typically that call's own effect, pushed or refreshed while it ran) is not
+			// newer than it: re-inspect the pod now rather than wait up to a relist period.
+			s, err := r.cache.GetNewerThan(r.expired, w.UID, w.StatusNewerThan)
+			switch {
+			case err == nil:
+				status, refreshed = s, true
+			case !errors.Is(err, context.Canceled) || ctx.Err() != nil:
+				return Result{Err: fmt.Errorf("podworker: reading the runtime status of pod %s: %w", w.UID, err)}
+			default:
+				if sr, ok := r.refresher.(StatusRefresher); ok {
+					if s, err := sr.Refresh(ctx, w.UID); err == nil {
+						status, refreshed = s, true
+					}
+				} else {
+					r.refresher.RequestRefresh(w.UID)
+				}
 			}
 		}
 		if r.cache != nil && !refreshed {

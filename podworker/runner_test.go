@@ -387,3 +387,65 @@ func TestRunnerUsesSynchronousRefresh(t *testing.T) {
 		})
 	}
 }
+
+// TestRunnerRefreshesStaleSyncStatus: a status observed while the previous call ran (here
+// pushed into the cache during SyncPod, on a clock that never moves) is not newer than
+// that call, so the next SyncPod re-inspects the pod at once, through a StatusRefresher's
+// Refresh or a plain Refresher's request, instead of waiting for the next relist; a
+// status already newer is used without any refresh.
+func TestRunnerRefreshesStaleSyncStatus(t *testing.T) {
+	for _, synchronous := range []bool{true, false} {
+		t.Run(fmt.Sprintf("synchronous=%t", synchronous), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				clk := clocktesting.NewFakeClock(t0) // never stepped
+				cache := pleg.NewCache()
+				var got []string
+				syncer := PodSyncerFuncs{SyncPodFunc: func(_ context.Context, _ SyncPodType, p *v1.Pod, _ *v1.Pod, s *pleg.PodStatus) (bool, error) {
+					got = append(got, s.Name)
+					if len(got) == 1 {
+						cache.Set(p.UID, &pleg.PodStatus{ID: p.UID, Name: "pushed"}, nil, clk.Now())
+					}
+					return false, nil
+				}}
+				sr := &syncRefresher{}
+				var requested []types.UID
+				var refresher Refresher = sr
+				if !synchronous {
+					refresher = RefresherFunc(func(uid types.UID) {
+						requested = append(requested, uid)
+						// What a relister's refresh does: observe the pod now (later than the sync).
+						cache.Set(uid, &pleg.PodStatus{ID: uid, Name: "requested"}, nil, clk.Now().Add(time.Millisecond))
+					})
+				}
+				r, err := New(Config{Syncer: syncer, Cache: cache, Refresher: refresher, Clock: clk, Rand: func() float64 { return 0 }})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				cache.Set("a", &pleg.PodStatus{ID: "a", Name: "first"}, nil, t0)
+				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodSync, Pod: testPod("a")}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				want := []string{"first", "refresh-1"}
+				if !synchronous {
+					want = []string{"first", "requested"}
+				}
+				if diff := cmp.Diff(want, got); diff != "" {
+					t.Errorf("statuses passed to SyncPod (-want +got):\n%s", diff)
+				}
+				if synchronous && sr.calls != 1 || !synchronous && len(requested) != 1 {
+					t.Errorf("Refresh calls %d, requests %v; want exactly one", sr.calls, requested)
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
