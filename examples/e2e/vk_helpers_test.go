@@ -1,0 +1,610 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	vknode "github.com/virtual-kubelet/virtual-kubelet/node"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/examples/vk"
+	"github.com/podlife/podlife/examples/vk/vktest"
+	"github.com/podlife/podlife/statusmgr"
+)
+
+// The helpers of the virtual-kubelet tests (vk_test.go): vk.Run as the node identity over a
+// vktest provider, with every provider call, every status write and every agent step
+// recorded with the (real) time it happened, and a watch of each pod that stamps every event
+// with the time the test received it. All times come from one monotonic clock, so "the
+// provider was called before the server showed X" is a comparison of two stamps.
+
+// vkClock is the real clock the tests stamp and poll with (it is a real server).
+var vkClock clock.WithTicker = clock.RealClock{}
+
+// vkTimeout bounds each subtest; the waits that assert a duration use shorter ones.
+const vkTimeout = 45 * time.Second
+
+// vkKind is a kind of provider: polled for its statuses, or notifying them (NotifyPods).
+type vkKind struct {
+	name   string
+	notify bool
+}
+
+var vkKinds = []vkKind{{"polled", false}, {"notifying", true}}
+
+// vkEnv is one subtest's clients, deadline and the records to print if it fails.
+type vkEnv struct {
+	t                 *testing.T
+	ctx               context.Context
+	admin, nodeClient kubernetes.Interface
+	kind              vkKind
+
+	mu    sync.Mutex
+	dumps []func() string
+}
+
+func newVKEnv(t *testing.T, kind vkKind) *vkEnv {
+	t.Helper()
+	admin, nodeClient := clients(t)
+	ctx, cancel := context.WithTimeout(t.Context(), vkTimeout)
+	e := &vkEnv{t: t, ctx: ctx, admin: admin, nodeClient: nodeClient, kind: kind}
+	// Registered first, so it runs last: after the runners stopped and the pods went.
+	t.Cleanup(func() {
+		cancel()
+		if !t.Failed() {
+			return
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		for _, d := range e.dumps {
+			t.Log(d())
+		}
+	})
+	return e
+}
+
+func (e *vkEnv) onFailure(d func() string) {
+	e.mu.Lock()
+	e.dumps = append(e.dumps, d)
+	e.mu.Unlock()
+}
+
+// within returns a context that ends after d (and with the subtest's), canceled when the
+// subtest ends.
+func (e *vkEnv) within(d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(e.ctx, d)
+	e.t.Cleanup(cancel)
+	return ctx
+}
+
+// vkPod is busybox's pod (bound to node1, grace 30 s) under a unique name with the prefix.
+func vkPod(t *testing.T, prefix string, policy v1.RestartPolicy) *v1.Pod {
+	p := busybox(t)
+	p.Name = "vk-" + prefix + "-" + strings.TrimPrefix(p.Name, "busybox-")
+	p.Spec.RestartPolicy = policy
+	return p
+}
+
+// --- The provider and its calls ----------------------------------------------------------
+
+// vkCall is one call a provider received, stamped when the provider recorded it (after it
+// took effect, before it returned).
+type vkCall struct {
+	vktest.Call
+	At time.Time
+}
+
+// callLog records a provider's calls, in order.
+type callLog struct {
+	mu      sync.Mutex
+	calls   []vkCall
+	changed chan struct{} // closed and replaced on every call
+}
+
+func newCallLog() *callLog { return &callLog{changed: make(chan struct{})} }
+
+// observe is the provider's Observer: it runs with the provider's lock held, so it only
+// appends.
+func (l *callLog) observe(c vktest.Call) {
+	l.mu.Lock()
+	l.calls = append(l.calls, vkCall{Call: c, At: vkClock.Now()})
+	close(l.changed)
+	l.changed = make(chan struct{})
+	l.mu.Unlock()
+}
+
+// find returns the calls of verb for the pod with uid ("" for any), in order.
+func (l *callLog) find(verb string, uid types.UID) []vkCall {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []vkCall
+	for _, c := range l.calls {
+		if c.Verb == verb && (uid == "" || c.UID == uid) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// waitFor waits, without polling, until cond holds for the calls so far.
+func (l *callLog) waitFor(t *testing.T, ctx context.Context, what string, cond func([]vkCall) bool) []vkCall {
+	t.Helper()
+	for {
+		l.mu.Lock()
+		calls, changed := slices.Clone(l.calls), l.changed
+		l.mu.Unlock()
+		if cond(calls) {
+			return calls
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; provider calls:\n%s", what, ctx.Err(), l)
+		}
+	}
+}
+
+// String lists the calls that change pods, and how many reads there were.
+func (l *callLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	reads := 0
+	var first time.Time
+	for _, c := range l.calls {
+		if first.IsZero() {
+			first = c.At
+		}
+		switch c.Verb {
+		case vktest.Create, vktest.Update, vktest.Delete:
+			fmt.Fprintf(&b, "  %8.3fs %s\n", c.At.Sub(first).Seconds(), c.Call)
+		default:
+			reads++
+		}
+	}
+	fmt.Fprintf(&b, "  (%d reads)", reads)
+	return b.String()
+}
+
+// vkProvider is a vktest provider, its handler (itself, or its notifying wrapper) and its
+// call log.
+type vkProvider struct {
+	*vktest.Provider
+	handler vknode.PodLifecycleHandler
+	log     *callLog
+}
+
+// newProvider returns a new, empty provider of the subtest's kind whose calls are recorded.
+func (e *vkEnv) newProvider(label string, cfg vktest.Config) *vkProvider {
+	l := newCallLog()
+	cfg.Observer = l.observe
+	p := &vkProvider{log: l}
+	if e.kind.notify {
+		np := vktest.NewNotifying(cfg)
+		p.Provider, p.handler = np.Provider, np
+	} else {
+		p.Provider = vktest.New(cfg)
+		p.handler = p.Provider
+	}
+	e.onFailure(func() string { return fmt.Sprintf("provider %s (%s) calls:\n%s", label, e.kind.name, l) })
+	return p
+}
+
+// --- The status writes ---------------------------------------------------------------------
+
+// write is one call of the status manager to the API (a status patch or the final delete).
+type write struct {
+	Verb  string // "patch" or "delete"
+	Name  string
+	UID   types.UID   // the patch's metadata.uid, or the delete's UID precondition
+	Phase v1.PodPhase // the phase the patch sets ("" if it does not set one)
+	// Injected: the call never reached the server; it failed with the injected error.
+	Injected bool
+	// AfterTerminal (delete): a patch setting a terminal phase on this UID had succeeded
+	// before the delete was sent.
+	AfterTerminal bool
+	Err           error
+	// Started is when the call was made; a delete is recorded then, before it reaches the
+	// server, so it is in the record by the time a watch sees its effect. (Its Err is not:
+	// a runner stopped once the watch saw the effect may cancel the call before its answer
+	// arrives, so the tests assert on the server's state instead.)
+	Started time.Time
+	Done    bool
+}
+
+func (w write) String() string {
+	s := fmt.Sprintf("%s %s (%s)", w.Verb, w.Name, w.UID)
+	if w.Phase != "" {
+		s += " phase " + string(w.Phase)
+	}
+	if w.AfterTerminal {
+		s += " after the terminal phase was written"
+	}
+	if w.Injected {
+		s += " [injected]"
+	}
+	switch {
+	case !w.Done:
+		s += ": in flight"
+	case w.Err != nil:
+		s += ": " + w.Err.Error()
+	default:
+		s += ": ok"
+	}
+	return s
+}
+
+// vkPatcher wraps kube.NewPatcher(nodeClient) as vk.Config.Patcher: it records every status
+// patch and final delete and, if failTerminal is set, fails the first patch that sets a
+// terminal phase with it instead of sending it (virtual-kubelet #712).
+type vkPatcher struct {
+	next         statusmgr.StatusPatcher
+	failTerminal error
+
+	mu       sync.Mutex
+	writes   []write
+	injected int
+	terminal map[types.UID]bool // a terminal phase was written to the server
+}
+
+var _ statusmgr.StatusPatcher = (*vkPatcher)(nil)
+
+// newPatcher returns the node identity's patcher, recording its writes.
+func (e *vkEnv) newPatcher(label string, failTerminal error) *vkPatcher {
+	e.t.Helper()
+	next, err := kube.NewPatcher(e.nodeClient)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	p := &vkPatcher{next: next, failTerminal: failTerminal, terminal: map[types.UID]bool{}}
+	e.onFailure(func() string { return fmt.Sprintf("status writes of runner %s:\n%s", label, p) })
+	return p
+}
+
+func (p *vkPatcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
+	return p.next.GetPod(ctx, namespace, name)
+}
+
+func (p *vkPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	var body struct {
+		Metadata struct {
+			UID types.UID `json:"uid"`
+		} `json:"metadata"`
+		Status struct {
+			Phase v1.PodPhase `json:"phase"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(patch, &body); err != nil {
+		return nil, fmt.Errorf("e2e: undecodable status patch %s: %w", patch, err)
+	}
+	w := write{Verb: "patch", Name: name, UID: body.Metadata.UID, Phase: body.Status.Phase, Started: vkClock.Now()}
+	p.mu.Lock()
+	if p.failTerminal != nil && p.injected == 0 && isTerminal(w.Phase) {
+		p.injected++
+		w.Injected, w.Err, w.Done = true, p.failTerminal, true
+		p.writes = append(p.writes, w)
+		p.mu.Unlock()
+		return nil, p.failTerminal
+	}
+	p.mu.Unlock()
+	got, err := p.next.PatchPodStatus(ctx, namespace, name, patch)
+	w.Err, w.Done = err, true
+	p.mu.Lock()
+	p.writes = append(p.writes, w)
+	if err == nil && got != nil && isTerminal(got.Status.Phase) {
+		p.terminal[got.UID] = true
+	}
+	p.mu.Unlock()
+	return got, err
+}
+
+func (p *vkPatcher) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
+	p.mu.Lock()
+	i := len(p.writes)
+	p.writes = append(p.writes, write{Verb: "delete", Name: name, UID: uid, AfterTerminal: p.terminal[uid], Started: vkClock.Now()})
+	p.mu.Unlock()
+	err := p.next.DeletePod(ctx, namespace, name, uid)
+	p.mu.Lock()
+	p.writes[i].Err, p.writes[i].Done = err, true
+	p.mu.Unlock()
+	return err
+}
+
+// find returns the writes of verb for the UID ("" for any), in order.
+func (p *vkPatcher) find(verb string, uid types.UID) []write {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []write
+	for _, w := range p.writes {
+		if w.Verb == verb && (uid == "" || w.UID == uid) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+func (p *vkPatcher) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	for _, w := range p.writes {
+		fmt.Fprintf(&b, "  %s\n", w)
+	}
+	return b.String()
+}
+
+// --- The runner ----------------------------------------------------------------------------
+
+// vkRunner is one vk.Run as system:node:node1, with the agent's steps and logs.
+type vkRunner struct {
+	cancel context.CancelFunc
+	done   chan error
+
+	mu      sync.Mutex
+	steps   []agent.Step
+	changed chan struct{} // closed and replaced on every step
+	logs    lockedBuffer
+
+	stopOnce sync.Once
+	err      error
+}
+
+// lockedBuffer is an io.Writer safe for concurrent use (the runner's slog handler).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// vkNode is vk.DefaultNode without its label kubernetes.io/role: the NodeRestriction
+// admission plugin forbids a node to set that label on itself, so with DefaultNode the node
+// controller's registration is refused and vk.Run fails ("node "node1" is not allowed to set
+// the following labels: kubernetes.io/role").
+func vkNode() *v1.Node {
+	n := vk.DefaultNode(node)
+	delete(n.Labels, "kubernetes.io/role")
+	return n
+}
+
+// startRunner runs vk.Run with the provider and the patcher until stop or the end of the
+// subtest.
+func (e *vkEnv) startRunner(label string, p *vkProvider, patcher *vkPatcher) *vkRunner {
+	e.t.Helper()
+	r := &vkRunner{done: make(chan error, 1), changed: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	cfg := vk.Config{NodeName: node, Provider: p.handler, Client: e.nodeClient, Patcher: patcher, Node: vkNode(),
+		Observer: r.record, Logger: slog.New(slog.NewTextHandler(&r.logs, nil))}
+	go func() { r.done <- vk.Run(ctx, cfg) }()
+	e.t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			e.t.Errorf("vk.Run (runner %s): %v", label, err)
+		}
+	})
+	e.onFailure(func() string {
+		return fmt.Sprintf("runner %s steps:\n%s\nrunner %s logs:\n%s", label, r.stepLines(), label, r.logs.String())
+	})
+	return r
+}
+
+func (r *vkRunner) record(s agent.Step) {
+	r.mu.Lock()
+	r.steps = append(r.steps, s)
+	close(r.changed)
+	r.changed = make(chan struct{})
+	r.mu.Unlock()
+}
+
+// stop stops vk.Run and returns its error once every goroutine it started has ended; later
+// calls return the same.
+func (r *vkRunner) stop() error {
+	r.cancel()
+	r.stopOnce.Do(func() { r.err = <-r.done })
+	return r.err
+}
+
+// waitStep waits, without polling, for a step of the pod with uid whose detail contains
+// want.
+func (r *vkRunner) waitStep(t *testing.T, ctx context.Context, uid types.UID, want string) {
+	t.Helper()
+	for {
+		r.mu.Lock()
+		changed := r.changed
+		found := slices.ContainsFunc(r.steps, func(s agent.Step) bool {
+			return s.UID == uid && strings.Contains(s.Detail, want)
+		})
+		r.mu.Unlock()
+		if found {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %q in the agent's steps of %s: %v", want, uid, ctx.Err())
+		}
+	}
+}
+
+func (r *vkRunner) stepLines() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	for _, s := range r.steps {
+		fmt.Fprintf(&b, "  %s\n", s)
+	}
+	return b.String()
+}
+
+// --- Watching a pod ------------------------------------------------------------------------
+
+// seen is one event of a pod name on the admin's watch, stamped when the test received it
+// (so after the server made the change, and after whatever caused it).
+type seen struct {
+	podEvent
+	UID types.UID
+	At  time.Time
+}
+
+func (s seen) String() string {
+	return fmt.Sprintf("%s uid=%s", s.podEvent, s.UID)
+}
+
+// vkWatch records every event of one pod name (any UID) from before its creation.
+type vkWatch struct {
+	mu      sync.Mutex
+	events  []seen
+	changed chan struct{}
+	err     error
+	start   time.Time
+}
+
+// watch starts watching the pod name until the subtest ends.
+func (e *vkEnv) watch(name string) *vkWatch {
+	e.t.Helper()
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	w, err := e.admin.CoreV1().Pods(namespace).Watch(e.ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pw := &vkWatch{changed: make(chan struct{}), start: vkClock.Now()}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*v1.Pod)
+			pw.mu.Lock()
+			if !ok {
+				if pw.err == nil && ev.Type == watch.Error {
+					pw.err = fmt.Errorf("watch: %s %T %+v", ev.Type, ev.Object, ev.Object)
+				}
+			} else {
+				pw.events = append(pw.events, seen{podEvent: podEvent{Type: ev.Type, Phase: p.Status.Phase,
+					Deleting: p.DeletionTimestamp != nil, Pod: p}, UID: p.UID, At: vkClock.Now()})
+			}
+			close(pw.changed)
+			pw.changed = make(chan struct{})
+			pw.mu.Unlock()
+		}
+	}()
+	e.onFailure(func() string { return fmt.Sprintf("events of %s:\n%s", name, pw) })
+	return pw
+}
+
+// waitFor waits, without polling, until cond holds for the events seen so far.
+func (w *vkWatch) waitFor(t *testing.T, ctx context.Context, what string, cond func([]seen) bool) []seen {
+	t.Helper()
+	for {
+		w.mu.Lock()
+		events, changed, err := slices.Clone(w.events), w.changed, w.err
+		w.mu.Unlock()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", what, err)
+		}
+		if cond(events) {
+			return events
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; events:\n%s", what, ctx.Err(), w)
+		}
+	}
+}
+
+func (w *vkWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var b strings.Builder
+	for _, e := range w.events {
+		fmt.Fprintf(&b, "  %8.3fs %s\n", e.At.Sub(w.start).Seconds(), e)
+	}
+	return b.String()
+}
+
+// of returns the events of the pod with uid.
+func of(events []seen, uid types.UID) []seen {
+	var out []seen
+	for _, e := range events {
+		if e.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// index returns the position of the first event matching cond, or -1.
+func index(events []seen, cond func(seen) bool) int {
+	return slices.IndexFunc(events, cond)
+}
+
+// hasPhase waits for an event of the pod showing the phase.
+func hasPhase(uid types.UID, ph v1.PodPhase) func([]seen) bool {
+	return func(es []seen) bool {
+		return index(es, func(e seen) bool { return e.UID == uid && e.Phase == ph && e.Type != watch.Deleted }) >= 0
+	}
+}
+
+// removed waits for the pod's Deleted event.
+func removed(uid types.UID) func([]seen) bool {
+	return func(es []seen) bool {
+		return index(es, func(e seen) bool { return e.UID == uid && e.Type == watch.Deleted }) >= 0
+	}
+}
+
+// phaseNeverLeftTerminal fails the test if the pod's phase on the server went from
+// Succeeded or Failed to anything else.
+func phaseNeverLeftTerminal(t *testing.T, events []seen) {
+	t.Helper()
+	for i := 1; i < len(events); i++ {
+		if isTerminal(events[i-1].Phase) && events[i].Phase != events[i-1].Phase {
+			t.Errorf("the phase on the server left %s for %s: %s", events[i-1].Phase, events[i].Phase, events[i])
+		}
+	}
+}
+
+// --- Polling the server --------------------------------------------------------------------
+
+// eventually polls cond every 100 ms until it holds or ctx ends; state describes what cond
+// saw last.
+func eventually(t *testing.T, ctx context.Context, what string, cond func() (ok bool, state string)) {
+	t.Helper()
+	tick := vkClock.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		select {
+		case <-tick.C():
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v; last seen: %s", what, ctx.Err(), state)
+		}
+	}
+}
