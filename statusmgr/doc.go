@@ -68,7 +68,10 @@
 // change the server's copy as the lookup sees it (someone overwrote it) is sent again from
 // a fresh GET, and a deletionTimestamp the lookup shows is noticed without a new status.
 //
-// NotFound forgets the status (the pod is gone). Conflict re-reads the pod and retries (at
+// NotFound forgets the status (the pod is gone), unless the PodLookup still has the pod:
+// then, as the kubelet does, the status is kept for the next full sync (the answer may
+// predate the pod, e.g. a node authorizer that has not seen a just-bound pod yet) until
+// RemoveOrphanedStatuses drops it. Conflict re-reads the pod and retries (at
 // most MaxConflictRetries times per sync), a Conflict on delete means the name has a new pod
 // (forgotten). Any other error is logged, counted (Stats.Errors), returned by Sync, and
 // retried on the next full sync. Run returns when its context ends; a batch in progress

@@ -283,8 +283,9 @@ func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 	return m.callFailed(s, "delete", err, log)
 }
 
-// callFailed handles a failed API call: NotFound forgets the status, anything else drops
-// the server copy (its state is unknown) and is counted, logged and returned.
+// callFailed handles a failed API call: NotFound forgets the status unless the Lookup still
+// has the pod (then it waits for the next full sync, as any failed call does); anything
+// else drops the server copy (its state is unknown) and is counted, logged and returned.
 func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logger) error {
 	if apierrors.IsNotFound(err) && IsStaticPod(s.pod) && verb == "get" {
 		// A static pod's mirror pod may not exist yet: keep the status for later.
@@ -294,6 +295,18 @@ func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logge
 		_, _ = m.c.commit(s, false, nil)
 		m.mu.Unlock()
 		log.Debug("static pod has no mirror pod on the server yet; not synced")
+		return nil
+	}
+	if apierrors.IsNotFound(err) && m.stillDesired(s) {
+		// The node still has the pod: the server's answer is older than the pod (a node
+		// identity's authorizer may not know a just-bound pod yet) or the pod was deleted
+		// and its removal has not reached the node. Keep the status, as the kubelet does,
+		// for the next full sync; RemoveOrphanedStatuses drops it once the pod is gone.
+		m.mu.Lock()
+		m.stats.NotFounds++
+		_, _ = m.c.commit(s, false, nil)
+		m.mu.Unlock()
+		log.Info("pod not found on the server but still desired; status kept for the next sync", "call", verb, "err", err)
 		return nil
 	}
 	if apierrors.IsNotFound(err) {
@@ -311,6 +324,16 @@ func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logge
 	m.mu.Unlock()
 	log.Error("status sync failed; will retry", "call", verb, "err", err)
 	return fmt.Errorf("statusmgr: %s pod %s/%s: %w", verb, s.pod.Namespace, s.pod.Name, err)
+}
+
+// stillDesired reports whether the Lookup (if any) still has the pod of the snapshot, with
+// its UID.
+func (m *Manager) stillDesired(s snapshot) bool {
+	if m.lookup == nil {
+		return false
+	}
+	p, ok := m.lookup.GetPodByUID(s.uid)
+	return ok && p != nil && p.UID == s.uid
 }
 
 func (m *Manager) count(f func(*Stats)) {

@@ -119,6 +119,52 @@ func TestManagerNotFoundForgets(t *testing.T) {
 	})
 }
 
+// TestManagerNotFoundKeptWhileDesired: a NotFound for a pod the lookup still has (the
+// server's answer predates the pod) keeps the status for the next full sync, which writes
+// it once the server has the pod; once the lookup no longer has the pod, a NotFound
+// forgets it.
+func TestManagerNotFoundKeptWhileDesired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := statusmgrtest.NewFakeAPI()
+		pod := testPod("p", "u1")
+		desired := true
+		lookup := statusmgr.PodLookupFuncs{GetPodByUIDFunc: func(uid types.UID) (*v1.Pod, bool) {
+			if desired && uid == pod.UID {
+				return pod, true
+			}
+			return nil, false
+		}}
+		h := start(t, api, func(c *statusmgr.Config) { c.Lookup = lookup })
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		if _, ok := h.m.GetPodStatus("u1"); !ok {
+			t.Fatal("status of a desired pod forgotten on NotFound")
+		}
+		if s := h.m.Stats(); s.Gone != 0 || s.NotFounds != 1 {
+			t.Errorf("stats = %+v", s)
+		}
+		api.Put(pod.DeepCopy()) // the server catches up
+		h.period()
+		got, ok := api.Pod("default", "p")
+		if !ok || got.Status.Phase != v1.PodRunning {
+			t.Fatalf("after the next full sync the server has %+v, want the kept Running status", got)
+		}
+
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		desired = false
+		if err := api.DeletePod(context.Background(), "default", "p", pod.UID); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if _, ok := h.m.GetPodStatus("u1"); ok {
+			t.Error("status of a pod neither desired nor on the server kept")
+		}
+		if s := h.m.Stats(); s.Gone != 1 {
+			t.Errorf("stats = %+v, want Gone 1", s)
+		}
+	})
+}
+
 func TestManagerRecreatedPodIsNeverTouched(t *testing.T) {
 	t.Run("before the first sync", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {

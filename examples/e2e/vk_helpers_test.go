@@ -265,14 +265,10 @@ func (w write) String() string {
 // patch and final delete and, if failTerminal is set, fails the first patch that sets a
 // terminal phase with it instead of sending it (virtual-kubelet #712).
 //
-// It also rides out the node authorizer's lag: the API server authorizes a node's GET or
-// PATCH of a pod through a graph it fills from its own watch of pods, so a pod the agent has
-// just received from its watch may still be answered 403 ("no relationship found between
-// node 'node1' and this object"). kube.Patcher maps every Forbidden to NotFound ("gone") and
-// the status manager forgets the pod's status, which then reaches the server only when the
-// pod's status changes again: a pod that just runs stays Pending on the server (seen once in
-// about 30 runs, for 45 s). Such a NotFound, for a pod the admin sees bound to node1, is
-// retried here for up to 3 s (and counted), so the tests test the lifecycle, not that lag.
+// A node identity's GET or PATCH of a pod the server's node authorizer has not linked to
+// the node yet is answered 403, which kube.Patcher reports as NotFound; the status manager
+// keeps the status of a pod the agent still has for its next full sync (this suite once saw
+// a new pod stay Pending for good when it forgot it instead).
 type vkPatcher struct {
 	next         statusmgr.StatusPatcher
 	admin        kubernetes.Interface
@@ -282,7 +278,6 @@ type vkPatcher struct {
 	writes   []write
 	injected int
 	terminal map[types.UID]bool // a terminal phase was written to the server
-	lagged   int                // NotFounds retried because the admin still saw the pod
 }
 
 var _ statusmgr.StatusPatcher = (*vkPatcher)(nil)
@@ -296,47 +291,11 @@ func (e *vkEnv) newPatcher(label string, failTerminal error) *vkPatcher {
 	}
 	p := &vkPatcher{next: next, admin: e.admin, failTerminal: failTerminal, terminal: map[types.UID]bool{}}
 	e.onFailure(func() string { return fmt.Sprintf("status writes of runner %s:\n%s", label, p) })
-	e.t.Cleanup(func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		if p.lagged > 0 {
-			e.t.Logf("runner %s: %d NotFound answer(s) retried: the node authorizer had not seen the pod yet", label, p.lagged)
-		}
-	})
 	return p
 }
 
-// authorizerLag reports whether err is kube.Patcher's NotFound made of a Forbidden for a pod
-// that the admin sees, bound to node1 (and with uid, if set): the node authorizer has not
-// seen it yet. If so it waits 100 ms (or until ctx ends) before the caller tries again.
-func (p *vkPatcher) authorizerLag(ctx context.Context, namespace, name string, uid types.UID, err error, tries int) bool {
-	if tries >= 30 || !apierrors.IsNotFound(err) || !strings.Contains(err.Error(), "the server answered Forbidden") {
-		return false
-	}
-	cur, aerr := p.admin.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if aerr != nil || cur.Spec.NodeName != node || (uid != "" && cur.UID != uid) {
-		return false
-	}
-	p.mu.Lock()
-	p.lagged++
-	p.mu.Unlock()
-	t := vkClock.NewTimer(100 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C():
-		return true
-	}
-}
-
 func (p *vkPatcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
-	for tries := 0; ; tries++ {
-		got, err := p.next.GetPod(ctx, namespace, name)
-		if !p.authorizerLag(ctx, namespace, name, "", err, tries) {
-			return got, err
-		}
-	}
+	return p.next.GetPod(ctx, namespace, name)
 }
 
 func (p *vkPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
@@ -362,9 +321,6 @@ func (p *vkPatcher) PatchPodStatus(ctx context.Context, namespace, name string, 
 	}
 	p.mu.Unlock()
 	got, err := p.next.PatchPodStatus(ctx, namespace, name, patch)
-	for tries := 0; p.authorizerLag(ctx, namespace, name, w.UID, err, tries); tries++ {
-		got, err = p.next.PatchPodStatus(ctx, namespace, name, patch)
-	}
 	w.Err, w.Done = err, true
 	p.mu.Lock()
 	p.writes = append(p.writes, w)
@@ -407,7 +363,6 @@ func (p *vkPatcher) String() string {
 	for _, w := range p.writes {
 		fmt.Fprintf(&b, "  %s\n", w)
 	}
-	fmt.Fprintf(&b, "  (%d NotFound answers retried: the node authorizer had not seen the pod yet)", p.lagged)
 	return b.String()
 }
 
@@ -445,16 +400,6 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// vkNode is vk.DefaultNode without its label kubernetes.io/role: the NodeRestriction
-// admission plugin forbids a node to set that label on itself, so with DefaultNode the node
-// controller's registration is refused and vk.Run fails ("node "node1" is not allowed to set
-// the following labels: kubernetes.io/role").
-func vkNode() *v1.Node {
-	n := vk.DefaultNode(node)
-	delete(n.Labels, "kubernetes.io/role")
-	return n
-}
-
 // startRunner runs vk.Run with the provider and the patcher until stop or the end of the
 // subtest.
 func (e *vkEnv) startRunner(label string, p *vkProvider, patcher *vkPatcher) *vkRunner {
@@ -462,7 +407,7 @@ func (e *vkEnv) startRunner(label string, p *vkProvider, patcher *vkPatcher) *vk
 	r := &vkRunner{done: make(chan error, 1), changed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
-	cfg := vk.Config{NodeName: node, Provider: p.handler, Client: e.nodeClient, Patcher: patcher, Node: vkNode(),
+	cfg := vk.Config{NodeName: node, Provider: p.handler, Client: e.nodeClient, Patcher: patcher,
 		Observer: r.record, Logger: slog.New(slog.NewTextHandler(&r.logs, nil))}
 	go func() { r.done <- vk.Run(ctx, cfg) }()
 	e.t.Cleanup(func() {

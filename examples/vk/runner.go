@@ -54,11 +54,13 @@ type Config struct {
 }
 
 // DefaultNode is the Node object Run registers when Config.Node is nil: a Ready node
-// labelled as virtual-kubelet nodes are, with room for 1,000 pods.
+// labelled type=virtual-kubelet, with room for 1,000 pods. It carries only labels a node
+// may set on itself (the NodeRestriction admission plugin refuses, for instance,
+// virtual-kubelet's usual kubernetes.io/role).
 func DefaultNode(name string) *v1.Node {
 	return &v1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"type": "virtual-kubelet", "kubernetes.io/role": "agent", "kubernetes.io/hostname": name}},
+			"type": "virtual-kubelet", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}},
 		Status: v1.NodeStatus{
 			NodeInfo: v1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64", KubeletVersion: "podlife"},
 			Capacity: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100"),
