@@ -176,7 +176,7 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	a.mu.Unlock()
 	if sent == nil {
 		// First time this agent sees the pod: the provider may hold it from before a restart.
-		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
+		got, err := a.awaitName(ctx, pod)
 		if err != nil {
 			return err
 		}
@@ -198,6 +198,32 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	}
 	a.setSent(pod)
 	return nil
+}
+
+// nameWait bounds how long StartPod waits for the provider to release a pod's name held
+// by another pod (typically the previous pod of that name, whose grace period ran out
+// before the provider reported it stopped) before it fails with ErrNameTaken.
+const nameWait = 30 * time.Second
+
+// awaitName returns the provider's pod of the pod's name if it is this pod, or nil if the
+// provider holds nothing under the name; while another pod holds the name it asks again
+// every poll period, up to nameWait, so a pod recreated under the same name starts as soon
+// as the old one is gone rather than after a retry's backoff.
+func (a *Adapter) awaitName(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	deadline := a.clock.Now().Add(nameWait)
+	for {
+		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
+		if !errors.Is(err, ErrNameTaken) || !a.clock.Now().Before(deadline) {
+			return got, err
+		}
+		t := a.clock.NewTimer(a.poll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C():
+		}
+	}
 }
 
 func (a *Adapter) setSent(pod *v1.Pod) {
