@@ -113,6 +113,16 @@ type providerKind struct {
 
 var providers = []providerKind{{"polled", false}, {"notifying", true}}
 
+// eachProvider runs the scenario once per kind of provider, each in its own synctest
+// bubble.
+func eachProvider(t *testing.T, scenario func(t *testing.T, kind providerKind)) {
+	for _, kind := range providers {
+		t.Run(kind.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { scenario(t, kind) })
+		})
+	}
+}
+
 // env is one scenario's API server, provider and log; agents come and go.
 type env struct {
 	t        *testing.T
@@ -257,37 +267,33 @@ func (e *env) wantFinal(kind providerKind, uid types.UID) {
 // DeletePod, the terminal status on the server, then the single final delete, at once
 // (not at the end of the grace period, as virtual-kubelet's force-delete timer does).
 func TestLifecycle(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{})
-				r := e.start(nil)
-				p := e.create("web", 30, v1.RestartPolicyAlways)
-				e.waitFor("web", phaseIs(v1.PodRunning))
-				deleted := time.Now()
-				e.delete("web", nil)
-				e.waitFor("web", gone)
-				if took := time.Since(deleted); took > time.Second {
-					t.Errorf("the object went %v after the delete, want at once", took)
-				}
-				r.stop(t)
-				uid := string(p.UID)
-				e.log.ordered(t,
-					[]string{"provider CreatePod", uid, "ok"},
-					[]string{"status", uid, "phase Running"},
-					[]string{"provider DeletePod", uid, "ok"},
-					[]string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)},
-					[]string{"delete", uid})
-				e.wantFinal(kind, p.UID)
-				if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
-					t.Errorf("CreatePod calls = %d, want 1", n)
-				}
-				if c := e.server.Counts(); c.Deletes != 1 {
-					t.Errorf("final deletes = %d, want 1", c.Deletes)
-				}
-			})
-		})
-	}
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{})
+		r := e.start(nil)
+		p := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		deleted := time.Now()
+		e.delete("web", nil)
+		e.waitFor("web", gone)
+		if took := time.Since(deleted); took > time.Second {
+			t.Errorf("the object went %v after the delete, want at once", took)
+		}
+		r.stop(t)
+		uid := string(p.UID)
+		e.log.ordered(t,
+			[]string{"provider CreatePod", uid, "ok"},
+			[]string{"status", uid, "phase Running"},
+			[]string{"provider DeletePod", uid, "ok"},
+			[]string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)},
+			[]string{"delete", uid})
+		e.wantFinal(kind, p.UID)
+		if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
+			t.Errorf("CreatePod calls = %d, want 1", n)
+		}
+		if c := e.server.Counts(); c.Deletes != 1 {
+			t.Errorf("final deletes = %d, want 1", c.Deletes)
+		}
+	})
 }
 
 // TestGracefulDeleteKeepsObject (virtual-kubelet #587, #681, #690): the object stays,
@@ -295,96 +301,88 @@ func TestLifecycle(t *testing.T) {
 // the provider has stopped it and the terminal status is written; a provider that never
 // stops the pod gets the whole grace period (30 s) before the object goes.
 func TestGracefulDeleteKeepsObject(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{StopDelay: 5 * time.Second})
-				r := e.start(nil)
-				p := e.create("web", 30, v1.RestartPolicyAlways)
-				e.waitFor("web", phaseIs(v1.PodRunning))
-				deleted := time.Now()
-				e.delete("web", nil)
-				time.Sleep(4900 * time.Millisecond)
-				if cur := e.pod("web"); cur == nil || cur.DeletionTimestamp == nil || cur.Status.Phase != v1.PodRunning {
-					t.Fatalf("4.9 s into a 5 s stop the object is %+v, want it Running with a deletionTimestamp", cur)
-				}
-				if e.provider.CountFor(p.UID, vktest.Delete) == 0 {
-					t.Fatal("DeletePod not called 4.9 s after the delete")
-				}
-				e.waitFor("web", gone)
-				took := time.Since(deleted)
-				// The notifying provider's stop is seen at once; the polled one's at the next
-				// poll (1 s).
-				if took < 5*time.Second || took > 6*time.Second {
-					t.Errorf("the object went %v after the delete, want 5-6 s (when the provider stopped the pod)", took)
-				}
-				e.wantFinal(kind, p.UID)
-				uid := string(p.UID)
-				e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)}, []string{"delete", uid})
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{StopDelay: 5 * time.Second})
+		r := e.start(nil)
+		p := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		deleted := time.Now()
+		e.delete("web", nil)
+		time.Sleep(4900 * time.Millisecond)
+		if cur := e.pod("web"); cur == nil || cur.DeletionTimestamp == nil || cur.Status.Phase != v1.PodRunning {
+			t.Fatalf("4.9 s into a 5 s stop the object is %+v, want it Running with a deletionTimestamp", cur)
+		}
+		if e.provider.CountFor(p.UID, vktest.Delete) == 0 {
+			t.Fatal("DeletePod not called 4.9 s after the delete")
+		}
+		e.waitFor("web", gone)
+		took := time.Since(deleted)
+		// The notifying provider's stop is seen at once; the polled one's at the next
+		// poll (1 s).
+		if took < 5*time.Second || took > 6*time.Second {
+			t.Errorf("the object went %v after the delete, want 5-6 s (when the provider stopped the pod)", took)
+		}
+		e.wantFinal(kind, p.UID)
+		uid := string(p.UID)
+		e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)}, []string{"delete", uid})
 
-				// A pod that ignores DeletePod: the object stays the whole grace period.
-				e.setProvider(kind, vktest.Config{StopDelay: -1})
-				r.stop(t)
-				r = e.start(nil)
-				q := e.create("stuck", 30, v1.RestartPolicyAlways)
-				e.waitFor("stuck", phaseIs(v1.PodRunning))
-				deleted = time.Now()
-				e.delete("stuck", nil)
-				time.Sleep(29 * time.Second)
-				if cur := e.pod("stuck"); cur == nil || cur.Status.Phase != v1.PodRunning {
-					t.Fatalf("29 s into the grace period the object is %+v, want it Running", cur)
-				}
-				e.waitFor("stuck", gone)
-				if took := time.Since(deleted); took < 30*time.Second || took > 31*time.Second {
-					t.Errorf("the unstopped pod's object went %v after the delete, want at the end of the 30 s grace period", took)
-				}
-				st := e.finalStatus(q.UID)
-				if st.Phase != v1.PodFailed || st.ContainerStatuses[0].State.Terminated == nil {
-					t.Errorf("final status of the unstopped pod: %s %+v, want Failed with the container terminated", st.Phase, st.ContainerStatuses)
-				}
-				r.stop(t)
-			})
-		})
-	}
+		// A pod that ignores DeletePod: the object stays the whole grace period.
+		e.setProvider(kind, vktest.Config{StopDelay: -1})
+		r.stop(t)
+		r = e.start(nil)
+		q := e.create("stuck", 30, v1.RestartPolicyAlways)
+		e.waitFor("stuck", phaseIs(v1.PodRunning))
+		deleted = time.Now()
+		e.delete("stuck", nil)
+		time.Sleep(29 * time.Second)
+		if cur := e.pod("stuck"); cur == nil || cur.Status.Phase != v1.PodRunning {
+			t.Fatalf("29 s into the grace period the object is %+v, want it Running", cur)
+		}
+		e.waitFor("stuck", gone)
+		if took := time.Since(deleted); took < 30*time.Second || took > 31*time.Second {
+			t.Errorf("the unstopped pod's object went %v after the delete, want at the end of the 30 s grace period", took)
+		}
+		st := e.finalStatus(q.UID)
+		if st.Phase != v1.PodFailed || st.ContainerStatuses[0].State.Terminated == nil {
+			t.Errorf("final status of the unstopped pod: %s %+v, want Failed with the container terminated", st.Phase, st.ContainerStatuses)
+		}
+		r.stop(t)
+	})
 }
 
 // TestDeletedBeforeRunning (virtual-kubelet #989): a pod deleted before it ran still
 // reaches the provider's DeletePod: one deleted while the agent was down (never created
 // in the provider), and one deleted while the provider was still starting it.
 func TestDeletedBeforeRunning(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{StartDelay: 10 * time.Second})
-				early := e.create("early", 30, v1.RestartPolicyAlways)
-				e.delete("early", nil)
-				r := e.start(nil)
-				e.waitFor("early", gone)
-				if n := e.provider.CountFor(early.UID, vktest.Delete); n == 0 {
-					t.Error("the pod deleted before the agent started never reached DeletePod")
-				}
-				if n := e.provider.CountFor(early.UID, vktest.Create); n != 0 {
-					t.Errorf("the pod deleted before the agent started was created %d time(s)", n)
-				}
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{StartDelay: 10 * time.Second})
+		early := e.create("early", 30, v1.RestartPolicyAlways)
+		e.delete("early", nil)
+		r := e.start(nil)
+		e.waitFor("early", gone)
+		if n := e.provider.CountFor(early.UID, vktest.Delete); n == 0 {
+			t.Error("the pod deleted before the agent started never reached DeletePod")
+		}
+		if n := e.provider.CountFor(early.UID, vktest.Create); n != 0 {
+			t.Errorf("the pod deleted before the agent started was created %d time(s)", n)
+		}
 
-				late := e.create("late", 30, v1.RestartPolicyAlways)
-				e.waitFor("late", func(p *v1.Pod) bool { return e.provider.CountFor(late.UID, vktest.Create) == 1 })
-				time.Sleep(2 * time.Second)
-				if cur := e.pod("late"); cur == nil || cur.Status.Phase != v1.PodPending {
-					t.Fatalf("the starting pod is %+v, want Pending", cur)
-				}
-				e.delete("late", nil)
-				e.waitFor("late", gone)
-				r.stop(t)
-				uid := string(late.UID)
-				e.log.ordered(t, []string{"provider CreatePod", uid}, []string{"provider DeletePod", uid, "ok"},
-					[]string{"status", uid, "phase " + string(e.finalStatus(late.UID).Phase)}, []string{"delete", uid})
-				if _, ok := e.provider.Has("default", "late"); ok {
-					t.Error("the provider still holds the pod deleted while starting")
-				}
-			})
-		})
-	}
+		late := e.create("late", 30, v1.RestartPolicyAlways)
+		e.waitFor("late", func(p *v1.Pod) bool { return e.provider.CountFor(late.UID, vktest.Create) == 1 })
+		time.Sleep(2 * time.Second)
+		if cur := e.pod("late"); cur == nil || cur.Status.Phase != v1.PodPending {
+			t.Fatalf("the starting pod is %+v, want Pending", cur)
+		}
+		e.delete("late", nil)
+		e.waitFor("late", gone)
+		r.stop(t)
+		uid := string(late.UID)
+		e.log.ordered(t, []string{"provider CreatePod", uid}, []string{"provider DeletePod", uid, "ok"},
+			[]string{"status", uid, "phase " + string(e.finalStatus(late.UID).Phase)}, []string{"delete", uid})
+		if _, ok := e.provider.Has("default", "late"); ok {
+			t.Error("the provider still holds the pod deleted while starting")
+		}
+	})
 }
 
 // failingPatcher fails the first `failures` status patches that carry a terminal phase.
@@ -420,48 +418,44 @@ func (f *failingPatcher) failedCount() int {
 // own (restartPolicy Never: the object stays, Succeeded), and for a graceful delete (the
 // object goes only once the terminal phase is on the server).
 func TestTerminalStatusRetried(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{RunFor: 3 * time.Second})
-				fp := &failingPatcher{FakeAPI: e.server, failures: 2}
-				r := e.start(fp)
-				job := e.create("job", 30, v1.RestartPolicyNever)
-				e.waitFor("job", phaseIs(v1.PodSucceeded))
-				if fp.failedCount() != 2 {
-					t.Errorf("%d terminal patches failed, want 2", fp.failedCount())
-				}
-				time.Sleep(time.Minute)
-				if cur := e.pod("job"); cur == nil || cur.Status.Phase != v1.PodSucceeded {
-					t.Fatalf("a minute after it finished the job is %+v, want it kept, Succeeded", cur)
-				}
-				if n := e.provider.CountFor(job.UID, vktest.Create); n != 1 {
-					t.Errorf("CreatePod calls for the job = %d, want 1", n)
-				}
-				r.stop(t)
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{RunFor: 3 * time.Second})
+		fp := &failingPatcher{FakeAPI: e.server, failures: 2}
+		r := e.start(fp)
+		job := e.create("job", 30, v1.RestartPolicyNever)
+		e.waitFor("job", phaseIs(v1.PodSucceeded))
+		if fp.failedCount() != 2 {
+			t.Errorf("%d terminal patches failed, want 2", fp.failedCount())
+		}
+		time.Sleep(time.Minute)
+		if cur := e.pod("job"); cur == nil || cur.Status.Phase != v1.PodSucceeded {
+			t.Fatalf("a minute after it finished the job is %+v, want it kept, Succeeded", cur)
+		}
+		if n := e.provider.CountFor(job.UID, vktest.Create); n != 1 {
+			t.Errorf("CreatePod calls for the job = %d, want 1", n)
+		}
+		r.stop(t)
 
-				e.setProvider(kind, vktest.Config{})
-				fp.mu.Lock()
-				fp.failures, fp.failed = 2, 0
-				fp.mu.Unlock()
-				r = e.start(fp)
-				web := e.create("web", 30, v1.RestartPolicyAlways)
-				e.waitFor("web", phaseIs(v1.PodRunning))
-				e.delete("web", nil)
-				e.waitFor("web", gone)
-				r.stop(t)
-				if fp.failedCount() != 2 {
-					t.Errorf("%d terminal patches failed, want 2", fp.failedCount())
-				}
-				uid := string(web.UID)
-				final := e.finalStatus(web.UID)
-				if final.Phase != v1.PodSucceeded && final.Phase != v1.PodFailed {
-					t.Fatalf("the object was deleted in phase %s", final.Phase)
-				}
-				e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(final.Phase)}, []string{"delete", uid})
-			})
-		})
-	}
+		e.setProvider(kind, vktest.Config{})
+		fp.mu.Lock()
+		fp.failures, fp.failed = 2, 0
+		fp.mu.Unlock()
+		r = e.start(fp)
+		web := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		e.delete("web", nil)
+		e.waitFor("web", gone)
+		r.stop(t)
+		if fp.failedCount() != 2 {
+			t.Errorf("%d terminal patches failed, want 2", fp.failedCount())
+		}
+		uid := string(web.UID)
+		final := e.finalStatus(web.UID)
+		if final.Phase != v1.PodSucceeded && final.Phase != v1.PodFailed {
+			t.Fatalf("the object was deleted in phase %s", final.Phase)
+		}
+		e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(final.Phase)}, []string{"delete", uid})
+	})
 }
 
 // TestRecreatedUnderTheSameName (virtual-kubelet #867): while the provider slowly stops
@@ -469,105 +463,93 @@ func TestTerminalStatusRetried(t *testing.T) {
 // never deleted nor touched by the old one's termination; the provider, which keys pods
 // by name, gets CreatePod for uid2 only once uid1 is stopped; uid2 runs.
 func TestRecreatedUnderTheSameName(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{StopDelay: 10 * time.Second})
-				r := e.start(nil)
-				old := e.create("web", 30, v1.RestartPolicyAlways)
-				e.waitFor("web", phaseIs(v1.PodRunning))
-				e.delete("web", nil)
-				time.Sleep(time.Second)
-				e.delete("web", ptr(int64(0)))
-				fresh := e.create("web", 30, v1.RestartPolicyAlways)
-				e.waitFor("web", func(p *v1.Pod) bool { return p != nil && p.UID == fresh.UID && p.Status.Phase == v1.PodRunning })
-				uidOld, uidNew := string(old.UID), string(fresh.UID)
-				e.log.ordered(t, []string{"provider DeletePod", uidOld}, []string{"provider CreatePod", uidNew, "ok"})
-				// The new pod waits for the name (SerializeByName) and starts as soon as the
-				// old one is stopped (10 s after DeletePod; the polled provider is seen to
-				// have stopped at the next poll), not after a retry's backoff.
-				_, deleteAt := e.log.index("provider DeletePod", uidOld)
-				_, createAt := e.log.index("provider CreatePod", uidNew, "ok")
-				if d := createAt.Sub(deleteAt); d < 10*time.Second || d > 11*time.Second {
-					t.Errorf("the new pod was created %v after the old one's DeletePod, want 10-11 s (when it stopped)", d)
-				}
-				if i, _ := e.log.index("provider CreatePod", uidNew, "error"); i >= 0 {
-					t.Errorf("CreatePod of the new pod was tried while the old one held the name:\n%s", e.log)
-				}
-				if got, _ := e.provider.Has("default", "web"); got != fresh.UID {
-					t.Errorf("the provider holds %q under web, want the new pod %s", got, fresh.UID)
-				}
-				time.Sleep(time.Minute)
-				if cur := e.pod("web"); cur == nil || cur.UID != fresh.UID || cur.Status.Phase != v1.PodRunning || cur.DeletionTimestamp != nil {
-					t.Fatalf("a minute later web is %+v, want the new pod, Running", cur)
-				}
-				for _, p := range e.server.DeletedPods() {
-					if p.UID == fresh.UID {
-						t.Fatal("the agent deleted the new pod")
-					}
-				}
-				if i, _ := e.log.index("status", uidNew, "phase Failed"); i >= 0 {
-					t.Fatalf("the new pod got a terminal status:\n%s", e.log)
-				}
-				r.stop(t)
-			})
-		})
-	}
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{StopDelay: 10 * time.Second})
+		r := e.start(nil)
+		old := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		e.delete("web", nil)
+		time.Sleep(time.Second)
+		e.delete("web", ptr(int64(0)))
+		fresh := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", func(p *v1.Pod) bool { return p != nil && p.UID == fresh.UID && p.Status.Phase == v1.PodRunning })
+		uidOld, uidNew := string(old.UID), string(fresh.UID)
+		e.log.ordered(t, []string{"provider DeletePod", uidOld}, []string{"provider CreatePod", uidNew, "ok"})
+		// The new pod waits for the name (SerializeByName) and starts as soon as the
+		// old one is stopped (10 s after DeletePod; the polled provider is seen to
+		// have stopped at the next poll), not after a retry's backoff.
+		_, deleteAt := e.log.index("provider DeletePod", uidOld)
+		_, createAt := e.log.index("provider CreatePod", uidNew, "ok")
+		if d := createAt.Sub(deleteAt); d < 10*time.Second || d > 11*time.Second {
+			t.Errorf("the new pod was created %v after the old one's DeletePod, want 10-11 s (when it stopped)", d)
+		}
+		if i, _ := e.log.index("provider CreatePod", uidNew, "error"); i >= 0 {
+			t.Errorf("CreatePod of the new pod was tried while the old one held the name:\n%s", e.log)
+		}
+		if got, _ := e.provider.Has("default", "web"); got != fresh.UID {
+			t.Errorf("the provider holds %q under web, want the new pod %s", got, fresh.UID)
+		}
+		time.Sleep(time.Minute)
+		if cur := e.pod("web"); cur == nil || cur.UID != fresh.UID || cur.Status.Phase != v1.PodRunning || cur.DeletionTimestamp != nil {
+			t.Fatalf("a minute later web is %+v, want the new pod, Running", cur)
+		}
+		for _, p := range e.server.DeletedPods() {
+			if p.UID == fresh.UID {
+				t.Fatal("the agent deleted the new pod")
+			}
+		}
+		if i, _ := e.log.index("status", uidNew, "phase Failed"); i >= 0 {
+			t.Fatalf("the new pod got a terminal status:\n%s", e.log)
+		}
+		r.stop(t)
+	})
 }
 
 // TestRestartDoesNotRecreateFinished (virtual-kubelet #762): a pod that finished
 // (restartPolicy Never, Succeeded on the server) is not created again when the agent
 // restarts after a crash that lost the provider's state.
 func TestRestartDoesNotRecreateFinished(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{RunFor: 3 * time.Second})
-				r := e.start(nil)
-				job := e.create("job", 30, v1.RestartPolicyNever)
-				e.waitFor("job", phaseIs(v1.PodSucceeded))
-				r.stop(t)
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{RunFor: 3 * time.Second})
+		r := e.start(nil)
+		job := e.create("job", 30, v1.RestartPolicyNever)
+		e.waitFor("job", phaseIs(v1.PodSucceeded))
+		r.stop(t)
 
-				e.setProvider(kind, vktest.Config{RunFor: 3 * time.Second}) // the crash lost the provider's pods
-				r = e.start(nil)
-				time.Sleep(time.Minute)
-				if n := e.provider.CountFor(job.UID, vktest.Create); n != 0 {
-					t.Errorf("the finished pod was created %d time(s) in the provider after the restart", n)
-				}
-				cur := e.pod("job")
-				if cur == nil || cur.Status.Phase != v1.PodSucceeded {
-					t.Fatalf("after the restart the job is %+v, want it kept, Succeeded", cur)
-				}
-				if cs := cur.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Reason != vktest.ReasonCompleted {
-					t.Errorf("after the restart the job's containers are %+v, want the provider's Completed kept", cs)
-				}
-				r.stop(t)
-			})
-		})
-	}
+		e.setProvider(kind, vktest.Config{RunFor: 3 * time.Second}) // the crash lost the provider's pods
+		r = e.start(nil)
+		time.Sleep(time.Minute)
+		if n := e.provider.CountFor(job.UID, vktest.Create); n != 0 {
+			t.Errorf("the finished pod was created %d time(s) in the provider after the restart", n)
+		}
+		cur := e.pod("job")
+		if cur == nil || cur.Status.Phase != v1.PodSucceeded {
+			t.Fatalf("after the restart the job is %+v, want it kept, Succeeded", cur)
+		}
+		if cs := cur.Status.ContainerStatuses; len(cs) != 1 || cs[0].State.Terminated == nil || cs[0].State.Terminated.Reason != vktest.ReasonCompleted {
+			t.Errorf("after the restart the job's containers are %+v, want the provider's Completed kept", cs)
+		}
+		r.stop(t)
+	})
 }
 
 // TestRestartAdoptsRunning: an agent restarted while the provider runs a pod adopts it:
 // no second CreatePod, and a graceful delete then stops it as usual.
 func TestRestartAdoptsRunning(t *testing.T) {
-	for _, kind := range providers {
-		t.Run(kind.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				e := newEnv(t, kind, vktest.Config{})
-				r := e.start(nil)
-				p := e.create("web", 30, v1.RestartPolicyAlways)
-				e.waitFor("web", phaseIs(v1.PodRunning))
-				r.stop(t)
-				r = e.start(nil)
-				time.Sleep(time.Minute)
-				if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
-					t.Errorf("CreatePod calls = %d, want 1 (the restarted agent adopts the running pod)", n)
-				}
-				e.delete("web", nil)
-				e.waitFor("web", gone)
-				r.stop(t)
-				e.wantFinal(kind, p.UID)
-			})
-		})
-	}
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{})
+		r := e.start(nil)
+		p := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		r.stop(t)
+		r = e.start(nil)
+		time.Sleep(time.Minute)
+		if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
+			t.Errorf("CreatePod calls = %d, want 1 (the restarted agent adopts the running pod)", n)
+		}
+		e.delete("web", nil)
+		e.waitFor("web", gone)
+		r.stop(t)
+		e.wantFinal(kind, p.UID)
+	})
 }
