@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -156,13 +157,18 @@ type podEvent struct {
 	Phase    v1.PodPhase
 	Deleting bool
 	Pod      *v1.Pod
+	UID      types.UID
+	// At is when the test received the event (after the server made the change, and after
+	// whatever caused it).
+	At time.Time
 }
 
 func (e podEvent) String() string {
-	return fmt.Sprintf("%s phase=%s deleting=%v rv=%s", e.Type, e.Phase, e.Deleting, e.Pod.ResourceVersion)
+	return fmt.Sprintf("%s phase=%s deleting=%v rv=%s uid=%s", e.Type, e.Phase, e.Deleting, e.Pod.ResourceVersion, e.UID)
 }
 
-// podWatch records every change of one pod name on the server, from before its creation.
+// podWatch records every change of one pod name (any UID) on the server, from before its
+// creation.
 type podWatch struct {
 	mu      sync.Mutex
 	events  []podEvent
@@ -186,7 +192,8 @@ func watchPod(t *testing.T, ctx context.Context, admin kubernetes.Interface, nam
 			if !ok {
 				pw.err = fmt.Errorf("watch: %s %T", ev.Type, ev.Object)
 			} else {
-				pw.events = append(pw.events, podEvent{Type: ev.Type, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil, Pod: p})
+				pw.events = append(pw.events, podEvent{Type: ev.Type, Phase: p.Status.Phase, Deleting: p.DeletionTimestamp != nil,
+					Pod: p, UID: p.UID, At: time.Now()})
 			}
 			close(pw.changed)
 			pw.changed = make(chan struct{})
@@ -220,9 +227,15 @@ func (pw *podWatch) waitFor(t *testing.T, ctx context.Context, what string, cond
 func formatEvents(events []podEvent) string {
 	var b strings.Builder
 	for _, e := range events {
-		fmt.Fprintf(&b, "  %s\n", e)
+		fmt.Fprintf(&b, "  %s %s\n", e.At.Format("15:04:05.000"), e)
 	}
 	return b.String()
+}
+
+func (pw *podWatch) String() string {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return formatEvents(pw.events)
 }
 
 func last(events []podEvent, cond func(podEvent) bool) bool {

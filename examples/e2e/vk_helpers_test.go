@@ -16,7 +16,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -471,92 +470,18 @@ func (r *vkRunner) stepLines() string {
 
 // --- Watching a pod ------------------------------------------------------------------------
 
-// seen is one event of a pod name on the admin's watch, stamped when the test received it
-// (so after the server made the change, and after whatever caused it).
-type seen struct {
-	podEvent
-	UID types.UID
-	At  time.Time
-}
-
-func (s seen) String() string {
-	return fmt.Sprintf("%s uid=%s", s.podEvent, s.UID)
-}
-
-// vkWatch records every event of one pod name (any UID) from before its creation.
-type vkWatch struct {
-	mu      sync.Mutex
-	events  []seen
-	changed chan struct{}
-	err     error
-	start   time.Time
-}
-
-// watch starts watching the pod name until the subtest ends.
-func (e *vkEnv) watch(name string) *vkWatch {
+// watch starts watching the pod name until the subtest ends; a failing subtest prints its
+// events.
+func (e *vkEnv) watch(name string) *podWatch {
 	e.t.Helper()
-	sel := fields.OneTermEqualSelector("metadata.name", name).String()
-	w, err := e.admin.CoreV1().Pods(namespace).Watch(e.ctx, metav1.ListOptions{FieldSelector: sel})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	pw := &vkWatch{changed: make(chan struct{}), start: vkClock.Now()}
-	go func() {
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			pw.mu.Lock()
-			if !ok {
-				if pw.err == nil && ev.Type == watch.Error {
-					pw.err = fmt.Errorf("watch: %s %T %+v", ev.Type, ev.Object, ev.Object)
-				}
-			} else {
-				pw.events = append(pw.events, seen{podEvent: podEvent{Type: ev.Type, Phase: p.Status.Phase,
-					Deleting: p.DeletionTimestamp != nil, Pod: p}, UID: p.UID, At: vkClock.Now()})
-			}
-			close(pw.changed)
-			pw.changed = make(chan struct{})
-			pw.mu.Unlock()
-		}
-	}()
+	pw := watchPod(e.t, e.ctx, e.admin, name)
 	e.onFailure(func() string { return fmt.Sprintf("events of %s:\n%s", name, pw) })
 	return pw
 }
 
-// waitFor waits, without polling, until cond holds for the events seen so far.
-func (w *vkWatch) waitFor(t *testing.T, ctx context.Context, what string, cond func([]seen) bool) []seen {
-	t.Helper()
-	for {
-		w.mu.Lock()
-		events, changed, err := slices.Clone(w.events), w.changed, w.err
-		w.mu.Unlock()
-		if err != nil {
-			t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if cond(events) {
-			return events
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %v; events:\n%s", what, ctx.Err(), w)
-		}
-	}
-}
-
-func (w *vkWatch) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var b strings.Builder
-	for _, e := range w.events {
-		fmt.Fprintf(&b, "  %8.3fs %s\n", e.At.Sub(w.start).Seconds(), e)
-	}
-	return b.String()
-}
-
 // of returns the events of the pod with uid.
-func of(events []seen, uid types.UID) []seen {
-	var out []seen
+func of(events []podEvent, uid types.UID) []podEvent {
+	var out []podEvent
 	for _, e := range events {
 		if e.UID == uid {
 			out = append(out, e)
@@ -566,27 +491,27 @@ func of(events []seen, uid types.UID) []seen {
 }
 
 // index returns the position of the first event matching cond, or -1.
-func index(events []seen, cond func(seen) bool) int {
+func index(events []podEvent, cond func(podEvent) bool) int {
 	return slices.IndexFunc(events, cond)
 }
 
 // hasPhase waits for an event of the pod showing the phase.
-func hasPhase(uid types.UID, ph v1.PodPhase) func([]seen) bool {
-	return func(es []seen) bool {
-		return index(es, func(e seen) bool { return e.UID == uid && e.Phase == ph && e.Type != watch.Deleted }) >= 0
+func hasPhase(uid types.UID, ph v1.PodPhase) func([]podEvent) bool {
+	return func(es []podEvent) bool {
+		return index(es, func(e podEvent) bool { return e.UID == uid && e.Phase == ph && e.Type != watch.Deleted }) >= 0
 	}
 }
 
 // removed waits for the pod's Deleted event.
-func removed(uid types.UID) func([]seen) bool {
-	return func(es []seen) bool {
-		return index(es, func(e seen) bool { return e.UID == uid && e.Type == watch.Deleted }) >= 0
+func removed(uid types.UID) func([]podEvent) bool {
+	return func(es []podEvent) bool {
+		return index(es, func(e podEvent) bool { return e.UID == uid && e.Type == watch.Deleted }) >= 0
 	}
 }
 
 // phaseNeverLeftTerminal fails the test if the pod's phase on the server went from
 // Succeeded or Failed to anything else.
-func phaseNeverLeftTerminal(t *testing.T, events []seen) {
+func phaseNeverLeftTerminal(t *testing.T, events []podEvent) {
 	t.Helper()
 	for i := 1; i < len(events); i++ {
 		if isTerminal(events[i-1].Phase) && events[i].Phase != events[i-1].Phase {

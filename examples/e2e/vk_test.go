@@ -104,10 +104,10 @@ func TestE2EVirtualKubeletLifecycle(t *testing.T) {
 // phase (while the object is still there), never left again, then the removal. It returns
 // the positions of the first event with the deletionTimestamp and of the first with the
 // terminal phase.
-func deleteOrder(t *testing.T, events []seen, w *vkWatch) (graceful, terminal int) {
+func deleteOrder(t *testing.T, events []podEvent, w *podWatch) (graceful, terminal int) {
 	t.Helper()
-	graceful = index(events, func(s seen) bool { return s.Deleting })
-	terminal = index(events, func(s seen) bool { return isTerminal(s.Phase) })
+	graceful = index(events, func(s podEvent) bool { return s.Deleting })
+	terminal = index(events, func(s podEvent) bool { return isTerminal(s.Phase) })
 	if len(events) == 0 || events[len(events)-1].Type != watch.Deleted ||
 		graceful < 0 || terminal <= graceful || terminal >= len(events)-1 {
 		t.Fatalf("want the graceful delete, then the terminal phase, then the removal; events:\n%s", w)
@@ -149,8 +149,8 @@ func TestE2EVirtualKubeletDeletedWhileDown(t *testing.T) {
 			w := e.watch(pod.Name)
 			pod = createPod(t, e.ctx, e.admin, pod)
 			deletePod(t, e.ctx, e.admin, pod.Name, ptr.To[int64](30))
-			w.waitFor(t, e.ctx, "the graceful delete on the server", func(es []seen) bool {
-				return index(es, func(s seen) bool { return s.UID == pod.UID && s.Deleting }) >= 0
+			w.waitFor(t, e.ctx, "the graceful delete on the server", func(es []podEvent) bool {
+				return index(es, func(s podEvent) bool { return s.UID == pod.UID && s.Deleting }) >= 0
 			})
 			cur, err := e.admin.CoreV1().Pods(namespace).Get(e.ctx, pod.Name, metav1.GetOptions{})
 			if err != nil || cur.UID != pod.UID || cur.DeletionTimestamp == nil {
@@ -249,7 +249,7 @@ func terminalPatchFailsOnExit(t *testing.T, kind vkKind) {
 		cur.Status.ContainerStatuses[0].State.Terminated.Reason != vktest.ReasonCompleted {
 		t.Errorf("container statuses = %+v, want one terminated (%s)", cur.Status.ContainerStatuses, vktest.ReasonCompleted)
 	}
-	phaseNeverLeftTerminal(t, of(w.waitFor(t, e.ctx, "", func([]seen) bool { return true }), pod.UID))
+	phaseNeverLeftTerminal(t, of(w.waitFor(t, e.ctx, "", func([]podEvent) bool { return true }), pod.UID))
 	if n := p.CountFor(pod.UID, vktest.Create); n != 1 {
 		t.Errorf("CreatePod calls = %d, want 1", n)
 	}
@@ -342,7 +342,7 @@ func TestE2EVirtualKubeletRecreatedWhileStopping(t *testing.T) {
 			if uid, ok := p.Has(namespace, fresh.Name); !ok || uid != fresh.UID {
 				t.Errorf("the provider holds %q (%v) under the name, want uid2 %s", uid, ok, fresh.UID)
 			}
-			for _, s := range of(w.waitFor(t, e.ctx, "", func([]seen) bool { return true }), fresh.UID) {
+			for _, s := range of(w.waitFor(t, e.ctx, "", func([]podEvent) bool { return true }), fresh.UID) {
 				if s.Deleting || isTerminal(s.Phase) || s.Type == watch.Deleted {
 					t.Errorf("uid2 was finished or deleted on the server: %s", s)
 				}
@@ -403,7 +403,7 @@ func TestE2EVirtualKubeletFinishedPodAfterRestart(t *testing.T) {
 			if finals := patcher2.find("delete", ""); len(finals) != 0 {
 				t.Errorf("final deletes = %v, want none (the pod was not deleted)", finals)
 			}
-			phaseNeverLeftTerminal(t, of(w.waitFor(t, e.ctx, "", func([]seen) bool { return true }), pod.UID))
+			phaseNeverLeftTerminal(t, of(w.waitFor(t, e.ctx, "", func([]podEvent) bool { return true }), pod.UID))
 			cur, err := e.admin.CoreV1().Pods(namespace).Get(e.ctx, pod.Name, metav1.GetOptions{})
 			if err != nil || cur.UID != pod.UID {
 				t.Fatalf("the finished pod's object is gone: %v (err %v)", cur, err)
