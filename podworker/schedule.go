@@ -96,13 +96,7 @@ func (m *Machine) allowStaticStart(st *podState) bool {
 		return holder == st.uid
 	}
 	waiting := m.waitingStatic[st.fullname]
-	if !st.isTerminationRequested() {
-		for _, uid := range waiting {
-			if other, ok := m.pods[uid]; ok && !other.static && !other.finished && other.isTerminationRequested() {
-				return false // a waiter serialized by name and deleted before it started goes first
-			}
-		}
-	} else {
+	if st.isTerminationRequested() {
 		// A pod serialized by name whose termination was requested before it started
 		// (static ones never get here): stop it now that the name is free, ahead of the
 		// live waiters, which start after it finished.
@@ -110,12 +104,14 @@ func (m *Machine) allowStaticStart(st *podState) bool {
 		m.startedStatic[st.fullname] = st.uid
 		return true
 	}
+	for _, uid := range waiting {
+		if other, ok := m.pods[uid]; ok && !other.static && !other.finished && other.isTerminationRequested() {
+			return false // a waiter serialized by name and deleted before it started goes first
+		}
+	}
 	for i, uid := range waiting {
 		other, ok := m.pods[uid]
-		if !ok {
-			continue
-		}
-		if other.isTerminationRequested() {
+		if !ok || other.isTerminationRequested() {
 			continue
 		}
 		if uid != st.uid {
