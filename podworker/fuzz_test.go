@@ -15,21 +15,21 @@ import (
 
 // FuzzMachine drives a Machine with random sequences of updates, completions, ticks and
 // SyncKnownPods, and checks its invariants after every step: at most one work per pod,
-// the concurrency bound, static pods of one full name never started together, stages
-// only move forward, no work for a finished pod, no SyncPod once terminating started,
-// every completion channel closed exactly once (a double close panics), and a pod that
-// is forgotten leaves nothing behind.
+// the concurrency bound, static pods (or, with SerializeByName, any pods) of one full
+// name never started together, stages only move forward, no work for a finished pod, no
+// SyncPod once terminating started, every completion channel closed exactly once (a
+// double close panics), and a pod that is forgotten leaves nothing behind.
 func FuzzMachine(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte{0x10, 0x31, 0x52, 0x03, 0x24, 0x45, 0x66, 0x87, 0xa8, 0xc9, 0xea, 0x0b})
 	f.Add([]byte{0x00, 0x08, 0x10, 0x18, 0x21, 0x09, 0x11, 0x33, 0x44, 0x55, 0x06, 0x07, 0x0f})
 	f.Add([]byte("static pods racing on one full name, eviction, force delete"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		bound := 0
+		bound, byName := 0, false
 		if len(data) > 0 {
-			bound = int(data[0] % 3)
+			bound, byName = int(data[0]%3), data[0]&4 != 0
 		}
-		m, err := NewMachine(MachineConfig{MaxConcurrentSyncs: bound})
+		m, err := NewMachine(MachineConfig{MaxConcurrentSyncs: bound, SerializeByName: byName})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,9 +173,9 @@ func checkInvariants(t *testing.T, m *Machine, working map[types.UID]Work, bound
 		if st.finished && (st.hasPending || st.queued || st.heapIdx >= 0) {
 			t.Fatalf("finished pod %s still scheduled", uid)
 		}
-		if st.static && st.isStarted() && !st.finished && !st.isTerminated() {
+		if st.byName && st.isStarted() && !st.finished && !st.isTerminated() {
 			if other, dup := running[st.fullname]; dup {
-				t.Fatalf("static pods %s and %s both started under %s", other, uid, st.fullname)
+				t.Fatalf("pods %s and %s serialized by name both started under %s", other, uid, st.fullname)
 			}
 			running[st.fullname] = uid
 		}
