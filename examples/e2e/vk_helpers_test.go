@@ -399,6 +399,15 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// run starts a runner labelled label over a new provider with cfg and a new patcher (which
+// fails the first terminal patch with failTerminal, if set).
+func (e *vkEnv) run(label string, cfg vktest.Config, failTerminal error) (*vkProvider, *vkPatcher, *vkRunner) {
+	e.t.Helper()
+	p := e.newProvider(label, cfg)
+	patcher := e.newPatcher(label, failTerminal)
+	return p, patcher, e.startRunner(label, p, patcher)
+}
+
 // startRunner runs vk.Run with the provider and the patcher until stop or the end of the
 // subtest.
 func (e *vkEnv) startRunner(label string, p *vkProvider, patcher *vkPatcher) *vkRunner {

@@ -35,9 +35,7 @@ func TestE2EVirtualKubeletLifecycle(t *testing.T) {
 			e := newVKEnv(t, kind)
 			// Start from no Node and no Lease, so the runner is what registers them.
 			deleteNodeAndLease(t, e)
-			p := e.newProvider("", vktest.Config{})
-			patcher := e.newPatcher("", nil)
-			r := e.startRunner("", p, patcher)
+			p, patcher, r := e.run("", vktest.Config{}, nil)
 
 			eventually(t, e.within(20*time.Second), "the Node object node1, Ready", func() (bool, string) {
 				n, err := e.admin.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
@@ -209,9 +207,7 @@ var errInjected = errors.New("e2e: injected failure of the first terminal status
 
 func terminalPatchFailsOnExit(t *testing.T, kind vkKind) {
 	e := newVKEnv(t, kind)
-	p := e.newProvider("", vktest.Config{RunFor: 2 * time.Second})
-	patcher := e.newPatcher("", apierrors.NewInternalError(errInjected))
-	r := e.startRunner("", p, patcher)
+	p, patcher, r := e.run("", vktest.Config{RunFor: 2 * time.Second}, apierrors.NewInternalError(errInjected))
 	pod := vkPod(t, "exit", v1.RestartPolicyNever)
 	w := e.watch(pod.Name)
 	pod = createPod(t, e.ctx, e.admin, pod)
@@ -257,9 +253,7 @@ func terminalPatchFailsOnExit(t *testing.T, kind vkKind) {
 
 func terminalPatchFailsOnDelete(t *testing.T, kind vkKind) {
 	e := newVKEnv(t, kind)
-	p := e.newProvider("", vktest.Config{})
-	patcher := e.newPatcher("", apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "", errInjected))
-	r := e.startRunner("", p, patcher)
+	p, patcher, r := e.run("", vktest.Config{}, apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "", errInjected))
 	pod := vkPod(t, "del", v1.RestartPolicyAlways)
 	w := e.watch(pod.Name)
 	pod = createPod(t, e.ctx, e.admin, pod)
@@ -305,9 +299,7 @@ func TestE2EVirtualKubeletRecreatedWhileStopping(t *testing.T) {
 	for _, kind := range vkKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			e := newVKEnv(t, kind)
-			p := e.newProvider("", vktest.Config{StopDelay: stopDelay})
-			patcher := e.newPatcher("", nil)
-			r := e.startRunner("", p, patcher)
+			p, patcher, r := e.run("", vktest.Config{StopDelay: stopDelay}, nil)
 			old := vkPod(t, "web", v1.RestartPolicyAlways)
 			w := e.watch(old.Name)
 			fresh := old.DeepCopy()
@@ -370,8 +362,7 @@ func TestE2EVirtualKubeletFinishedPodAfterRestart(t *testing.T) {
 	for _, kind := range vkKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			e := newVKEnv(t, kind)
-			p1 := e.newProvider("first", vktest.Config{RunFor: time.Second})
-			r1 := e.startRunner("first", p1, e.newPatcher("first", nil))
+			p1, _, r1 := e.run("first", vktest.Config{RunFor: time.Second}, nil)
 			pod := vkPod(t, "done", v1.RestartPolicyNever)
 			w := e.watch(pod.Name)
 			pod = createPod(t, e.ctx, e.admin, pod)
@@ -383,9 +374,7 @@ func TestE2EVirtualKubeletFinishedPodAfterRestart(t *testing.T) {
 				t.Fatalf("CreatePod calls of the first provider = %d, want 1", n)
 			}
 
-			p2 := e.newProvider("second", vktest.Config{RunFor: time.Second})
-			patcher2 := e.newPatcher("second", nil)
-			r2 := e.startRunner("second", p2, patcher2)
+			p2, patcher2, r2 := e.run("second", vktest.Config{RunFor: time.Second}, nil)
 			// The new runner finishes the pod's worker; then three more relists of the
 			// provider, time enough to have created the pod if it were going to.
 			r2.waitStep(t, e.within(15*time.Second), pod.UID, "SyncTerminatedPod")
@@ -426,9 +415,7 @@ func TestE2EVirtualKubeletGracefulDeleteKeepsObject(t *testing.T) {
 	for _, kind := range vkKinds {
 		t.Run(kind.name, func(t *testing.T) {
 			e := newVKEnv(t, kind)
-			p := e.newProvider("", vktest.Config{StopDelay: stopDelay})
-			patcher := e.newPatcher("", nil)
-			r := e.startRunner("", p, patcher)
+			p, patcher, r := e.run("", vktest.Config{StopDelay: stopDelay}, nil)
 			pod := vkPod(t, "slow", v1.RestartPolicyAlways)
 			w := e.watch(pod.Name)
 			pod = createPod(t, e.ctx, e.admin, pod)
