@@ -1,0 +1,146 @@
+package node
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// Runtime is what a node's container runtime implements: the view the PLEG relists
+// (pleg.RuntimeService: every pod with its containers and sandboxes, and one pod's
+// detailed status) and the actions the node's pod workers take. The node calls at most
+// one action at a time per pod UID (the pod workers serialize them), never while holding
+// a lock, and with a context that is cancelled when the action is superseded (a pod that
+// must stop cancels its SyncPod; a shorter grace period cancels its KillPod). Every
+// method must be safe for concurrent use across pods.
+type Runtime interface {
+	pleg.RuntimeService
+
+	// SyncPod makes the pod run as its spec says: the sandbox, the init containers in
+	// order, then the containers; containers that exited are restarted as the pod's
+	// restartPolicy says (with a back-off), and nothing of a pod whose status the node
+	// found terminal is started again. status is the runtime status the node last
+	// observed (nil or empty: nothing exists yet). It is called on every sync of a pod
+	// that is not terminal, so it must be idempotent. An error is retried after the pod
+	// workers' back-off; the node reports it as a FailedSync.
+	SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error
+
+	// KillPod stops every container of the pod and its sandbox, giving the containers
+	// gracePeriod seconds (>= 1) as the pod-level budget (apply the container-level
+	// rules of package grace: grace.ContainerStopTimeout with gracePeriod as the
+	// override, at least 2 s, a preStop hook's time counted against the budget), and
+	// returns nil only once none runs. It is called for every pod that must stop, also
+	// one that never started, and again with a shorter period after ctx was cancelled
+	// because a second delete or an eviction shortened it. An error is retried.
+	KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus, gracePeriod int64) error
+
+	// KillRuntimePod stops a pod the runtime has and no source knows of (an orphan,
+	// for example left by an earlier run of the agent), with a grace period of 1 s.
+	// It returns nil only once nothing of it runs. An error is retried.
+	KillRuntimePod(ctx context.Context, pod *pleg.Pod) error
+
+	// CleanupPod runs once the pod's containers are stopped for good and its final
+	// status is set (the kubelet's SyncTerminatedPod): release what the pod holds
+	// besides running containers (volumes, cgroups, its sandbox's network). The pod's
+	// stopped containers may be kept for their logs until RemovePod. An error is
+	// retried; the pod object is not deleted from the API server before it succeeds.
+	CleanupPod(ctx context.Context, pod *v1.Pod) error
+
+	// RemovePod removes the leftovers (stopped containers, sandboxes, logs) of a pod
+	// that no pod worker knows any more: its worker finished and was forgotten, or it
+	// is a stopped runtime-only pod. Housekeeping calls it; never while anything of the
+	// pod may run. An error is logged and retried at the next housekeeping.
+	RemovePod(ctx context.Context, pod *pleg.Pod) error
+}
+
+// StatusPusher is implemented by a Runtime that reports status changes itself (CRI
+// container events, virtual-kubelet's NotifyPods). Run calls PushStatuses once, before
+// any pod is synced; the runtime hands every change to push (which caches it in the PLEG
+// and sends its events at once) until ctx ends. Relisting goes on as the fallback.
+// push is safe for concurrent use and must not be called after ctx ends.
+type StatusPusher interface {
+	PushStatuses(ctx context.Context, push func(*pleg.PodStatus))
+}
+
+// StatusGenerator is implemented by a Runtime that knows more of a pod's API status
+// than its containers say (a virtual-kubelet provider reports whole statuses). The node
+// first generates the status from the runtime status (GenerateAPIStatus) and then hands
+// it to GenerateAPIStatus here, whose result is what the status manager gets. It must be
+// pure and quick: it is called on every sync.
+type StatusGenerator interface {
+	APIStatus(pod *v1.Pod, status *pleg.PodStatus, generated v1.PodStatus, podIsTerminal bool) v1.PodStatus
+}
+
+// RuntimeFuncs adapts functions to a Runtime. A nil ListPodsFunc lists nothing, a nil
+// PodStatusFunc reports an empty status, and a nil action succeeds without doing
+// anything.
+type RuntimeFuncs struct {
+	ListPodsFunc       func(ctx context.Context, all bool) ([]*pleg.Pod, error)
+	PodStatusFunc      func(ctx context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error)
+	SyncPodFunc        func(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error
+	KillPodFunc        func(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus, gracePeriod int64) error
+	KillRuntimePodFunc func(ctx context.Context, pod *pleg.Pod) error
+	CleanupPodFunc     func(ctx context.Context, pod *v1.Pod) error
+	RemovePodFunc      func(ctx context.Context, pod *pleg.Pod) error
+}
+
+var _ Runtime = RuntimeFuncs{}
+
+// ListPods calls ListPodsFunc.
+func (f RuntimeFuncs) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
+	if f.ListPodsFunc == nil {
+		return nil, nil
+	}
+	return f.ListPodsFunc(ctx, all)
+}
+
+// PodStatus calls PodStatusFunc.
+func (f RuntimeFuncs) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
+	if f.PodStatusFunc == nil {
+		return &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, nil
+	}
+	return f.PodStatusFunc(ctx, uid, name, namespace)
+}
+
+// SyncPod calls SyncPodFunc.
+func (f RuntimeFuncs) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error {
+	if f.SyncPodFunc == nil {
+		return nil
+	}
+	return f.SyncPodFunc(ctx, pod, status)
+}
+
+// KillPod calls KillPodFunc.
+func (f RuntimeFuncs) KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus, gracePeriod int64) error {
+	if f.KillPodFunc == nil {
+		return nil
+	}
+	return f.KillPodFunc(ctx, pod, status, gracePeriod)
+}
+
+// KillRuntimePod calls KillRuntimePodFunc.
+func (f RuntimeFuncs) KillRuntimePod(ctx context.Context, pod *pleg.Pod) error {
+	if f.KillRuntimePodFunc == nil {
+		return nil
+	}
+	return f.KillRuntimePodFunc(ctx, pod)
+}
+
+// CleanupPod calls CleanupPodFunc.
+func (f RuntimeFuncs) CleanupPod(ctx context.Context, pod *v1.Pod) error {
+	if f.CleanupPodFunc == nil {
+		return nil
+	}
+	return f.CleanupPodFunc(ctx, pod)
+}
+
+// RemovePod calls RemovePodFunc.
+func (f RuntimeFuncs) RemovePod(ctx context.Context, pod *pleg.Pod) error {
+	if f.RemovePodFunc == nil {
+		return nil
+	}
+	return f.RemovePodFunc(ctx, pod)
+}
