@@ -68,7 +68,7 @@ type StatusPusher interface {
 // StatusGenerator is implemented by a Runtime that knows more of a pod's API status
 // than its containers say (a virtual-kubelet provider reports whole statuses). The node
 // first generates the status from the runtime status (GenerateAPIStatus) and then hands
-// it to GenerateAPIStatus here, whose result is what the status manager gets. It must be
+// it to APIStatus, whose result is what the status manager gets. It must be
 // pure and quick: it is called on every sync.
 type StatusGenerator interface {
 	APIStatus(pod *v1.Pod, status *pleg.PodStatus, generated v1.PodStatus, podIsTerminal bool) v1.PodStatus
