@@ -1,0 +1,3 @@
+module github.com/podlife/podlife/hack/testimage
+
+go 1.26.0
