@@ -1,0 +1,46 @@
+// Package cri is a node.Runtime over the Container Runtime Interface (CRI v1, the API the
+// kubelet speaks to containerd and CRI-O), through gRPC on a unix socket. A node agent on
+// package node runs real containers with it:
+//
+//	rt, err := cri.New(cri.Config{Endpoint: "unix:///run/containerd/containerd.sock"})
+//	...
+//	defer rt.Close()
+//	// node.Config{Runtime: rt, ...}
+//
+// It keeps the kubelet's conventions, so the kubelet's tools and a later kubelet recognise
+// its pods: sandboxes and containers carry the labels io.kubernetes.pod.uid/name/namespace
+// and io.kubernetes.container.name, containers the annotations
+// io.kubernetes.container.restartCount and io.kubernetes.container.hash, and logs go to
+// LogRoot/<namespace>_<name>_<uid>/<container>/<restartCount>.log.
+//
+// What each node.Runtime method does:
+//
+//   - ListPods: ListPodSandbox + ListContainers, grouped by the pod UID label; a sandbox is
+//     a pleg container that is running while it is READY.
+//   - PodStatus: the pod's sandboxes (PodSandboxStatus of the newest ready one, for its IPs)
+//     and ContainerStatus of each container (exit code, reason, times, image reference),
+//     newest instance first. An exited container's status never changes and is cached.
+//   - SyncPod: the kubelet's computePodActions: create a sandbox when none is ready (kill
+//     what is left of the old one first), pull images as imagePullPolicy says, start the
+//     init containers one by one, then the containers, restart exited ones as the
+//     restartPolicy says with the kubelet's crash-loop back-off (10 s doubling to 5 min,
+//     per pod and container, forgotten after 10 min without a restart). Nothing of a pod
+//     that is done is started again.
+//   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
+//     grace period as timeout), then StopContainer with the rest of the grace period, at
+//     least 2 s; then StopPodSandbox. It returns nil only when nothing of the pod runs.
+//   - KillRuntimePod: the same with a grace period of 1 s (hence the 2 s minimum).
+//   - CleanupPod: stops a sandbox still ready; the stopped containers stay for their logs.
+//   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, and
+//     the pod's log directory.
+//
+// Networking: hostNetwork pods run in the node's network namespace (NamespaceMode NODE).
+// A pod that needs its own network is refused with ErrPodNetwork and an event unless
+// Config.PodNetwork says otherwise (PodNetworkRuntime: let the runtime's CNI set it up;
+// PodNetworkNode: run it in the node's network namespace anyway).
+//
+// Not covered: volumes, probes, resources and cgroups, security contexts beyond the
+// namespaces, env from ConfigMaps/Secrets/fields, sidecar (restartable init) containers as
+// such (they run as ordinary init containers), HTTP preStop hooks (logged and skipped), and
+// restarts on a changed container spec.
+package cri

@@ -1,0 +1,247 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/grace"
+	"github.com/podlife/podlife/pleg"
+)
+
+// runtimePodGrace is the grace period of a pod only the runtime knows (the kubelet's
+// override for orphans).
+const runtimePodGrace int64 = 1
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// StopTimeout is the StopContainer timeout, in seconds, of a container of a pod stopped
+// with the pod-level grace period gracePeriod, once its preStop hook ran for
+// preStopElapsed: grace.ContainerStopTimeout with gracePeriod as the override, except
+// that the hook's time is taken out of it and the result is at least
+// grace.MinContainerStopSeconds (so a runtime pod's 1 s gives 2 s).
+func StopTimeout(pod *v1.Pod, c *v1.Container, gracePeriod int64, preStopElapsed time.Duration) int64 {
+	if grace.HasPreStop(c) && preStopElapsed > 0 {
+		return grace.StopTimeout(gracePeriod, preStopElapsed, nil)
+	}
+	return max(grace.ContainerStopTimeout(pod, c, &gracePeriod, grace.KillPodTermination, 0), grace.MinContainerStopSeconds)
+}
+
+// KillPod stops every container of the pod that runs (all in parallel: preStop hook, then
+// StopContainer, see StopTimeout), then its sandboxes. It returns nil only when nothing of
+// the pod runs any more.
+func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus, gracePeriod int64) error {
+	if pod == nil || pod.UID == "" {
+		return errors.New("cri: KillPod: pod without a UID")
+	}
+	if gracePeriod < 1 {
+		return fmt.Errorf("cri: KillPod %s/%s: grace period %d < 1", pod.Namespace, pod.Name, gracePeriod)
+	}
+	return r.killPod(ctx, pod, status, gracePeriod)
+}
+
+// KillRuntimePod stops a pod no source knows of with a grace period of 1 s.
+func (r *Runtime) KillRuntimePod(ctx context.Context, rp *pleg.Pod) error {
+	if rp == nil || rp.ID == "" {
+		return errors.New("cri: KillRuntimePod: pod without a UID")
+	}
+	pod := &v1.Pod{}
+	pod.UID, pod.Name, pod.Namespace = rp.ID, rp.Name, rp.Namespace
+	return r.killPod(ctx, pod, nil, runtimePodGrace)
+}
+
+// live lists the pod's containers that are not exited (running, created, unknown) and its
+// ready sandboxes, straight from the runtime.
+func (r *Runtime) live(ctx context.Context, uid types.UID) ([]*runtimeapi.Container, []*runtimeapi.PodSandbox, error) {
+	sel := map[string]string{LabelPodUID: string(uid)}
+	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cri: ListContainers: %w", err)
+	}
+	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel,
+		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
+	}
+	var live []*runtimeapi.Container
+	for _, c := range cs.GetContainers() {
+		if c.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
+			live = append(live, c)
+		}
+	}
+	return live, sbs.GetItems(), nil
+}
+
+func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
+	// The runtime's own list, not the status the node saw: a container created since (a
+	// sync cancelled half-way) must be stopped too.
+	containers, sandboxes, err := r.live(ctx, pod.UID)
+	if err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(containers))
+	for i, c := range containers {
+		wg.Go(func() { errs[i] = r.killContainer(ctx, pod, c, gracePeriod) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		if _, err := r.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("cri: StopPodSandbox %s: %w", sb.GetId(), err)
+		}
+	}
+	// Only when nothing runs: a container started by someone else in between is caught.
+	containers, sandboxes, err = r.live(ctx, pod.UID)
+	if err != nil {
+		return err
+	}
+	if n := countRunning(containers); n > 0 || len(sandboxes) > 0 {
+		return fmt.Errorf("%w: pod %s/%s: %d container(s), %d sandbox(es) after the kill", ErrStillRunning, pod.Namespace, pod.Name, n, len(sandboxes))
+	}
+	return nil
+}
+
+func countRunning(cs []*runtimeapi.Container) int {
+	n := 0
+	for _, c := range cs {
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			n++
+		}
+	}
+	return n
+}
+
+// specContainer finds the container's spec in the pod (nil for a runtime pod).
+func specContainer(pod *v1.Pod, name string) *v1.Container {
+	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range list {
+			if list[i].Name == name {
+				return &list[i]
+			}
+		}
+	}
+	return nil
+}
+
+// killContainer runs the container's preStop hook (when it runs and the pod has a
+// budget) and stops it.
+func (r *Runtime) killContainer(ctx context.Context, pod *v1.Pod, c *runtimeapi.Container, gracePeriod int64) error {
+	name := c.GetLabels()[LabelContainerName]
+	if name == "" {
+		name = c.GetMetadata().GetName()
+	}
+	spec := specContainer(pod, name)
+	var elapsed time.Duration
+	if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING && grace.HasPreStop(spec) {
+		elapsed = r.runPreStop(ctx, pod, spec, c.GetId(), gracePeriod)
+	}
+	timeout := StopTimeout(pod, spec, gracePeriod, elapsed)
+	r.event(pod, v1.EventTypeNormal, "Killing", "Stopping container %s", name)
+	r.log.Debug("StopContainer", "pod", pod.Namespace+"/"+pod.Name, "container", name, "timeout", timeout)
+	if _, err := r.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.GetId(), Timeout: timeout}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("cri: StopContainer %s of %s/%s: %w", name, pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
+
+// runPreStop runs the container's preStop hook with gracePeriod as its budget and returns
+// how long it took. A failing hook is reported and the stop goes on, as the kubelet does.
+func (r *Runtime) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, gracePeriod int64) time.Duration {
+	start := r.clock.Now()
+	h := c.Lifecycle.PreStop
+	switch {
+	case h.Exec != nil:
+		resp, err := r.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command, Timeout: gracePeriod})
+		if err == nil && resp.GetExitCode() != 0 {
+			err = fmt.Errorf("exit code %d: %s", resp.GetExitCode(), resp.GetStderr())
+		}
+		if err != nil {
+			r.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
+		}
+	case h.Sleep != nil:
+		d := time.Duration(min(h.Sleep.Seconds, gracePeriod)) * time.Second
+		t := r.clock.NewTimer(d)
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+		}
+	default:
+		r.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook of container %s: only exec and sleep hooks are supported", c.Name)
+	}
+	return r.clock.Since(start)
+}
+
+// CleanupPod stops the pod's sandboxes that are still ready (the containers are stopped
+// already and kept for their logs until RemovePod) and forgets its back-off.
+func (r *Runtime) CleanupPod(ctx context.Context, pod *v1.Pod) error {
+	if pod == nil || pod.UID == "" {
+		return errors.New("cri: CleanupPod: pod without a UID")
+	}
+	_, sandboxes, err := r.live(ctx, pod.UID)
+	if err != nil {
+		return err
+	}
+	for _, sb := range sandboxes {
+		if _, err := r.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("cri: StopPodSandbox %s: %w", sb.GetId(), err)
+		}
+	}
+	r.mu.Lock()
+	r.backOff.Forget(string(pod.UID))
+	r.backOff.GC(r.clock.Now())
+	r.mu.Unlock()
+	return nil
+}
+
+// RemovePod removes the pod's containers, its sandboxes and its log directory.
+func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
+	if rp == nil || rp.ID == "" {
+		return errors.New("cri: RemovePod: pod without a UID")
+	}
+	sel := map[string]string{LabelPodUID: string(rp.ID)}
+	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	if err != nil {
+		return fmt.Errorf("cri: ListContainers: %w", err)
+	}
+	var errs []error
+	for _, c := range cs.GetContainers() {
+		if _, err := r.rt.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: c.GetId()}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("cri: RemoveContainer %s: %w", c.GetId(), err))
+			continue
+		}
+		r.mu.Lock()
+		delete(r.exited, c.GetId())
+		r.mu.Unlock()
+	}
+	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("cri: ListPodSandbox: %w", err))...)
+	}
+	for _, sb := range sbs.GetItems() {
+		if _, err := r.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("cri: RemovePodSandbox %s: %w", sb.GetId(), err))
+		}
+	}
+	if len(errs) == 0 && rp.Name != "" && rp.Namespace != "" {
+		if err := os.RemoveAll(podLogDir(r.cfg.LogRoot, rp.Namespace, rp.Name, rp.ID)); err != nil {
+			errs = append(errs, fmt.Errorf("cri: pod log directory: %w", err))
+		}
+	}
+	r.mu.Lock()
+	r.backOff.Forget(string(rp.ID))
+	r.mu.Unlock()
+	return errors.Join(errs...)
+}

@@ -1,0 +1,232 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/node"
+	"github.com/podlife/podlife/pleg"
+)
+
+// Defaults of Config.
+const (
+	DefaultLogRoot        = "/var/log/pods"
+	DefaultConnectTimeout = 10 * time.Second
+	// DefaultBackOffInitial and DefaultBackOffMax are the kubelet's crash-loop back-off.
+	DefaultBackOffInitial = 10 * time.Second
+	DefaultBackOffMax     = 5 * time.Minute
+	// maxMsgSize is the largest gRPC message accepted (the kubelet's 16 MiB).
+	maxMsgSize = 16 << 20
+)
+
+// PodNetwork says how pods that are not hostNetwork get their network.
+type PodNetwork int
+
+const (
+	// PodNetworkRefuse refuses them: SyncPod fails with ErrPodNetwork and an event (for
+	// runtimes without a CNI setup, like the end-to-end suite's containerd).
+	PodNetworkRefuse PodNetwork = iota
+	// PodNetworkRuntime gives them their own network namespace, set up by the runtime's
+	// CNI plugins (NamespaceMode POD), as the kubelet does.
+	PodNetworkRuntime
+	// PodNetworkNode runs them in the node's network namespace, like hostNetwork pods.
+	PodNetworkNode
+)
+
+// String returns the mode's name.
+func (m PodNetwork) String() string {
+	switch m {
+	case PodNetworkRefuse:
+		return "refuse"
+	case PodNetworkRuntime:
+		return "runtime"
+	case PodNetworkNode:
+		return "node"
+	default:
+		return fmt.Sprintf("PodNetwork(%d)", int(m))
+	}
+}
+
+// Errors of the runtime, checked with errors.Is.
+var (
+	// ErrCrashLoopBackOff: an exited container is not restarted yet (the kubelet's
+	// CrashLoopBackOff); SyncPod returns it wrapped, and the pod workers retry.
+	ErrCrashLoopBackOff = errors.New("cri: CrashLoopBackOff")
+	// ErrImageNeverPull: the image is missing and the pull policy is Never.
+	ErrImageNeverPull = errors.New("cri: ErrImageNeverPull")
+	// ErrPodNetwork: the pod needs its own network and Config.PodNetwork refuses it.
+	ErrPodNetwork = errors.New("cri: pod network unavailable")
+	// ErrStillRunning: a kill ended with containers or a sandbox still running.
+	ErrStillRunning = errors.New("cri: still running")
+	// ErrInvalidConfig: New was given a bad Config.
+	ErrInvalidConfig = errors.New("cri: invalid config")
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// Endpoint is the CRI socket: unix:///path/to.sock (or an absolute path). Required.
+	Endpoint string
+	// ConnectTimeout bounds New's first call (Version); 0 means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// LogRoot is where the pods' log directories go; "" means DefaultLogRoot. Must be
+	// absolute.
+	LogRoot string
+	// PodNetwork: how pods that are not hostNetwork get their network (default: refused).
+	PodNetwork PodNetwork
+	// RuntimeHandler is the CRI runtime handler of every sandbox ("" is the default).
+	RuntimeHandler string
+	// BackOffInitial and BackOffMax are the crash-loop back-off; 0 means the defaults.
+	BackOffInitial, BackOffMax time.Duration
+	// Clock is the time source of the back-off, the preStop hooks and sleeps; nil means
+	// the real clock.
+	Clock clock.Clock
+	// Event, if set, is told of what a user of the pod should see (kubelet events: Pulled,
+	// Created, Started, Killing, BackOff, NetworkNotReady, ...). It must be quick.
+	Event func(pod *v1.Pod, eventType, reason, message string)
+	// Logger; nil discards.
+	Logger *slog.Logger
+}
+
+// Runtime is a node.Runtime over a CRI endpoint. Create it with New; it is safe for
+// concurrent use; Close it when done.
+type Runtime struct {
+	cfg     Config
+	clock   clock.Clock
+	log     *slog.Logger
+	conn    *grpc.ClientConn
+	rt      runtimeapi.RuntimeServiceClient
+	img     runtimeapi.ImageServiceClient
+	version string
+
+	statsMu sync.Mutex
+	stats   map[string]int64 // CRI calls by method name
+
+	mu      sync.Mutex
+	backOff *BackOff                         // guarded by mu
+	exited  map[string]*pleg.ContainerStatus // exited containers' statuses by ID; guarded by mu
+}
+
+var _ node.Runtime = (*Runtime)(nil)
+
+// New validates cfg, connects to the endpoint and checks that it speaks CRI v1 (a
+// Version call).
+func New(cfg Config) (*Runtime, error) {
+	target, err := endpointTarget(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.LogRoot == "" {
+		cfg.LogRoot = DefaultLogRoot
+	}
+	if !filepath.IsAbs(cfg.LogRoot) {
+		return nil, fmt.Errorf("%w: LogRoot %q is not absolute", ErrInvalidConfig, cfg.LogRoot)
+	}
+	if cfg.PodNetwork < PodNetworkRefuse || cfg.PodNetwork > PodNetworkNode {
+		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.PodNetwork)
+	}
+	if cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 {
+		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	}
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.BackOffInitial == 0 {
+		cfg.BackOffInitial = DefaultBackOffInitial
+	}
+	if cfg.BackOffMax == 0 {
+		cfg.BackOffMax = DefaultBackOffMax
+	}
+	if cfg.BackOffMax < cfg.BackOffInitial {
+		return nil, fmt.Errorf("%w: BackOffMax %v < BackOffInitial %v", ErrInvalidConfig, cfg.BackOffMax, cfg.BackOffInitial)
+	}
+	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{},
+		exited: map[string]*pleg.ContainerStatus{}}
+	if r.clock == nil {
+		r.clock = clock.RealClock{}
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.backOff = NewBackOff(cfg.BackOffInitial, cfg.BackOffMax)
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),
+		grpc.WithChainUnaryInterceptor(r.count))
+	if err != nil {
+		return nil, fmt.Errorf("cri: %s: %w", cfg.Endpoint, err)
+	}
+	r.conn = conn
+	r.rt = runtimeapi.NewRuntimeServiceClient(conn)
+	r.img = runtimeapi.NewImageServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ConnectTimeout)
+	defer cancel()
+	v, err := r.rt.Version(ctx, &runtimeapi.VersionRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("cri: %s does not answer CRI v1: %w", cfg.Endpoint, err)
+	}
+	r.version = v.GetRuntimeName() + " " + v.GetRuntimeVersion()
+	return r, nil
+}
+
+// endpointTarget turns unix:///path or /path into gRPC's target.
+func endpointTarget(ep string) (string, error) {
+	switch {
+	case ep == "":
+		return "", fmt.Errorf("%w: Endpoint is required", ErrInvalidConfig)
+	case strings.HasPrefix(ep, "unix://"):
+		if !filepath.IsAbs(strings.TrimPrefix(ep, "unix://")) {
+			return "", fmt.Errorf("%w: Endpoint %q: the socket path is not absolute", ErrInvalidConfig, ep)
+		}
+		return ep, nil
+	case filepath.IsAbs(ep):
+		return "unix://" + ep, nil
+	default:
+		return "", fmt.Errorf("%w: Endpoint %q: want unix:///path/to.sock", ErrInvalidConfig, ep)
+	}
+}
+
+// Close closes the connection. The runtime must not be used afterwards.
+func (r *Runtime) Close() error { return r.conn.Close() }
+
+// RuntimeVersion is the runtime's name and version as Version reported them.
+func (r *Runtime) RuntimeVersion() string { return r.version }
+
+// count is a unary interceptor counting calls per method.
+func (r *Runtime) count(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	name := method[strings.LastIndex(method, "/")+1:]
+	r.statsMu.Lock()
+	r.stats[name]++
+	r.statsMu.Unlock()
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// Stats returns how many CRI calls the runtime made, by method name (ListPodSandbox,
+// CreateContainer, ...), since New.
+func (r *Runtime) Stats() map[string]int64 {
+	r.statsMu.Lock()
+	defer r.statsMu.Unlock()
+	return maps.Clone(r.stats)
+}
+
+// event reports an event to Config.Event.
+func (r *Runtime) event(pod *v1.Pod, eventType, reason, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.log.Debug("event", "pod", pod.Namespace+"/"+pod.Name, "type", eventType, "reason", reason, "message", msg)
+	if r.cfg.Event != nil && pod != nil {
+		r.cfg.Event(pod, eventType, reason, msg)
+	}
+}

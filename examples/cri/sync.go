@@ -1,0 +1,259 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// SyncPod brings the pod to its spec (see computePodActions): it kills what is left of a
+// sandbox that is not ready, creates a new one, starts the next init container or the
+// containers that must (re)start. Containers in crash-loop back-off are not started: the
+// others are, and the error returned wraps ErrCrashLoopBackOff. A nil status is read from
+// the runtime.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error {
+	if pod == nil || pod.UID == "" {
+		return errors.New("cri: SyncPod: pod without a UID")
+	}
+	if status == nil {
+		var err error
+		if status, err = r.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+			return err
+		}
+	}
+	a := computePodActions(pod, status)
+	r.log.Debug("SyncPod", "pod", pod.Namespace+"/"+pod.Name, "actions", fmt.Sprintf("%+v", a))
+	if a.CreateSandbox {
+		if err := r.checkNetwork(pod); err != nil {
+			return err
+		}
+	}
+	if a.KillPod {
+		if err := r.killPod(ctx, pod, status, podGrace(pod)); err != nil {
+			return err
+		}
+	}
+	if a.InitFailed {
+		return nil // the pod is done; the node sees it Failed
+	}
+	sandboxID := a.SandboxID
+	var sandboxCfg *runtimeapi.PodSandboxConfig
+	if a.CreateSandbox {
+		var err error
+		sandboxCfg = r.sandboxConfig(pod, a.Attempt)
+		if sandboxID, err = r.createSandbox(ctx, pod, sandboxCfg); err != nil {
+			return err
+		}
+		// A new sandbox starts its containers' history over only for the kubelet's
+		// restart counts; the statuses of the old one's containers stay relevant.
+	} else if sandboxID == "" {
+		return nil
+	} else {
+		sandboxCfg = r.sandboxConfig(pod, a.Attempt)
+		sandboxCfg.Metadata.Attempt = status.SandboxStatuses[0].Attempt
+	}
+
+	var errs []error
+	start := func(c *v1.Container) {
+		if err := r.startContainer(ctx, pod, c, status, sandboxID, sandboxCfg); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.NextInit >= 0 {
+		start(&pod.Spec.InitContainers[a.NextInit])
+	}
+	for _, i := range a.Start {
+		if ctx.Err() != nil {
+			break
+		}
+		start(&pod.Spec.Containers[i])
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// podGrace is the pod's own grace period (for killing what is left of a dead sandbox).
+func podGrace(pod *v1.Pod) int64 {
+	g := int64(v1.DefaultTerminationGracePeriodSeconds)
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		g = *pod.Spec.TerminationGracePeriodSeconds
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		g = *pod.DeletionGracePeriodSeconds
+	}
+	return max(g, 1)
+}
+
+// checkNetwork refuses a pod that needs its own network when PodNetwork says so.
+func (r *Runtime) checkNetwork(pod *v1.Pod) error {
+	if pod.Spec.HostNetwork || r.cfg.PodNetwork != PodNetworkRefuse {
+		return nil
+	}
+	r.event(pod, v1.EventTypeWarning, "NetworkNotReady",
+		"pod %s/%s needs its own network, and this node runs pods only with hostNetwork (no CNI setup; cri.Config.PodNetwork)", pod.Namespace, pod.Name)
+	return fmt.Errorf("%w: pod %s/%s is not hostNetwork and the node has no pod network (cri.Config.PodNetwork is %v)",
+		ErrPodNetwork, pod.Namespace, pod.Name, r.cfg.PodNetwork)
+}
+
+// namespaceOptions are the sandbox's and its containers' namespaces.
+func (r *Runtime) namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
+	ns := &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER,
+		Ipc: runtimeapi.NamespaceMode_POD}
+	if pod.Spec.HostNetwork || r.cfg.PodNetwork == PodNetworkNode {
+		ns.Network = runtimeapi.NamespaceMode_NODE
+	}
+	if pod.Spec.HostPID {
+		ns.Pid = runtimeapi.NamespaceMode_NODE
+	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
+		ns.Pid = runtimeapi.NamespaceMode_POD
+	}
+	if pod.Spec.HostIPC {
+		ns.Ipc = runtimeapi.NamespaceMode_NODE
+	}
+	return ns
+}
+
+func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSandboxConfig {
+	cfg := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt},
+		LogDirectory: podLogDir(r.cfg.LogRoot, pod.Namespace, pod.Name, pod.UID),
+		Labels:       sandboxLabels(pod),
+		Annotations:  pod.Annotations,
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: r.namespaceOptions(pod)}},
+	}
+	if !pod.Spec.HostNetwork {
+		cfg.Hostname = pod.Name
+		if pod.Spec.Hostname != "" {
+			cfg.Hostname = pod.Spec.Hostname
+		}
+	}
+	return cfg
+}
+
+func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
+		return "", fmt.Errorf("cri: pod log directory: %w", err)
+	}
+	resp, err := r.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: r.cfg.RuntimeHandler})
+	if err != nil {
+		r.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
+		return "", fmt.Errorf("cri: RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return resp.GetPodSandboxId(), nil
+}
+
+// pullPolicy is the container's policy, defaulted as the API server does.
+func pullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	img := c.Image
+	if i := strings.LastIndex(img, "@"); i >= 0 {
+		return v1.PullIfNotPresent
+	}
+	if i := strings.LastIndex(img, ":"); i < 0 || strings.Contains(img[i:], "/") || img[i+1:] == "latest" {
+		return v1.PullAlways
+	}
+	return v1.PullIfNotPresent
+}
+
+// ensureImage makes the container's image present as its pull policy says and returns
+// the image reference to create the container with.
+func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
+	policy := pullPolicy(c)
+	if policy != v1.PullAlways {
+		resp, err := r.img.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: spec})
+		if err != nil {
+			return "", fmt.Errorf("cri: ImageStatus %s: %w", c.Image, err)
+		}
+		if img := resp.GetImage(); img != nil && img.GetId() != "" {
+			return img.GetId(), nil
+		}
+		if policy == v1.PullNever {
+			r.event(pod, v1.EventTypeWarning, "ErrImageNeverPull",
+				"Container image %q is not present with pull policy of Never", c.Image)
+			return "", fmt.Errorf("%w: container %s: image %q is not present with pull policy of Never", ErrImageNeverPull, c.Name, c.Image)
+		}
+	}
+	r.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
+	resp, err := r.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg})
+	if err != nil {
+		r.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
+		return "", fmt.Errorf("cri: PullImage %s: %w", c.Image, err)
+	}
+	r.event(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q", c.Image)
+	return resp.GetImageRef(), nil
+}
+
+// startContainer creates and starts one container, unless it is in crash-loop back-off.
+func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *pleg.PodStatus,
+	sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig) error {
+	restartCount := 0
+	if prev := status.FindContainerStatusByName(c.Name); prev != nil {
+		restartCount = prev.RestartCount + 1
+		if prev.State == pleg.ContainerStateExited && !prev.FinishedAt.IsZero() {
+			key := backOffKey(pod.Namespace, pod.Name, string(pod.UID), c.Name)
+			r.mu.Lock()
+			wait := r.backOff.Wait(key, prev.FinishedAt, r.clock.Now())
+			if wait == 0 {
+				r.backOff.Restarted(key, prev.FinishedAt)
+			}
+			r.mu.Unlock()
+			if wait > 0 {
+				r.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s/%s", c.Name, pod.Namespace, pod.Name)
+				return fmt.Errorf("%w: back-off %v restarting failed container %s in pod %s/%s",
+					ErrCrashLoopBackOff, wait.Round(1e9), c.Name, pod.Namespace, pod.Name)
+			}
+		}
+	}
+	imageRef, err := r.ensureImage(ctx, pod, c, sandboxCfg)
+	if err != nil {
+		return err
+	}
+	cfg := &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
+		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
+		Command:     c.Command,
+		Args:        c.Args,
+		WorkingDir:  c.WorkingDir,
+		Labels:      containerLabels(pod, c),
+		Annotations: containerAnnotations(pod, c, restartCount),
+		LogPath:     containerLogPath(c.Name, restartCount),
+		Stdin:       c.Stdin,
+		StdinOnce:   c.StdinOnce,
+		Tty:         c.TTY,
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: r.namespaceOptions(pod)}},
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom == nil {
+			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+		}
+	}
+	if err := os.MkdirAll(sandboxCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
+		return fmt.Errorf("cri: container log directory: %w", err)
+	}
+	created, err := r.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxCfg})
+	if err != nil {
+		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return fmt.Errorf("cri: CreateContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	r.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
+	if _, err := r.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
+		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return fmt.Errorf("cri: StartContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	}
+	r.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	return nil
+}
