@@ -55,7 +55,9 @@ func TestRealRuntime(t *testing.T) {
 	defer cancel()
 	uid := types.UID("0f9c5b1e-real-4c1e-9a51-" + time.Now().Format("150405000000"))
 	pod := testPod(uid, image, "-ignore-term")
-	t.Cleanup(func() { _ = r.RemovePod(context.Background(), &pleg.Pod{ID: uid, Name: pod.Name, Namespace: pod.Namespace}) })
+	t.Cleanup(func() {
+		_ = r.RemovePod(context.Background(), &pleg.Pod{ID: uid, Name: pod.Name, Namespace: pod.Namespace})
+	})
 
 	if err := r.SyncPod(ctx, pod, nil); err != nil {
 		t.Fatalf("SyncPod: %v", err)
