@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # e2e.sh runs the end-to-end suite against a real kube-apiserver backed by a real etcd, both
 # built from the Go module proxy by hack/build-apiserver.sh (the first run builds them: 15-20
-# minutes on 2 cores; later runs reuse them).
+# minutes on 2 cores; later runs reuse them), and a real containerd (hack/containerd.sh: as
+# root it installs Debian's containerd and runc when they are missing) for the CRI tests.
 #
 #   hack/e2e.sh                      # runs `go test -race -count=1 -p 1 -run E2E ./...` in examples/
 #   hack/e2e.sh -v -run E2ECreation  # extra arguments go to `go test` (a later -run wins)
@@ -12,7 +13,11 @@
 # identity system:node:node1 in system:nodes), starts etcd and kube-apiserver on 127.0.0.1
 # only (free high ports), waits for /readyz, and runs the tests with PODLIFE_E2E_APISERVER set
 # to the work directory, which holds admin.kubeconfig, node1.kubeconfig and apiserver-ctl
-# (`apiserver-ctl stop|start`, for tests of an API outage). On every exit path it stops
+# (`apiserver-ctl stop|start`, for tests of an API outage). It starts a private containerd
+# (socket, root and state under the work directory) and imports the test image
+# (hack/testimage) into it, and sets PODLIFE_E2E_CRI (its CRI endpoint) and PODLIFE_E2E_IMAGE
+# for the CRI tests; PODLIFE_E2E_NO_CRI=1, or not being root, leaves containerd out (those
+# tests then skip). On every exit path it stops containerd (every container first) and
 # kube-apiserver before etcd (stopping etcd first hangs the apiserver).
 set -euo pipefail
 
@@ -25,6 +30,7 @@ bin="$("$here/build-apiserver.sh" | tail -n 1)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/podlife-e2e.XXXXXX")"
 etcd_pid=""
 apiserver_pid=""
+containerd_dir=""
 
 # alive: the process exists and is not a zombie (kill -0 succeeds on a zombie).
 alive() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ -n "$st" && "$st" != Z* ]]; }
@@ -52,6 +58,7 @@ cleanup() {
 	if [[ -f "$work/apiserver.pid" ]]; then apiserver_pid="$(cat "$work/apiserver.pid")"; fi
 	stop "$apiserver_pid" 30
 	stop "$etcd_pid" 10
+	if [[ -n "$containerd_dir" ]]; then "$here/containerd.sh" stop "$containerd_dir" || rc=1; fi
 	if [[ -n "${PODLIFE_E2E_KEEP:-}" || $rc -ne 0 ]]; then
 		echo "e2e: logs and certificates kept in $work" >&2
 	else
@@ -208,6 +215,20 @@ for ((i = 0; i < 1200; i++)); do
 done
 [[ -n "$ready" ]] || { echo "e2e: kube-apiserver not ready after 120 s; see $work/apiserver.log" >&2; exit 1; }
 echo "e2e: kube-apiserver ready at $server after $(($(date +%s%N) / 1000000 - start_ms)) ms" >&2
+
+# --- containerd and the test image -----------------------------------------------------------
+if [[ -n "${PODLIFE_E2E_NO_CRI:-}" ]]; then
+	echo "e2e: PODLIFE_E2E_NO_CRI is set: no containerd, the CRI tests skip" >&2
+elif [[ "$(id -u)" != 0 ]]; then
+	echo "e2e: not root: no containerd, the CRI tests skip" >&2
+else
+	start_ms=$(($(date +%s%N) / 1000000))
+	containerd_dir="$work/containerd"
+	PODLIFE_E2E_CRI="$("$here/containerd.sh" start "$containerd_dir")"
+	PODLIFE_E2E_IMAGE="$("$here/containerd.sh" image "$containerd_dir")"
+	export PODLIFE_E2E_CRI PODLIFE_E2E_IMAGE
+	echo "e2e: containerd at $PODLIFE_E2E_CRI with $PODLIFE_E2E_IMAGE after $(($(date +%s%N) / 1000000 - start_ms)) ms" >&2
+fi
 
 # --- The suite ------------------------------------------------------------------------------
 export PODLIFE_E2E_APISERVER="$work"

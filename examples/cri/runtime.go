@@ -110,6 +110,9 @@ type Runtime struct {
 	rt      runtimeapi.RuntimeServiceClient
 	img     runtimeapi.ImageServiceClient
 	version string
+	// runtimeName is the runtime's name from Version (containerd), the scheme of the
+	// container IDs in pod statuses.
+	runtimeName string
 
 	statsMu sync.Mutex
 	stats   map[string]int64 // CRI calls by method name
@@ -179,6 +182,10 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("cri: %s does not answer CRI v1: %w", cfg.Endpoint, err)
 	}
 	r.version = v.GetRuntimeName() + " " + v.GetRuntimeVersion()
+	r.runtimeName = v.GetRuntimeName()
+	if r.runtimeName == "" {
+		r.runtimeName = "cri"
+	}
 	return r, nil
 }
 

@@ -455,3 +455,21 @@ func TestSandboxDied(t *testing.T) {
 		t.Errorf("a: %+v", c)
 	}
 }
+
+func TestAPIStatus(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := fakePod(v1.RestartPolicyAlways, "a")
+	gen := v1.PodStatus{HostIP: "192.0.2.1", HostIPs: []v1.HostIP{{IP: "192.0.2.1"}},
+		ContainerStatuses: []v1.ContainerStatus{{Name: "a", ContainerID: "fake://c1",
+			State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ContainerID: "c1"}}}}}
+	got := h.rt.APIStatus(pod, nil, gen, false)
+	if cs := got.ContainerStatuses[0]; cs.ContainerID != "fake://c1" || cs.State.Terminated.ContainerID != "fake://c1" {
+		t.Errorf("container IDs: %q, %q (the fake runtime's name is fake)", cs.ContainerID, cs.State.Terminated.ContainerID)
+	}
+	if got.PodIP != "192.0.2.1" || len(got.PodIPs) != 1 {
+		t.Errorf("a hostNetwork pod's IPs: %q %v", got.PodIP, got.PodIPs)
+	}
+	if gen.ContainerStatuses[0].State.Terminated.ContainerID != "c1" {
+		t.Error("the generated status was modified")
+	}
+}
