@@ -47,9 +47,9 @@ func testPod(uid types.UID, image string, args ...string) *v1.Pod {
 	}
 }
 
-// TestRealRuntime runs a sandbox and a container that ignores SIGTERM on a real runtime,
+// TestE2ECRIRuntime runs a sandbox and a container that ignores SIGTERM on a real runtime,
 // kills it with grace 2 (it dies by SIGKILL at the deadline) and removes it.
-func TestRealRuntime(t *testing.T) {
+func TestE2ECRIRuntime(t *testing.T) {
 	r, image := realRuntime(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

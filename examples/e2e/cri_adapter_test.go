@@ -28,7 +28,9 @@ func (b criBackend) PodStatus(ctx context.Context, uid types.UID, name, ns strin
 	return b.rt.PodStatus(ctx, uid, name, ns)
 }
 
-func (b criBackend) StartPod(ctx context.Context, pod *v1.Pod) error { return b.rt.SyncPod(ctx, pod, nil) }
+func (b criBackend) StartPod(ctx context.Context, pod *v1.Pod) error {
+	return b.rt.SyncPod(ctx, pod, nil)
+}
 
 func (b criBackend) StopPod(ctx context.Context, pod *v1.Pod, grace time.Duration) error {
 	return b.rt.KillPod(ctx, pod, nil, int64(grace/time.Second))
@@ -42,7 +44,9 @@ func (b criBackend) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 	return b.rt.CleanupPod(ctx, pod)
 }
 
-func (b criBackend) RemovePod(ctx context.Context, rp *pleg.Pod) error { return b.rt.RemovePod(ctx, rp) }
+func (b criBackend) RemovePod(ctx context.Context, rp *pleg.Pod) error {
+	return b.rt.RemovePod(ctx, rp)
+}
 
 func (b criBackend) APIStatus(pod *v1.Pod, rs *pleg.PodStatus, now time.Time, podIsTerminal bool) v1.PodStatus {
 	return b.rt.APIStatus(pod, rs, tmpAPIStatus(pod, rs, metav1.NewTime(now), "127.0.0.1", podIsTerminal), podIsTerminal)
