@@ -6,10 +6,18 @@
 //	go run ./nodeagent                         # one pod, from the examples module
 //	go run ./nodeagent -pods 3 -grace 10 -stop-delay 2s
 //	go run ./nodeagent -vk                     # the pods on a virtual-kubelet provider
+//	go run ./nodeagent -cri unix:///run/containerd/containerd.sock  # real containers (root)
+//
+// With -cri the pods run as real containers on a CRI runtime (containerd) through package
+// cri: hostNetwork pods of -image (hack/containerd.sh imports podlife.test/testimage:v1,
+// which sleeps until SIGTERM; -stop-delay becomes its args' delay before it exits after
+// SIGTERM, negative: it ignores SIGTERM and is killed when the grace period runs out).
 //
 // With -kubeconfig (or -server, -ca and -token) it runs instead as a virtual node of a real
 // cluster: the agent, with the in-memory runtime, serves the pods bound to -node through the
-// client-go adapters of package kube, printing their timeline until -timeout or an interrupt.
+// client-go adapters of package kube, printing their timeline until -timeout or an interrupt
+// (with -cri, on real containers: the pods must then be hostNetwork, or get an error and an
+// event).
 // Create and delete the pods with kubectl; the identity should be the node's
 // (system:node:<node> in group system:nodes):
 //
@@ -31,9 +39,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
+	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
@@ -59,6 +69,9 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline")
 	useVK := fs.Bool("vk", false, "run the pods on an in-memory virtual-kubelet provider (package vk) instead of the in-memory container runtime")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long (with a real cluster: run this long)")
+	criEndpoint := fs.String("cri", "", "run the pods as real containers on the CRI runtime at this endpoint (unix:///path/to/containerd.sock) through package cri")
+	image := fs.String("image", "podlife.test/testimage:v1", "with -cri: the pods' image (pulled if missing)")
+	logRoot := fs.String("log-root", cri.DefaultLogRoot, "with -cri: the pods' log directories")
 	var cc kube.ClientConfig
 	fs.StringVar(&cc.Kubeconfig, "kubeconfig", "", "run against the real cluster of this kubeconfig (the node's identity) instead of the in-memory API")
 	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
@@ -68,8 +81,19 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if *useVK && *criEndpoint != "" {
+		return fmt.Errorf("-vk and -cri exclude each other")
+	}
+	var rt *cri.Runtime
+	if *criEndpoint != "" {
+		var err error
+		if rt, err = cri.New(cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}); err != nil {
+			return err
+		}
+		defer rt.Close()
+	}
 	if cc.Kubeconfig != "" || cc.Server != "" {
-		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, out)
+		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, rt, out)
 	}
 	if *pods < 1 {
 		return fmt.Errorf("-pods must be at least 1")
@@ -101,7 +125,11 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	} else {
-		cfg.Runtime, cfg.Containers = plegtest.NewRuntime(nil), agent.ContainerBehaviour{StopDelay: *stopDelay}
+		if rt != nil {
+			cfg.Backend = rt.AgentBackend(hostIP)
+		} else {
+			cfg.Runtime, cfg.Containers = plegtest.NewRuntime(nil), agent.ContainerBehaviour{StopDelay: *stopDelay}
+		}
 		if a, err = agent.New(cfg); err != nil {
 			return err
 		}
@@ -121,11 +149,19 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	start := time.Now()
 	say("# creating %d pod(s) on node %s", *pods, agent.DefaultNodeName)
 	names := make([]string, *pods)
+	var createdPods []*v1.Pod
 	for i := range names {
 		names[i] = fmt.Sprintf("busybox-%d", i+1)
-		if _, err := server.Create(newPod(names[i], *grace)); err != nil {
+		p := newPod(names[i], *grace)
+		if rt != nil {
+			names[i] = fmt.Sprintf("testimage-%d", i+1)
+			p = criPod(names[i], *grace, *image, *stopDelay)
+		}
+		created, err := server.Create(p)
+		if err != nil {
 			return err
 		}
+		createdPods = append(createdPods, created)
 	}
 	if err := server.WaitForPods(ctx, allRunning(names)); err != nil {
 		return fmt.Errorf("waiting for the pods to run: %w", err)
@@ -149,10 +185,44 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	if err := <-done; err != nil {
 		return err
 	}
+	if rt != nil {
+		// Whatever housekeeping has not removed yet: the in-memory API's UIDs repeat from
+		// one run to the next.
+		for _, p := range createdPods {
+			_ = rt.RemovePod(ctx, &pleg.Pod{ID: p.UID, Name: p.Name, Namespace: p.Namespace})
+		}
+	}
 	calls := server.Counts()
 	say("# every pod is gone after %v (deletion took %v); API calls: %d get, %d patch (%d bytes), %d delete",
 		total.Round(time.Millisecond), (total - created).Round(time.Millisecond), calls.Gets, calls.Patches, calls.PatchBytes, calls.Deletes)
+	if rt != nil {
+		say("# CRI (%s) calls: %v", rt.RuntimeVersion(), rt.Stats())
+	}
 	return nil
+}
+
+// hostIP is the node's address in the pods' statuses with -cri (their containers run in
+// the node's network namespace).
+const hostIP = "127.0.0.1"
+
+// criPod is a hostNetwork pod of the test image (hack/testimage) that exits stopDelay
+// after SIGTERM, or ignores it when stopDelay is negative.
+func criPod(name string, grace int64, image string, stopDelay time.Duration) *v1.Pod {
+	args := []string{"-term-delay", stopDelay.String()}
+	if stopDelay < 0 {
+		args = []string{"-ignore-term"}
+	}
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": "testimage"}},
+		Spec: v1.PodSpec{
+			NodeName:                      agent.DefaultNodeName,
+			HostNetwork:                   true,
+			RestartPolicy:                 v1.RestartPolicyAlways,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []v1.Container{{Name: "main", Image: image, Args: args,
+				ImagePullPolicy: v1.PullIfNotPresent}},
+		},
+	}
 }
 
 // waitForget waits until the pod workers know no pod (housekeeping forgot them all).
@@ -195,7 +265,8 @@ func newPod(name string, grace int64) *v1.Pod {
 }
 
 // runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
-func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration, out io.Writer) error {
+func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration,
+	rt *cri.Runtime, out io.Writer) error {
 	if nodeName == "" {
 		return fmt.Errorf("-node must not be empty")
 	}
@@ -213,7 +284,7 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 		return err
 	}
 	var mu sync.Mutex
-	a, err := agent.New(agent.Config{NodeName: nodeName, Patcher: patcher, Source: source,
+	cfg := agent.Config{NodeName: nodeName, Patcher: patcher, Source: source,
 		Runtime: plegtest.NewRuntime(nil), RelistPeriod: relist,
 		Containers: agent.ContainerBehaviour{StopDelay: stopDelay},
 		Observer: func(s agent.Step) {
@@ -223,7 +294,11 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 			mu.Lock()
 			fmt.Fprintln(out, s)
 			mu.Unlock()
-		}})
+		}}
+	if rt != nil {
+		cfg.Runtime, cfg.Backend = nil, rt.AgentBackend(hostIP)
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		return err
 	}

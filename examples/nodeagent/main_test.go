@@ -92,3 +92,16 @@ func TestRunRejectsBadClusterFlags(t *testing.T) {
 		})
 	}
 }
+
+func TestRunRejectsBadCRIFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-cri", "unix:///x.sock", "-vk"},
+		{"-cri", "tcp://127.0.0.1:1"},
+		{"-cri", "unix://" + t.TempDir() + "/none.sock", "-log-root", "relative"},
+	} {
+		var out strings.Builder
+		if err := run(args, &out); err == nil {
+			t.Errorf("run %v succeeded", args)
+		}
+	}
+}

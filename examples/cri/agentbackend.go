@@ -1,7 +1,7 @@
-package e2e
+package cri
 
 // TEMPORARY, until examples/agent runs on package node (its Backend becomes node.Runtime
-// and *cri.Runtime plugs in as it is): the agent.Backend of the CRI tests.
+// and a *Runtime plugs in as it is): the runtime as an agent.Backend.
 
 import (
 	"context"
@@ -12,11 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/examples/agent"
-	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/pleg"
 )
 
-type criBackend struct{ rt *cri.Runtime }
+// AgentBackend is the runtime as an agent.Backend whose API statuses name hostIP as the
+// node's address.
+func (r *Runtime) AgentBackend(hostIP string) agent.Backend { return criBackend{r, hostIP} }
+
+type criBackend struct {
+	rt     *Runtime
+	hostIP string
+}
 
 var _ agent.Backend = criBackend{}
 
@@ -49,7 +55,7 @@ func (b criBackend) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 }
 
 func (b criBackend) APIStatus(pod *v1.Pod, rs *pleg.PodStatus, now time.Time, podIsTerminal bool) v1.PodStatus {
-	return b.rt.APIStatus(pod, rs, tmpAPIStatus(pod, rs, metav1.NewTime(now), "127.0.0.1", podIsTerminal), podIsTerminal)
+	return b.rt.APIStatus(pod, rs, tmpAPIStatus(pod, rs, metav1.NewTime(now), b.hostIP, podIsTerminal), podIsTerminal)
 }
 
 // tmpAPIStatus is examples/agent's apiStatus (pods without init containers).
