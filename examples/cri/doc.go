@@ -19,7 +19,8 @@
 //     a pleg container that is running while it is READY.
 //   - PodStatus: the pod's sandboxes (PodSandboxStatus of the newest ready one, for its IPs)
 //     and ContainerStatus of each container (exit code, reason, times, image reference),
-//     newest instance first. An exited container's status never changes and is cached.
+//     newest instance first. A container's status is fetched again only when the list shows
+//     its state changed, a sandbox's IPs only once.
 //   - SyncPod: the kubelet's computePodActions: create a sandbox when none is ready (kill
 //     what is left of the old one first), pull images as imagePullPolicy says, start the
 //     init containers one by one, then the containers, restart exited ones as the

@@ -223,7 +223,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 			continue
 		}
 		r.mu.Lock()
-		delete(r.exited, c.GetId())
+		delete(r.statuses, c.GetId())
 		r.mu.Unlock()
 	}
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
@@ -233,7 +233,11 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 	for _, sb := range sbs.GetItems() {
 		if _, err := r.rt.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("cri: RemovePodSandbox %s: %w", sb.GetId(), err))
+			continue
 		}
+		r.mu.Lock()
+		delete(r.sandboxNet, sb.GetId())
+		r.mu.Unlock()
 	}
 	if len(errs) == 0 && rp.Name != "" && rp.Namespace != "" {
 		if err := os.RemoveAll(podLogDir(r.cfg.LogRoot, rp.Namespace, rp.Name, rp.ID)); err != nil {

@@ -118,8 +118,11 @@ type Runtime struct {
 	stats   map[string]int64 // CRI calls by method name
 
 	mu      sync.Mutex
-	backOff *BackOff                         // guarded by mu
-	exited  map[string]*pleg.ContainerStatus // exited containers' statuses by ID; guarded by mu
+	backOff *BackOff // guarded by mu
+	// statuses are the containers' last fetched statuses by ID, and sandboxNet the ready
+	// sandboxes' IPs by ID; both guarded by mu, pruned by ListPods and RemovePod.
+	statuses   map[string]*pleg.ContainerStatus
+	sandboxNet map[string][]string
 }
 
 var _ node.Runtime = (*Runtime)(nil)
@@ -156,7 +159,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: BackOffMax %v < BackOffInitial %v", ErrInvalidConfig, cfg.BackOffMax, cfg.BackOffInitial)
 	}
 	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{},
-		exited: map[string]*pleg.ContainerStatus{}}
+		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{}}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}

@@ -473,3 +473,35 @@ func TestAPIStatus(t *testing.T) {
 		t.Error("the generated status was modified")
 	}
 }
+
+// TestStatusCache: PodStatus asks for a container's status again only when its listed
+// state changed, and for a sandbox's IPs once.
+func TestStatusCache(t *testing.T) {
+	h := newHarness(t, func(c *cri.Config) { c.PodNetwork = cri.PodNetworkRuntime })
+	pod := fakePod(v1.RestartPolicyNever, "a")
+	pod.Spec.HostNetwork = false
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() (int64, int64) {
+		s := h.rt.Stats()
+		return s["ContainerStatus"], s["PodSandboxStatus"]
+	}
+	h.status(t, pod)
+	cs0, sb0 := calls()
+	for range 3 {
+		if st := h.status(t, pod); len(st.IPs) != 1 || st.RunningContainers() != 1 {
+			t.Fatalf("status: %+v", st)
+		}
+	}
+	if cs, sb := calls(); cs != cs0 || sb != sb0 {
+		t.Errorf("unchanged pod: %d ContainerStatus and %d PodSandboxStatus calls more", cs-cs0, sb-sb0)
+	}
+	h.exitContainer(t, "a", 4)
+	if c := h.status(t, pod).FindContainerStatusByName("a"); c.State != pleg.ContainerStateExited || c.ExitCode != 4 {
+		t.Errorf("after the exit: %+v", c)
+	}
+	if cs, _ := calls(); cs != cs0+1 {
+		t.Errorf("a changed state: %d ContainerStatus calls, want 1", cs-cs0)
+	}
+}

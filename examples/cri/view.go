@@ -15,8 +15,8 @@ import (
 
 // ListPods lists every sandbox and container that carries a pod UID label, grouped by pod
 // (two CRI calls). With all=false only pods with a running container or a ready sandbox
-// are returned. Exited containers the runtime no longer lists are dropped from the
-// status cache.
+// are returned. Containers and sandboxes the runtime no longer lists are dropped from the
+// status caches.
 func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
@@ -50,7 +50,10 @@ func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
 		}
 		p.Sandboxes = append(p.Sandboxes, &pleg.Container{ID: sb.GetId(), Name: sb.GetMetadata().GetName(), State: sandboxState(sb.GetState())})
 	}
-	seen := make(map[string]bool, len(cs.GetContainers()))
+	seen := make(map[string]bool, len(cs.GetContainers())+len(sbs.GetItems()))
+	for _, sb := range sbs.GetItems() {
+		seen[sb.GetId()] = true
+	}
 	for _, c := range cs.GetContainers() {
 		seen[c.GetId()] = true
 		p := pod(c.GetLabels())
@@ -61,9 +64,14 @@ func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
 			Image: c.GetImage().GetImage(), State: containerState(c.GetState())})
 	}
 	r.mu.Lock()
-	for id := range r.exited {
+	for id := range r.statuses {
 		if !seen[id] {
-			delete(r.exited, id)
+			delete(r.statuses, id)
+		}
+	}
+	for id := range r.sandboxNet {
+		if !seen[id] {
+			delete(r.sandboxNet, id)
 		}
 	}
 	r.mu.Unlock()
@@ -108,8 +116,8 @@ func containerState(s runtimeapi.ContainerState) pleg.ContainerState {
 
 // PodStatus is the pod's detailed status: its sandboxes (newest first; the IPs of the
 // newest, when it is ready, from PodSandboxStatus) and each container's ContainerStatus
-// (newest instance first for a name). A container that vanishes between the list and its
-// status is left out. A pod the runtime does not know gives an empty status.
+// (newest instance first for a name), each fetched again only when the list shows its state
+// changed. A container that vanishes between the list and its status is left out. A pod the runtime does not know gives an empty status.
 func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
 	st := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
 	sel := map[string]string{LabelPodUID: string(uid)}
@@ -128,22 +136,16 @@ func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 			ss.State = pleg.SandboxReady
 		}
 		if i == 0 && ss.State == pleg.SandboxReady {
-			resp, err := r.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb.GetId()})
+			ips, err := r.sandboxIPs(ctx, sb.GetId())
 			switch {
 			case isNotFound(err):
 				continue
 			case err != nil:
-				return nil, fmt.Errorf("cri: PodSandboxStatus %s: %w", sb.GetId(), err)
+				return nil, err
 			}
-			if resp.GetStatus().GetState() != runtimeapi.PodSandboxState_SANDBOX_READY {
-				ss.State = pleg.SandboxNotReady
-			}
-			if net := resp.GetStatus().GetNetwork(); net.GetIp() != "" {
-				ss.IP = net.GetIp()
-				st.IPs = append(st.IPs, net.GetIp())
-				for _, ip := range net.GetAdditionalIps() {
-					st.IPs = append(st.IPs, ip.GetIp())
-				}
+			if len(ips) > 0 {
+				ss.IP = ips[0]
+				st.IPs = append(st.IPs, ips...)
 			}
 		}
 		st.SandboxStatuses = append(st.SandboxStatuses, ss)
@@ -153,7 +155,7 @@ func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 		return nil, fmt.Errorf("cri: ListContainers: %w", err)
 	}
 	for _, c := range cs.GetContainers() {
-		s, err := r.containerStatus(ctx, c.GetId())
+		s, err := r.containerStatus(ctx, c.GetId(), containerState(c.GetState()))
 		if isNotFound(err) {
 			continue
 		}
@@ -174,13 +176,14 @@ func sortStatuses(ss []*pleg.ContainerStatus) {
 	})
 }
 
-// containerStatus returns one container's status; an exited container's comes from the
-// cache once seen.
-func (r *Runtime) containerStatus(ctx context.Context, id string) (*pleg.ContainerStatus, error) {
+// containerStatus returns one container's status. A container's status changes only with
+// its state (created, running, exited: the times and the exit code are set once), so the
+// status fetched last is reused while the list shows the same state.
+func (r *Runtime) containerStatus(ctx context.Context, id string, listed pleg.ContainerState) (*pleg.ContainerStatus, error) {
 	r.mu.Lock()
-	cached := r.exited[id]
+	cached := r.statuses[id]
 	r.mu.Unlock()
-	if cached != nil {
+	if cached != nil && cached.State == listed && listed != pleg.ContainerStateUnknown {
 		return cached, nil
 	}
 	resp, err := r.rt.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
@@ -188,12 +191,38 @@ func (r *Runtime) containerStatus(ctx context.Context, id string) (*pleg.Contain
 		return nil, fmt.Errorf("cri: ContainerStatus %s: %w", id, err)
 	}
 	s := convertContainerStatus(resp.GetStatus())
-	if s.State == pleg.ContainerStateExited {
-		r.mu.Lock()
-		r.exited[id] = s
-		r.mu.Unlock()
-	}
+	r.mu.Lock()
+	r.statuses[id] = s
+	r.mu.Unlock()
 	return s, nil
+}
+
+// sandboxIPs returns a ready sandbox's IPs (none in the node's network namespace),
+// fetched once (PodSandboxStatus): they do not change while it lives.
+func (r *Runtime) sandboxIPs(ctx context.Context, id string) ([]string, error) {
+	r.mu.Lock()
+	ips, ok := r.sandboxNet[id]
+	r.mu.Unlock()
+	if ok {
+		return ips, nil
+	}
+	resp, err := r.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cri: PodSandboxStatus %s: %w", id, err)
+	}
+	if net := resp.GetStatus().GetNetwork(); net.GetIp() != "" {
+		ips = append(ips, net.GetIp())
+		for _, ip := range net.GetAdditionalIps() {
+			ips = append(ips, ip.GetIp())
+		}
+	}
+	r.mu.Lock()
+	r.sandboxNet[id] = ips
+	r.mu.Unlock()
+	return ips, nil
 }
 
 func convertContainerStatus(c *runtimeapi.ContainerStatus) *pleg.ContainerStatus {
