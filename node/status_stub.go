@@ -1,25 +1,32 @@
-package agent
+package node
+
+// TEMPORARY: replaced by status.go (branch status). Same logic as examples/agent/status.go.
 
 import (
+	"time"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podlife/podlife/pleg"
 )
 
-// apiStatus computes the pod's API status from its runtime status, the way the kubelet's
-// generateAPIPodStatus does for pods without init containers, probes or volumes: one
-// container status per spec container (waiting until it has an instance, running, or
-// terminated), the phase those give under the restart policy, and the kubelet-owned
-// conditions. The status manager keeps StartTime and the transition times.
-//
-// podIsTerminal is true once the pod worker has stopped every container for good
-// (SyncTerminatedPod): exited containers then give a terminal phase whatever the restart
-// policy.
-func apiStatus(pod *v1.Pod, rs *pleg.PodStatus, now metav1.Time, hostIP string, podIsTerminal bool) v1.PodStatus {
-	st := v1.PodStatus{QOSClass: v1.PodQOSBestEffort, HostIP: hostIP, StartTime: &now}
-	if hostIP != "" {
-		st.HostIPs = []v1.HostIP{{IP: hostIP}}
+type GenerateOptions struct {
+	HostIPs           []string
+	Now               time.Time
+	PodIsTerminal     bool
+	OldStatus         v1.PodStatus
+	ContainerIDPrefix string
+}
+
+func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1.PodStatus {
+	now := metav1.NewTime(opts.Now)
+	st := v1.PodStatus{QOSClass: v1.PodQOSBestEffort, StartTime: &now}
+	if len(opts.HostIPs) > 0 {
+		st.HostIP = opts.HostIPs[0]
+		for _, ip := range opts.HostIPs {
+			st.HostIPs = append(st.HostIPs, v1.HostIP{IP: ip})
+		}
 	}
 	if rs != nil {
 		for _, ip := range rs.IPs {
@@ -33,7 +40,6 @@ func apiStatus(pod *v1.Pod, rs *pleg.PodStatus, now metav1.Time, hostIP string, 
 	if rs != nil && len(rs.SandboxStatuses) > 0 && rs.SandboxStatuses[0] != nil {
 		sandboxReady = rs.SandboxStatuses[0].State == pleg.SandboxReady
 	}
-
 	ready := len(pod.Spec.Containers) > 0
 	for _, c := range pod.Spec.Containers {
 		cs := v1.ContainerStatus{Name: c.Name, Image: c.Image}
@@ -43,19 +49,20 @@ func apiStatus(pod *v1.Pod, rs *pleg.PodStatus, now metav1.Time, hostIP string, 
 			cs.ContainerID, cs.ImageID, cs.RestartCount = "fake://"+r.ID, r.ImageID, int32(r.RestartCount)
 			switch r.State {
 			case pleg.ContainerStateRunning:
+				t := true
 				cs.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(r.StartedAt)}
-				cs.Ready, cs.Started = true, ptrTo(true)
+				cs.Ready, cs.Started = true, &t
 			default:
+				f := false
 				cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: int32(r.ExitCode), Reason: r.Reason,
 					Message: r.Message, StartedAt: metav1.NewTime(r.StartedAt), FinishedAt: metav1.NewTime(r.FinishedAt), ContainerID: "fake://" + r.ID}
-				cs.Started = ptrTo(false)
+				cs.Started = &f
 			}
 		}
 		ready = ready && cs.Ready
 		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
-	st.Phase = phase(pod, st.ContainerStatuses, podIsTerminal)
-
+	st.Phase = stubPhase(pod, st.ContainerStatuses, opts.PodIsTerminal)
 	cond := func(t v1.PodConditionType, ok bool) v1.PodCondition {
 		c := v1.PodCondition{Type: t, Status: v1.ConditionFalse}
 		if ok {
@@ -63,18 +70,12 @@ func apiStatus(pod *v1.Pod, rs *pleg.PodStatus, now metav1.Time, hostIP string, 
 		}
 		return c
 	}
-	st.Conditions = []v1.PodCondition{
-		cond(v1.PodReadyToStartContainers, sandboxReady),
-		cond(v1.PodInitialized, true),
-		cond(v1.PodReady, ready),
-		cond(v1.ContainersReady, ready),
-		cond(v1.PodScheduled, true),
-	}
+	st.Conditions = []v1.PodCondition{cond(v1.PodReadyToStartContainers, sandboxReady), cond(v1.PodInitialized, true),
+		cond(v1.PodReady, ready), cond(v1.ContainersReady, ready), cond(v1.PodScheduled, true)}
 	return st
 }
 
-// phase is the kubelet's getPhase for pods without init containers.
-func phase(pod *v1.Pod, statuses []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
+func stubPhase(pod *v1.Pod, statuses []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
 	var waiting, running, succeeded, failed int
 	for _, cs := range statuses {
 		switch {
@@ -94,15 +95,14 @@ func phase(pod *v1.Pod, statuses []v1.ContainerStatus, podIsTerminal bool) v1.Po
 		return v1.PodPending
 	case running > 0:
 		return v1.PodRunning
-	case running == 0 && (succeeded > 0 || failed > 0):
-		// Every container has exited.
+	case succeeded > 0 || failed > 0:
 		switch {
 		case podIsTerminal && failed > 0:
 			return v1.PodFailed
 		case podIsTerminal:
 			return v1.PodSucceeded
-		case policy == v1.RestartPolicyAlways:
-			return v1.PodRunning // they will be restarted
+		case policy == v1.RestartPolicyAlways || policy == "":
+			return v1.PodRunning
 		case failed > 0 && policy == v1.RestartPolicyOnFailure:
 			return v1.PodRunning
 		case failed > 0:
@@ -110,9 +110,6 @@ func phase(pod *v1.Pod, statuses []v1.ContainerStatus, podIsTerminal bool) v1.Po
 		default:
 			return v1.PodSucceeded
 		}
-	default:
-		return v1.PodPending
 	}
+	return v1.PodPending
 }
-
-func ptrTo[T any](v T) *T { return &v }
