@@ -126,6 +126,10 @@ func TestPodQOSClass(t *testing.T) {
 			Limits:   v1.ResourceList{huge: resource.MustParse("100Mi")},
 		}, be), v1.PodQOSBurstable},
 		tc{plr("pod-without-containers", nil, nil), v1.PodQOSBestEffort},
+		// Hugepages alone set pod-level resources: cpu and memory are then zero.
+		tc{plr("only-hugepages-at-pod-level", &v1.ResourceRequirements{
+			Requests: v1.ResourceList{huge: resource.MustParse("100Mi")}, Limits: v1.ResourceList{huge: resource.MustParse("100Mi")},
+		}, gc), v1.PodQOSBestEffort},
 	)
 	for _, c := range cases {
 		t.Run(c.pod.Name, func(t *testing.T) {
