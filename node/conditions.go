@@ -42,7 +42,7 @@ const (
 // PodConditions returns the conditions of the status GenerateAPIStatus builds, in the
 // kubelet's order: the conditions of pod.Status the kubelet does not own (readiness
 // gates and the like), the resize conditions of opts.OldStatus (dropped once
-// opts.PodIsTerminal), DisruptionTarget of opts.OldStatus, then the kubelet's own:
+// opts.PodIsTerminal), DisruptionTarget of opts.OldStatus (pod.Status when zero), then the kubelet's own:
 // PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled (always
 // True) and, when some container has a RestartAllContainers rule,
 // AllContainersRestarting. status must hold the phase and the container statuses
@@ -54,7 +54,8 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	if pod == nil || status == nil {
 		return nil
 	}
-	old := &opts.OldStatus
+	oldStatus := oldStatusOf(pod, opts)
+	old := &oldStatus
 	conds := make([]v1.PodCondition, 0, len(pod.Status.Conditions)+6)
 	for _, c := range pod.Status.Conditions {
 		if !isKubeletCondition(c.Type) {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"net"
+	"reflect"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -33,7 +34,8 @@ type GenerateOptions struct {
 	// pod.Status): lastState and restartCount of containers gone from the runtime,
 	// started flags, startTime, a terminal phase kept, the phase's reason and message,
 	// qosClass, DisruptionTarget and the resize conditions, the conditions'
-	// transition times.
+	// transition times. A zero OldStatus means none is cached: pod.Status is used,
+	// as the kubelet does.
 	OldStatus v1.PodStatus
 	// ContainerIDPrefix is the type prefix of containerID fields ("containerd://";
 	// "://" is appended when missing), as the kubelet's ContainerID.String() gives
@@ -99,6 +101,7 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	if pod == nil {
 		return v1.PodStatus{}
 	}
+	opts.OldStatus = oldStatusOf(pod, opts)
 	old := &opts.OldStatus
 	var s v1.PodStatus
 
@@ -188,6 +191,14 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 		s.StartTime = &st
 	}
 	return s
+}
+
+// oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero.
+func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
+	if reflect.ValueOf(opts.OldStatus).IsZero() {
+		return pod.Status
+	}
+	return opts.OldStatus
 }
 
 // isTerminalPhase reports whether the phase is Succeeded or Failed.

@@ -358,6 +358,17 @@ func TestGenerateAPIStatusKeeps(t *testing.T) {
 			t.Errorf("resize condition kept on a terminal pod: %+v", c)
 		}
 	}
+	// Without an old status, pod.Status stands in for it.
+	apiPod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}, Status: v1.PodStatus{
+		Phase: v1.PodRunning, Reason: "R", StartTime: &t1, ContainerStatuses: sl(runningSt("c")),
+	}}
+	fromAPI := node.GenerateAPIStatus(apiPod, &pleg.PodStatus{SandboxStatuses: sandboxReady}, node.GenerateOptions{Now: now})
+	if diff := cmp.Diff(sl(probed(waitingUnknownLast("c", 1))), fromAPI.ContainerStatuses); diff != "" {
+		t.Errorf("container statuses from pod.Status as the old status (-want +got):\n%s", diff)
+	}
+	if fromAPI.Reason != "R" || fromAPI.StartTime == nil || !fromAPI.StartTime.Equal(&t1) {
+		t.Errorf("reason %q, startTime %v: want pod.Status's R and %v", fromAPI.Reason, fromAPI.StartTime, t1)
+	}
 }
 
 // TestPodConditions covers PodReadyToStartContainers, Initialized and the
