@@ -529,4 +529,3 @@ func TestUpdateRejectsBadInput(t *testing.T) {
 		}
 	})
 }
-
