@@ -61,13 +61,14 @@ func IsMirrorPodOf(mirror, static *v1.Pod) bool {
 
 // ensureMirrorPod creates the mirror pod of a running static pod if it has none, and
 // replaces one that is being deleted or mirrors another version (the kubelet's SyncPod).
-func (n *Node) ensureMirrorPod(ctx context.Context, pod, mirror *v1.Pod) error {
+func (n *Node) ensureMirrorPod(ctx context.Context, pod *v1.Pod) error {
+	var mirror *v1.Pod
 	if n.mirrors == nil || !statusmgr.IsStaticPod(pod) {
 		return nil
 	}
-	if mirror == nil {
-		mirror = n.mirrorOf(pod)
-	}
+	// The pod manager's mirror pod is the latest (the worker's copy may be one the API
+	// server has deleted since).
+	mirror = n.mirrorOf(pod)
 	if mirror != nil && (mirror.DeletionTimestamp != nil || !IsMirrorPodOf(mirror, pod)) {
 		if err := n.mirrors.DeleteMirrorPod(ctx, mirror.Namespace, mirror.Name, mirror.UID); err != nil {
 			return fmt.Errorf("node: deleting the outdated mirror pod of %s/%s: %w", pod.Namespace, pod.Name, err)

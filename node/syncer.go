@@ -21,7 +21,7 @@ var _ podworker.PodSyncer = (*syncer)(nil)
 
 // SyncPod writes the pod's status from its runtime status and, unless that status is
 // terminal, has the runtime start or update the pod (status first, as the kubelet).
-func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, mirrorPod *v1.Pod, rs *pleg.PodStatus) (bool, error) {
+func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *v1.Pod, rs *pleg.PodStatus) (bool, error) {
 	n := (*Node)(s)
 	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())})
 	st := n.generate(pod, rs, false)
@@ -32,7 +32,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, mir
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
 		return true, nil
 	}
-	if err := n.ensureMirrorPod(ctx, pod, mirrorPod); err != nil {
+	if err := n.ensureMirrorPod(ctx, pod); err != nil {
 		// The kubelet logs this and goes on: the pod runs without its mirror pod.
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
 	}
