@@ -34,6 +34,10 @@ type entry struct {
 	versionAt time.Time
 	// queued is true while the UID is in the cache's queue.
 	queued bool
+	// deleteFailed is true after the final delete failed (any error, a Conflict included)
+	// and until the next sync commits: the status is kept and the pod needs a sync (a
+	// fresh GET decides between deleting it again and forgetting the status).
+	deleteFailed bool
 }
 
 // cache is the pure machine of the manager: versioned statuses and the decisions on them.
@@ -150,6 +154,7 @@ func (c *cache) takeQueue() []types.UID {
 
 // needsUpdate reports whether the pod's status must be synced (the kubelet's needsUpdate):
 //   - a version the server does not have;
+//   - a final delete that failed (retried until the pod is deleted, gone or recreated);
 //   - or, for a finished pod that is not a mirror pod, the final steps are still open: the
 //     pod can be deleted (CanBeDeleted on the server's copy), or the server's copy is
 //     unknown or stale while the node agent saw a deletionTimestamp, or the terminal phase
@@ -157,7 +162,7 @@ func (c *cache) takeQueue() []types.UID {
 //
 // This is what lets a finished pod be written and deleted without another status change.
 func (e *entry) needsUpdate() bool {
-	if e.sentVersion < e.version {
+	if e.sentVersion < e.version || e.deleteFailed {
 		return true
 	}
 	if !e.podIsFinished || IsMirrorPod(e.server) || IsStaticPod(e.pod) {
@@ -208,7 +213,16 @@ func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) (again bool, setAt
 		}
 	}
 	e.server = server
+	e.deleteFailed = false
 	return e.sentVersion < e.version, setAt
+}
+
+// retryDelete records that the final delete of the snapshot's pod failed: the entry (if
+// still the snapshot's) keeps needing a sync until one commits or forgets it.
+func (c *cache) retryDelete(s snapshot) {
+	if e := c.entries[s.uid]; e == s.e {
+		e.deleteFailed = true
+	}
 }
 
 // forget drops the pod's status if the entry is still the snapshot's.

@@ -26,7 +26,8 @@ type StatusPatcher interface {
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error)
 	// DeletePod deletes the pod with grace period 0 and the UID precondition uid
 	// (metav1.DeleteOptions{GracePeriodSeconds: 0, Preconditions: {UID: uid}}); a pod
-	// with another UID must give Conflict.
+	// with another UID must give Conflict. After any error the manager re-reads the pod
+	// (GetPod) before it deletes it again or forgets its status.
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
