@@ -297,6 +297,19 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	return known
 }
 
+// closeCompleted closes a kill's completion channel. The Machine lists a channel once
+// while any pod it was given for is known; one passed again after all of them were
+// forgotten may be listed again, and is then already closed: that second close is
+// recovered (and logged), never a crash.
+func (r *Runner) closeCompleted(ch chan<- struct{}) {
+	defer func() {
+		if recover() != nil {
+			r.log.Warn("kill completion channel already closed; it was passed again after its pods were forgotten")
+		}
+	}()
+	close(ch)
+}
+
 // applyLocked carries out a Ready with r.mu held. With inline, the first work to start
 // is returned to the caller instead of spawned.
 func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context.Context, ok bool) {
@@ -318,7 +331,7 @@ func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context
 		}
 	}
 	for _, ch := range rd.Close {
-		close(ch)
+		r.closeCompleted(ch)
 	}
 	for _, w := range rd.Start {
 		if !r.running {
