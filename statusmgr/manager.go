@@ -210,8 +210,11 @@ func (m *Manager) signal() {
 }
 
 // SetPodStatus caches status as the newest version of pod's status and wakes the sync loop.
-// status is copied (the caller keeps ownership). LastTransitionTimes of the kubelet's
-// conditions are stamped, StartTime is kept once set, and the status is normalized
+// status is copied (the caller keeps ownership). Its ObservedGeneration is set to the
+// pod's metadata.generation, as the kubelet does (GA since 1.35), unless the old status
+// (cached, else the mirror pod's or the pod's own) has a higher one, which is kept.
+// LastTransitionTimes of the kubelet's conditions are stamped, StartTime is kept once
+// set, and the status is normalized
 // (NormalizeStatus). A status equal to the cached one is skipped, unless the pod has a
 // deletionTimestamp: then it always makes a new version, so a deleting pod is synced (and
 // deleted) even without a change. It returns an error wrapping ErrNilPod or ErrEmptyUID
@@ -223,7 +226,9 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 		return err
 	}
 	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, error) {
-		return *status.DeepCopy(), nil
+		s := *status.DeepCopy()
+		s.ObservedGeneration = pod.Generation
+		return s, nil
 	}, pod.DeletionTimestamp != nil, false)
 }
 
