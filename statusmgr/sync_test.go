@@ -150,11 +150,13 @@ func TestManagerNotFoundKeptWhileDesired(t *testing.T) {
 			t.Fatalf("after the next full sync the server has %+v, want the kept Running status", got)
 		}
 
-		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		// The pod goes before the next status is set: set first, the loop could write it
+		// before the pod is gone and nothing would sync it again.
 		desired = false
 		if err := api.DeletePod(context.Background(), "default", "p", pod.UID); err != nil {
 			t.Fatal(err)
 		}
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
 		synctest.Wait()
 		if _, ok := h.m.GetPodStatus("u1"); ok {
 			t.Error("status of a pod neither desired nor on the server kept")
