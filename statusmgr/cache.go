@@ -34,6 +34,9 @@ type entry struct {
 	versionAt time.Time
 	// queued is true while the UID is in the cache's queue.
 	queued bool
+	// mirrorUID is, for a static pod, the UID of its mirror pod last seen on the server
+	// ("" until one was seen); cache.mirrors maps it back.
+	mirrorUID types.UID
 	// deleteFailed is true after the final delete failed (any error, a Conflict included)
 	// and until the next sync commits: the status is kept and the pod needs a sync (a
 	// fresh GET decides between deleting it again and forgetting the status).
@@ -45,13 +48,16 @@ type entry struct {
 // out; the Manager wraps it with a lock and talks to the API server.
 type cache struct {
 	entries map[types.UID]*entry
+	// mirrors maps the UID of a mirror pod seen on the server to its static pod's UID
+	// (entry.mirrorUID is the reverse); a mapping whose entry is gone is removed with it.
+	mirrors map[types.UID]types.UID
 	// queue lists, in order, the UIDs whose status changed since their last sync; each at
 	// most once (entry.queued).
 	queue []types.UID
 }
 
 func newCache() *cache {
-	return &cache{entries: make(map[types.UID]*entry)}
+	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID)}
 }
 
 // checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
@@ -214,6 +220,13 @@ func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) (again bool, setAt
 	}
 	e.server = server
 	e.deleteFailed = false
+	if server != nil && server.UID != e.mirrorUID && IsMirrorPod(server) && IsStaticPod(e.pod) {
+		if e.mirrorUID != "" && c.mirrors[e.mirrorUID] == s.uid {
+			delete(c.mirrors, e.mirrorUID)
+		}
+		e.mirrorUID = server.UID
+		c.mirrors[server.UID] = s.uid
+	}
 	return e.sentVersion < e.version, setAt
 }
 
@@ -225,12 +238,30 @@ func (c *cache) retryDelete(s snapshot) {
 	}
 }
 
+// byMirrorUID returns the entry of the static pod whose mirror pod, as last seen on the
+// server, has the UID uid; nil if none.
+func (c *cache) byMirrorUID(uid types.UID) *entry {
+	e := c.entries[c.mirrors[uid]]
+	if e == nil || e.mirrorUID != uid {
+		return nil
+	}
+	return e
+}
+
+// remove deletes the entry of uid and its mirror index.
+func (c *cache) remove(uid types.UID) {
+	if e := c.entries[uid]; e != nil && e.mirrorUID != "" && c.mirrors[e.mirrorUID] == uid {
+		delete(c.mirrors, e.mirrorUID)
+	}
+	delete(c.entries, uid)
+}
+
 // forget drops the pod's status if the entry is still the snapshot's.
 func (c *cache) forget(s snapshot) bool {
 	if c.entries[s.uid] != s.e {
 		return false
 	}
-	delete(c.entries, s.uid)
+	c.remove(s.uid)
 	return true
 }
 

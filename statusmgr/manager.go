@@ -323,11 +323,23 @@ func (m *Manager) setContainer(podUID types.UID, containerID string, change func
 	return err
 }
 
-// GetPodStatus returns a copy of the cached status of the pod, if any.
+// GetPodStatus returns a copy of the cached status of the pod, if any. A mirror pod's UID
+// gives its static pod's status, as in the kubelet: the UID is translated by the
+// Config.Lookup if it implements PodUIDTranslator; otherwise (or if that finds nothing)
+// it is matched against the mirror pods the sync loop last saw on the server.
 func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+	want := uid
+	if t, ok := m.lookup.(PodUIDTranslator); ok {
+		if tr := t.TranslatePodUID(uid); tr != "" {
+			want = tr
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.c.entries[uid]
+	e := m.c.entries[want]
+	if e == nil {
+		e = m.c.byMirrorUID(uid)
+	}
 	if e == nil {
 		return v1.PodStatus{}, false
 	}
@@ -342,7 +354,7 @@ func (m *Manager) RemoveOrphanedStatuses(podUIDs map[types.UID]bool) {
 	defer m.mu.Unlock()
 	for uid := range m.c.entries {
 		if _, ok := podUIDs[uid]; !ok {
-			delete(m.c.entries, uid)
+			m.c.remove(uid)
 			m.stats.Orphaned++
 		}
 	}
