@@ -59,7 +59,12 @@
 //   - Config.SerializeByName extends the full-name rule to every pod (for runtimes that
 //     key pods by name, like virtual-kubelet providers), except that a pod deleted before
 //     it started still gets SyncTerminatingPod and SyncTerminatedPod, once the name is
-//     free and before any live waiter starts.
+//     free and before any live waiter starts — unless SyncKnownPods finds it no longer
+//     desired first (see below).
+//   - A pod that never started (no work ever ran, e.g. waiting for its full name) and
+//     was never seen in the runtime is forgotten by the first SyncKnownPods that no
+//     longer lists it, without any PodSyncer call (the kubelet's rule): a runtime kill of
+//     its UID in the same housekeeping round then starts afresh and is carried out.
 //   - A pod first seen in a terminal phase whose runtime status shows nothing running (an
 //     agent restart) goes straight to terminated: SyncTerminatingPod is skipped,
 //     SyncTerminatedPod still runs, and the pod never counts as active.

@@ -230,6 +230,9 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 
 	// Remember the latest configuration. A runtime-only kill of a pod known with a
 	// configuration applies to that configuration.
+	if runtimeOnly {
+		st.observedRuntime = true
+	}
 	if !runtimeOnly {
 		st.pod = opts.Pod
 		st.running = nil
@@ -412,9 +415,12 @@ func (m *Machine) NextRequeue() (time.Time, bool) {
 
 // SyncKnownPods reconciles the Machine with the pods that are desired (every pod the
 // node agent still has a configuration for) at time now. Finished pods that are not
-// desired, or that were asked to restart, are forgotten (nothing of them is kept). Pods
-// not desired whose termination was not yet requested are asked to terminate, as deleted
-// pods. It returns the state of every pod still known, and what to do.
+// desired, or that were asked to restart, are forgotten (nothing of them is kept), and so
+// are pods not desired that never started (no work ever ran for them, e.g. waiting for
+// their full name) and were never seen in the runtime (no RunningPod update): their kill
+// completion channels are closed, no PodSyncer call is made. Other pods not desired whose
+// termination was not yet requested are asked to terminate, as deleted pods. It returns
+// the state of every pod still known, and what to do.
 func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID]PodWorkerSync, Ready) {
 	r := m.ready()
 	defer m.keep(&r)
@@ -430,6 +436,18 @@ func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID
 		_, isDesired := want[uid]
 		orphan := !isDesired
 		if st.finished && (orphan || st.restartRequested) {
+			m.forget(st)
+			m.note(st, &r)
+			continue
+		}
+		if orphan && !st.isStarted() && !st.observedRuntime {
+			// Never started (e.g. waiting for its full name) and never seen in the
+			// runtime: nothing of it can run, so no sync is owed (the kubelet's
+			// removeTerminatedWorker). Forget it now, so that a runtime kill of its UID
+			// in the same housekeeping round starts afresh instead of waiting with it.
+			st.deleted = true
+			m.finish(st, now, &r) // closes its kill completion channels
+			m.note(st, &r)
 			m.forget(st)
 			m.note(st, &r)
 			continue

@@ -285,8 +285,9 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	return nil
 }
 
-// SyncKnownPods forgets finished pods that are not desired, asks pods that are not
-// desired to terminate, and returns the state of every pod still known (see
+// SyncKnownPods forgets finished pods that are not desired and those not desired that
+// never started nor were seen in the runtime, asks the other pods that are not desired to
+// terminate, and returns the state of every pod still known (see
 // Machine.SyncKnownPods).
 func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	now := r.clock.Now()

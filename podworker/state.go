@@ -78,6 +78,9 @@ type podState struct {
 	queued             bool // in the Machine's ready queue
 	cancelRequested    bool // the in-flight work's context was (asked to be) cancelled
 	waitingStatic      bool // a static pod waiting for its full name, with a pending update
+	// observedRuntime: a RunningPod update was received for the UID, so something of it
+	// may run and it must be stopped even if it never started (the kubelet's field).
+	observedRuntime bool
 }
 
 func (s *podState) isStarted() bool              { return !s.startedAt.IsZero() }
