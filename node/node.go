@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"reflect"
 	"sync"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/statusmgr"
@@ -116,7 +116,7 @@ type Node struct {
 
 // New validates cfg and assembles the node. It starts nothing.
 func New(cfg Config) (*Node, error) {
-	if err := validate(&cfg); err != nil {
+	if err := validateConfig(&cfg); err != nil {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, runtime: cfg.Runtime,
@@ -155,8 +155,8 @@ func New(cfg Config) (*Node, error) {
 	return n, nil
 }
 
-// validate checks cfg and fills in the defaults.
-func validate(cfg *Config) error {
+// validateConfig checks cfg and fills in the defaults.
+func validateConfig(cfg *Config) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
@@ -219,18 +219,7 @@ func validate(cfg *Config) error {
 	return nil
 }
 
-// isNil reports whether v is nil or an interface holding a nil pointer, map, slice,
-// channel or function (a typed nil, which would crash when called).
-func isNil(v any) bool {
-	if v == nil {
-		return true
-	}
-	switch rv := reflect.ValueOf(v); rv.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
-		return rv.IsNil()
-	}
-	return false
-}
+func isNil(v any) bool { return validate.IsNil(v) }
 
 // Update merges one update of a pod source (the API server's watch, a manifest
 // directory, a test) and hands its changes to the loop; it returns once they are queued

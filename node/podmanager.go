@@ -26,7 +26,25 @@ type podManager struct {
 	staticNames map[types.UID]string
 }
 
-var _ statusmgr.PodLookup = (*podManager)(nil)
+var (
+	_ statusmgr.PodLookup        = (*podManager)(nil)
+	_ statusmgr.PodUIDTranslator = (*podManager)(nil)
+)
+
+// TranslatePodUID returns the UID of the static pod whose mirror pod has the UID, or uid.
+func (m *podManager) TranslatePodUID(uid types.UID) types.UID {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	for fn, mp := range m.mirrors {
+		if mp.UID == uid {
+			if p, ok := m.static[fn]; ok {
+				return p.UID
+			}
+			break
+		}
+	}
+	return uid
+}
 
 func newPodManager() *podManager {
 	return &podManager{pods: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}, static: map[string]*v1.Pod{}, staticNames: map[types.UID]string{}}
