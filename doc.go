@@ -47,13 +47,41 @@
 //	podworker  one serialized worker per pod UID: sync → terminating → terminated → finished
 //	statusmgr  versioned pod statuses, merge with the server's copy, patch, the final delete
 //	podgc      the control plane's side: which pods the pod garbage collector deletes
+//	node       the kubelet's sync loop around all of them: a node agent is node.New + Run
 //
-// Dependencies point one way: podworker uses grace and pleg; statusmgr uses grace; nothing in
-// the library uses podworker, statusmgr or podgc. The decisions the kubelet hides are exported
+// Dependencies point one way: podworker uses grace and pleg; statusmgr uses grace; node uses
+// config, grace, pleg, podworker and statusmgr; nothing in the library uses node, podworker,
+// statusmgr or podgc but node. The decisions the kubelet hides are exported
 // (grace.Effective, config.CheckAndUpdatePod, pleg.Events, statusmgr.MergePodStatus,
 // statusmgr.CanBeDeleted) so that users can test their own logic with them.
 //
-// # What a caller implements
+// # A node agent in 20 lines
+//
+// Package node is the kubelet's sync loop: the caller gives it a container runtime
+// (node.Runtime: the runtime's view plus start, kill, clean up, remove) and an API client
+// (statusmgr.StatusPatcher), feeds it the node's pods per source, and runs it:
+//
+//	n, err := node.New(node.Config{
+//		NodeName: "node1",
+//		Runtime:  myRuntime, // a node.Runtime: examples/cri drives containerd over the CRI
+//		Patcher:  myAPI,     // a statusmgr.StatusPatcher: examples/kube wraps client-go
+//	})
+//	if err != nil {
+//		return err
+//	}
+//	go func() {
+//		// The API server's pods bound to node1: the list as a Set, then each watch event.
+//		n.Update(ctx, config.PodUpdate{Op: config.Set, Source: node.SourceAPI, Pods: listed})
+//		for ev := range watch {
+//			n.Update(ctx, config.PodUpdate{Op: opOf(ev), Source: node.SourceAPI, Pods: []*v1.Pod{ev.Pod}})
+//		}
+//	}()
+//	return n.Run(ctx) // until ctx ends; every goroutine it started has stopped when it returns
+//
+// node.Example runs this on the in-memory runtime and API server of node/nodetest and
+// statusmgr/statusmgrtest.
+//
+// # The parts, for callers who wire them themselves
 //
 //   - podworker.PodSyncer: the runtime actions (start and update a pod, stop it within a grace
 //     period, stop an orphaned runtime pod, clean up a stopped pod).
@@ -65,4 +93,10 @@
 // Each comes with a ...Funcs adapter. Everything that runs goroutines takes a context and stops
 // with it; everything that tells time takes a k8s.io/utils/clock clock, so tests run on fake
 // time.
+//
+// Every constructor that takes a Config (podworker.New, statusmgr.New, pleg.New, podgc.New,
+// config.NewMux) validates it and returns an error wrapping its package's ErrInvalidConfig,
+// never a value that crashes later: an interface field that is set but holds a nil pointer,
+// map, func, chan or slice (a "typed nil", such as a nil *pleg.Cache as podworker's Cache)
+// is such an error, like a missing required field or a negative duration.
 package podlife

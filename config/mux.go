@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/internal/validate"
 )
 
 // MuxConfig configures a Mux.
@@ -64,14 +66,21 @@ type Mux struct {
 	mu       sync.Mutex
 	expected []string
 	ready    map[string]chan struct{} // closed once the source's first Set is merged
-	channels map[string]chan PodUpdate
-	drops    uint64
+	// delivered holds the sources whose first Set's changes were all delivered on
+	// Updates.
+	delivered map[string]bool
+	channels  map[string]chan PodUpdate
+	drops     uint64
 }
 
-// NewMux returns a Mux, or an error wrapping ErrInvalidConfig.
+// NewMux returns a Mux, or an error wrapping ErrInvalidConfig (a negative buffer, an empty
+// or repeated source, a Clock holding a nil pointer).
 func NewMux(cfg MuxConfig) (*Mux, error) {
 	if cfg.UpdatesBufferLen < 0 {
 		return nil, fmt.Errorf("%w: UpdatesBufferLen %d is negative", ErrInvalidConfig, cfg.UpdatesBufferLen)
+	}
+	if bad := validate.TypedNils(validate.Field{Name: "Clock", Value: cfg.Clock}); len(bad) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, bad[0])
 	}
 	if cfg.UpdatesBufferLen == 0 {
 		cfg.UpdatesBufferLen = DefaultUpdatesBufferLen
@@ -141,6 +150,9 @@ deliver:
 			break deliver
 		}
 	}
+	if firstSet && sent == len(out) {
+		m.markDelivered(u.Source)
+	}
 	<-m.turn
 	m.reportDrops(drops)
 	if sent < len(out) {
@@ -177,6 +189,34 @@ func (m *Mux) markReady(source string) {
 	default:
 		close(ch)
 	}
+}
+
+func (m *Mux) markDelivered(source string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.delivered == nil {
+		m.delivered = map[string]bool{}
+	}
+	m.delivered[source] = true
+}
+
+// SourcesDelivered reports whether every one of sources (MuxConfig.Sources if none are
+// given) has had the changes of its first Set delivered on Updates, not only merged (see
+// SeenAllSources). A consumer that sees true and then drains Updates without blocking
+// has received every pod of those first full lists: this is the safe test before work
+// that treats pods missing from the sources as gone, such as a node's housekeeping.
+func (m *Mux) SourcesDelivered(sources ...string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(sources) == 0 {
+		sources = m.expected
+	}
+	for _, s := range sources {
+		if !m.delivered[s] {
+			return false
+		}
+	}
+	return true
 }
 
 func (m *Mux) reportDrops(drops []Drop) {

@@ -304,3 +304,46 @@ func TestMuxBlockedDeliveryHonoursContext(t *testing.T) {
 		}
 	})
 }
+
+func TestSourcesDeliveredOnlyAfterTheFirstSetIsOnUpdates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		m := newTestMux(t, MuxConfig{Sources: []string{"api", "file"}, UpdatesBufferLen: 1})
+		if m.SourcesDelivered() {
+			t.Fatal("delivered before any Set")
+		}
+		// A test source fills the buffer, so api's first Set is merged (seen) before its
+		// changes fit on Updates.
+		if err := m.Update(ctx, PodUpdate{Op: Add, Source: "test", Pods: []*v1.Pod{newPod("x", "uid-x")}}); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			done <- m.Update(ctx, PodUpdate{Op: Set, Source: "api", Pods: []*v1.Pod{newPod("a", "uid-a")}})
+		}()
+		synctest.Wait()
+		if !m.SeenAllSources("api") {
+			t.Fatal("api's Set not merged")
+		}
+		if m.SourcesDelivered("api") {
+			t.Fatal("api delivered while its Add is still waiting for room on Updates")
+		}
+		<-m.Updates() // the test source's Add
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if !m.SourcesDelivered("api") || m.SourcesDelivered() {
+			t.Fatalf("SourcesDelivered(api)=%v SourcesDelivered()=%v, want true, false", m.SourcesDelivered("api"), m.SourcesDelivered())
+		}
+		if diff := cmp.Diff([]summary{{Op: Add, Source: "api", Names: []string{"a"}}}, drain(m)); diff != "" {
+			t.Fatalf("after delivered, a non-blocking drain must hold the first Set's pods (-want +got):\n%s", diff)
+		}
+		if err := m.Update(ctx, PodUpdate{Op: Set, Source: "file"}); err != nil {
+			t.Fatal(err)
+		}
+		drain(m)
+		if !m.SourcesDelivered() {
+			t.Fatal("every source delivered its first Set, SourcesDelivered says no")
+		}
+	})
+}

@@ -1,3 +1,67 @@
-// Package node is the kubelet's sync loop as a library: a node agent is node.New(cfg)
-// plus Run(ctx). See the package documentation of the types for the loop's rules.
+// Package node is the kubelet's sync loop as a library: a node agent is New(cfg) plus
+// Run(ctx). The caller gives it a container runtime (Runtime) and an API client
+// (statusmgr.StatusPatcher) and feeds it the node's pods per source (Update or Channel:
+// the API server's watch, a manifest directory, a test); the node does the rest, with the
+// kubelet's rules (syncLoopIteration, the Handle* functions and HandlePodCleanups of
+// kubelet.go and kubelet_pods.go, 1.37):
+//
+//	sources --Update--> config.Mux --changes--> loop --UpdatePod--> podworker
+//	podworker --SyncPod/SyncTerminatingPod/...--> the node's PodSyncer --> Runtime
+//	Runtime <--relist-- pleg --events--> loop --UpdatePod(sync)--> podworker
+//	PodSyncer --SetPodStatus/TerminatePod--> statusmgr --patch, final delete--> API server
+//
+// # Guarantees
+//
+//   - One loop goroutine applies, one at a time and in arrival order: config changes
+//     (per merge in the kubelet's order REMOVE, ADD, UPDATE, DELETE, RECONCILE), PLEG
+//     events and the housekeeping tick. ADD creates a pod worker (oldest pods first);
+//     UPDATE and DELETE update it (a graceful delete is an update that carries the
+//     deletionTimestamp); REMOVE kills it; RECONCILE (only the status changed) records the
+//     pod and syncs it only when its Ready condition disagrees with its containers or it is
+//     terminal and deleted. A PLEG event syncs its pod; events of pods no source has are
+//     dropped.
+//   - Nothing is removed or killed for missing from the sources before every source of
+//     Config.Sources has delivered its first full list (a config.Set) to the loop: a
+//     REMOVE before that is refused (EventError, ErrSourcesNotReady) and housekeeping is
+//     skipped. A restart with a slow first list kills nothing, restarts nothing and
+//     removes nothing. Ready is closed when the sources are ready.
+//   - Housekeeping, every HousekeepingPeriod once the sources are ready, in the kubelet's
+//     order: SyncKnownPods with every desired pod (finished pods no longer desired are
+//     forgotten); statuses of pods in no source dropped; mirror pods whose static pod is
+//     gone (and not terminating) deleted; desired, non-terminal pods unknown to the workers
+//     (a UID reused, a static pod with a fixed UID) started again with a fresh status;
+//     terminal, deleted pods unknown to the workers handed to them so their objects can be
+//     deleted; runtime pods with anything running that no worker owns (or whose worker has
+//     finished) killed with grace 1; and the stopped leftovers of runtime pods that no
+//     worker and no source knows removed (Runtime.RemovePod), never while anything of them
+//     may run.
+//   - The API status is generated from the runtime status (GenerateAPIStatus: phase,
+//     container statuses, conditions, IPs, qosClass from the spec and never changed), then
+//     completed by the runtime if it implements StatusGenerator, and handed to the status
+//     manager, which patches it and, once the pod is terminal on the server, deleted and
+//     finished by its worker, deletes the object with grace 0 and a UID precondition. A
+//     pod is never deleted from the API server before its containers are stopped and its
+//     terminal phase is on the server.
+//   - The PodSyncer (internal): SyncPod writes the status first, reports a terminal pod
+//     terminal, then calls Runtime.SyncPod (and keeps a static pod's mirror pod when the
+//     Patcher implements MirrorPodClient). SyncTerminatingPod writes the status (with a
+//     kill request's status function applied), calls Runtime.KillPod with the effective
+//     grace period, re-inspects the pod and fails while a container still runs, then
+//     writes the stopped status (podIsTerminal). SyncTerminatingRuntimePod calls
+//     KillRuntimePod. SyncTerminatedPod writes the final status, calls CleanupPod, then
+//     statusmgr.TerminatePod. Every failure is retried by the pod workers with back-off and
+//     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod).
+//   - Runtime methods are called outside every lock, at most one at a time per pod UID,
+//     with a context cancelled when the call is superseded (and when Run ends). OnEvent is
+//     called outside every lock.
+//   - Run starts the relister, the pod workers, the status manager and the loop, and
+//     returns only after every goroutine it started has ended. A runtime that implements
+//     StatusPusher has its pushed statuses fed to the PLEG.
+//
+// # Who calls what
+//
+// The caller calls New, Run (once), Update or Channel (from any goroutine, before or
+// during Run), Ready, and the query methods. The node calls the Runtime (from the pod
+// workers' goroutines and, for ListPods and RemovePod in housekeeping, from the loop), the
+// StatusPatcher (from the status manager's goroutine) and the hooks.
 package node

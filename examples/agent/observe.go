@@ -7,6 +7,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/node"
+	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
@@ -55,7 +58,10 @@ func (a *Agent) observe(k Kind, p *v1.Pod, format string, args ...any) {
 }
 
 func (a *Agent) observeUID(k Kind, uid types.UID, format string, args ...any) {
-	if p, ok := a.pod(uid); ok {
+	if a.node == nil {
+		return
+	}
+	if p, ok := a.node.Pod(uid); ok {
 		a.observe(k, p, format, args...)
 		return
 	}
@@ -75,4 +81,50 @@ func (a *Agent) observeServer(c statusmgrtest.Change) {
 		k = KindDelete
 	}
 	a.observe(k, c.Pod, "%s", c.Detail)
+}
+
+// onEvent turns the node's events into steps.
+func (a *Agent) onEvent(e node.Event) {
+	if a.cfg.Observer == nil {
+		return
+	}
+	k := map[node.EventKind]Kind{node.EventConfig: KindConfig, node.EventPLEG: KindPLEG, node.EventWork: KindWork,
+		node.EventHousekeeping: KindHousekeeping, node.EventRuntime: KindRuntime, node.EventError: KindError}[e.Kind]
+	detail := e.Message
+	switch e.Kind {
+	case node.EventConfig:
+		detail = configDetail(e.Op, e.Pod)
+	case node.EventError:
+		detail = fmt.Sprintf("%s: %v", e.Reason, e.Err)
+	}
+	if e.Pod != nil {
+		a.observe(k, e.Pod, "%s", detail)
+		return
+	}
+	a.observeUID(k, e.UID, "%s", detail)
+}
+
+// configDetail is the timeline text of a config op.
+func configDetail(op config.Op, p *v1.Pod) string {
+	switch op {
+	case config.Add:
+		return "ADD"
+	case config.Update:
+		return "UPDATE"
+	case config.Delete:
+		grace := int64(-1)
+		if p.DeletionGracePeriodSeconds != nil {
+			grace = *p.DeletionGracePeriodSeconds
+		}
+		return fmt.Sprintf("DELETE (graceful, %ds)", grace)
+	case config.Remove:
+		return "REMOVE"
+	case config.Reconcile:
+		return fmt.Sprintf("RECONCILE (phase %s)", p.Status.Phase)
+	}
+	return op.String()
+}
+
+func (a *Agent) onTransition(t podworker.Transition) {
+	a.observeUID(KindWorker, t.UID, "%s -> %s", t.From, t.To)
 }

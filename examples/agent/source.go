@@ -9,17 +9,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/statusmgr"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // Source yields the pods bound to a node: Watch returns the pods bound to it now and a
 // channel of every later change, in order, closed once ctx ends. The agent sends the
-// initial pods to config.Mux as a Set and each event as an incremental op (Added: Add,
+// initial pods to the node as a Set and each event as an incremental op (Added: Add,
 // Modified: Update, Deleted: Remove). statusmgrtest.FakeAPI and kube.Source satisfy it.
-type Source interface {
-	Watch(ctx context.Context, nodeName string) ([]*v1.Pod, <-chan statusmgrtest.Event)
-}
+type Source = nodetest.Watcher
 
 var _ Source = (*statusmgrtest.FakeAPI)(nil)
 

@@ -68,7 +68,7 @@ func startCRIAgent(t *testing.T, nodeClient kubernetes.Interface, rt *cri.Runtim
 		t.Fatal(err)
 	}
 	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
-	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source, Backend: rt.AgentBackend("127.0.0.1"), Observer: r.record})
+	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source, Backend: rt, Observer: r.record})
 	if err != nil {
 		t.Fatal(err)
 	}

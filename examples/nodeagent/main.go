@@ -126,7 +126,7 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		}
 	} else {
 		if rt != nil {
-			cfg.Backend = rt.AgentBackend(hostIP)
+			cfg.Backend = rt
 		} else {
 			cfg.Runtime, cfg.Containers = plegtest.NewRuntime(nil), agent.ContainerBehaviour{StopDelay: *stopDelay}
 		}
@@ -200,10 +200,6 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return nil
 }
-
-// hostIP is the node's address in the pods' statuses with -cri (their containers run in
-// the node's network namespace).
-const hostIP = "127.0.0.1"
 
 // criPod is a hostNetwork pod of the test image (hack/testimage) that exits stopDelay
 // after SIGTERM, or ignores it when stopDelay is negative.
@@ -296,7 +292,7 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 			mu.Unlock()
 		}}
 	if rt != nil {
-		cfg.Runtime, cfg.Backend = nil, rt.AgentBackend(hostIP)
+		cfg.Runtime, cfg.Backend = nil, rt
 	}
 	a, err := agent.New(cfg)
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
-	"github.com/podlife/podlife/examples/agent"
+	plnode "github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -44,7 +44,8 @@ type AdapterConfig struct {
 	Logger *slog.Logger
 }
 
-// Adapter runs the pods of a node agent (agent.Backend) on a virtual-kubelet provider:
+// Adapter runs the pods of a podlife node (a node.Runtime of package
+// github.com/podlife/podlife/node) on a virtual-kubelet provider:
 //
 //   - StartPod (every SyncPod of a pod that is not terminal) calls CreatePod the first
 //     time (unless the provider already holds the pod's UID: an agent restart never
@@ -85,12 +86,32 @@ type podRecord struct {
 	status *v1.PodStatus
 	// wake is signalled when the provider notifies a change (for a waiting StopPod).
 	wake chan struct{}
+	// abandoned: StopPod's grace period ran out before the provider reported the pod
+	// stopped. A provider has no SIGKILL; like virtual-kubelet, the adapter then takes
+	// the pod as stopped, and its runtime view shows the containers exited (137).
+	abandoned bool
 }
 
 var (
-	_ agent.Backend      = (*Adapter)(nil)
-	_ agent.StatusPusher = (*Adapter)(nil)
+	_ plnode.Runtime         = (*Adapter)(nil)
+	_ plnode.StatusPusher    = (*Adapter)(nil)
+	_ plnode.StatusGenerator = (*Adapter)(nil)
 )
+
+// SyncPod is StartPod (node.Runtime).
+func (a *Adapter) SyncPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus) error {
+	return a.StartPod(ctx, pod)
+}
+
+// KillPod is StopPod with the grace period in seconds (node.Runtime).
+func (a *Adapter) KillPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
+	return a.StopPod(ctx, pod, time.Duration(gracePeriod)*time.Second)
+}
+
+// KillRuntimePod is StopRuntimePod (node.Runtime).
+func (a *Adapter) KillRuntimePod(ctx context.Context, rp *pleg.Pod) error {
+	return a.StopRuntimePod(ctx, rp)
+}
 
 // NewAdapter validates cfg and returns an Adapter. It starts nothing.
 func NewAdapter(cfg AdapterConfig) (*Adapter, error) {
@@ -285,7 +306,10 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 		}
 		left := deadline.Sub(a.clock.Now())
 		if left <= 0 {
-			a.log.Warn("vk: grace period over before the provider reported the pod stopped", "pod", pod.Namespace+"/"+pod.Name)
+			a.log.Warn("vk: grace period over before the provider reported the pod stopped", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID)
+			a.mu.Lock()
+			a.record(pod.UID, pod.Namespace, pod.Name).abandoned = true
+			a.mu.Unlock()
 			return nil
 		}
 		t := a.clock.NewTimer(min(left, a.poll))
@@ -385,7 +409,15 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 		}
 		st := &p.Status
 		a.remember(uid, st, false)
-		out = append(out, runtimePod(uid, p, st))
+		rp := runtimePod(uid, p, st)
+		if a.isAbandoned(uid) {
+			for _, c := range append(rp.Containers[:len(rp.Containers):len(rp.Containers)], rp.Sandboxes...) {
+				if c.State == pleg.ContainerStateRunning {
+					c.State = pleg.ContainerStateExited
+				}
+			}
+		}
+		out = append(out, rp)
 	}
 	return out, nil
 }
@@ -423,7 +455,32 @@ func (a *Adapter) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 	case err != nil:
 		return nil, err
 	}
-	return runtimeStatus(uid, got, a.statusOf(ctx, got)), nil
+	return a.view(runtimeStatus(uid, got, a.statusOf(ctx, got))), nil
+}
+
+// isAbandoned reports whether StopPod gave the pod up at the end of its grace period.
+func (a *Adapter) isAbandoned(uid types.UID) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.pods[uid]
+	return r != nil && r.abandoned
+}
+
+// view is the runtime status the node sees: an abandoned pod's running containers as
+// killed (exit code 137) and its sandbox not ready.
+func (a *Adapter) view(rs *pleg.PodStatus) *pleg.PodStatus {
+	if rs == nil || !a.isAbandoned(rs.ID) {
+		return rs
+	}
+	for _, c := range rs.ContainerStatuses {
+		if c.State == pleg.ContainerStateRunning {
+			c.State, c.ExitCode, c.Reason, c.FinishedAt = pleg.ContainerStateExited, 137, "Killed", a.clock.Now()
+		}
+	}
+	for _, sb := range rs.SandboxStatuses {
+		sb.State = pleg.SandboxNotReady
+	}
+	return rs
 }
 
 // PushStatuses registers with the provider's NotifyPods, if it has it: every notified pod
@@ -444,7 +501,7 @@ func (a *Adapter) PushStatuses(ctx context.Context, push func(*pleg.PodStatus)) 
 		}
 		st := p.Status.DeepCopy()
 		a.remember(uid, st, true)
-		push(runtimeStatus(uid, p, st))
+		push(a.view(runtimeStatus(uid, p, st)))
 	})
 }
 
@@ -452,7 +509,23 @@ func (a *Adapter) PushStatuses(ctx context.Context, push func(*pleg.PodStatus)) 
 // status of a pod that has finished, else a pending one. Once the pod is terminal and every container has terminated, a phase that is
 // not terminal becomes Succeeded (every exit code 0) or Failed, as the kubelet decides
 // for a terminated pod; the status manager's TerminatePod fails whatever is left.
-func (a *Adapter) APIStatus(pod *v1.Pod, _ *pleg.PodStatus, now time.Time, podIsTerminal bool) v1.PodStatus {
+//
+// The status keeps what the API server keeps whatever the provider says: the qosClass
+// (from the spec, as the server computed it) and podIPs (from podIP), so a full sync
+// never finds a status stale only because the provider left them out.
+func (a *Adapter) APIStatus(pod *v1.Pod, _ *pleg.PodStatus, generated v1.PodStatus, podIsTerminal bool) v1.PodStatus {
+	st := a.apiStatus(pod, podIsTerminal)
+	if st.QOSClass == "" {
+		st.QOSClass = generated.QOSClass
+	}
+	if len(st.PodIPs) == 0 && st.PodIP != "" {
+		st.PodIPs = []v1.PodIP{{IP: st.PodIP}}
+	}
+	return st
+}
+
+func (a *Adapter) apiStatus(pod *v1.Pod, podIsTerminal bool) v1.PodStatus {
+	now := a.clock.Now()
 	a.mu.Lock()
 	r := a.record(pod.UID, pod.Namespace, pod.Name)
 	var st v1.PodStatus

@@ -1,5 +1,0 @@
-package agent
-
-import "time"
-
-func secondsDuration(s int64) time.Duration { return time.Duration(s) * time.Second }

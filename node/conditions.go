@@ -1,0 +1,331 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// Reasons and messages of the generated pod conditions (the kubelet's
+// status/generate.go and kubetypes constants).
+const (
+	// ReasonUnknownContainerStatuses: the status lists no container at all.
+	ReasonUnknownContainerStatuses = "UnknownContainerStatuses"
+	// ReasonPodCompleted: the pod Succeeded.
+	ReasonPodCompleted = "PodCompleted"
+	// ReasonPodFailed: the pod Failed.
+	ReasonPodFailed = "PodFailed"
+	// ReasonContainersNotReady: a container is not ready or has no status.
+	ReasonContainersNotReady = "ContainersNotReady"
+	// ReasonContainersNotInitialized: an init container has not completed (or a
+	// sidecar has not started).
+	ReasonContainersNotInitialized = "ContainersNotInitialized"
+	// ReasonReadinessGatesNotReady: the containers are ready, a readiness gate is not.
+	ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
+	// ReasonPodSandboxNotReady: PodReadyToStartContainers is False.
+	ReasonPodSandboxNotReady = "PodSandboxNotReady"
+	// ReasonRestartAllContainersStarted: AllContainersRestarting is True.
+	ReasonRestartAllContainersStarted = "RestartAllContainersStarted"
+
+	msgNoPodSandbox        = "no pod sandbox exists"
+	msgMultipleSandboxes   = "multiple pod sandboxes are ready and need to be reconciled"
+	msgSandboxNotReady     = "pod sandbox is not ready"
+	msgSandboxNoIPAddress  = "pod sandbox has no IP address"
+	msgRestartAllContainer = "container exited with restart policy rule"
+)
+
+// PodConditions returns the conditions of the status GenerateAPIStatus builds, in the
+// kubelet's order: the conditions of pod.Status the kubelet does not own (readiness
+// gates and the like), the resize conditions of opts.OldStatus (dropped once
+// opts.PodIsTerminal), DisruptionTarget of opts.OldStatus (pod.Status when zero), then the kubelet's own:
+// PodReadyToStartContainers, Initialized, Ready, ContainersReady, PodScheduled (always
+// True) and, when some container has a RestartAllContainers rule,
+// AllContainersRestarting. status must hold the phase and the container statuses
+// already (as GenerateAPIStatus has them: Ready and Started set); rs is the runtime
+// status (nil: nothing exists). The generated conditions carry pod.Generation as
+// observedGeneration and a lastTransitionTime kept from opts.OldStatus while their
+// status is unchanged, else opts.Now (left zero when Now is zero).
+func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts GenerateOptions) []v1.PodCondition {
+	if pod == nil || status == nil {
+		return nil
+	}
+	oldStatus := oldStatusOf(pod, opts)
+	old := &oldStatus
+	conds := make([]v1.PodCondition, 0, len(pod.Status.Conditions)+6)
+	for _, c := range pod.Status.Conditions {
+		if !isKubeletCondition(c.Type) {
+			conds = append(conds, c)
+		}
+	}
+	if !opts.PodIsTerminal {
+		for _, c := range old.Conditions {
+			if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+				conds = append(conds, c)
+			}
+		}
+	}
+	if i := conditionIndex(old.Conditions, v1.DisruptionTarget); i >= 0 {
+		if j := conditionIndex(conds, v1.DisruptionTarget); j >= 0 {
+			conds[j] = old.Conditions[i]
+		} else {
+			conds = append(conds, old.Conditions[i])
+		}
+	}
+
+	all := make([]v1.ContainerStatus, 0, len(status.InitContainerStatuses)+len(status.ContainerStatuses))
+	all = append(append(all, status.InitContainerStatuses...), status.ContainerStatuses...)
+	if status.InitContainerStatuses == nil && status.ContainerStatuses == nil {
+		all = nil
+	}
+	stamp := func(c v1.PodCondition) v1.PodCondition {
+		c.ObservedGeneration = pod.Generation
+		c.LastTransitionTime = transitionTime(old, c, opts.Now)
+		return c
+	}
+	conds = append(conds, stamp(readyToStartContainersCondition(pod, rs)))
+	conds = append(conds, stamp(initializedCondition(pod, old, all, status.Phase)))
+	conds = append(conds, stamp(podReadyCondition(pod, conds, all, status.Phase)))
+	conds = append(conds, stamp(containersReadyCondition(pod, all, status.Phase)))
+	conds = append(conds, stamp(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}))
+	if allContainersCouldRestart(&pod.Spec) {
+		c := allContainersRestartingCondition(pod, rs, old, status.Phase)
+		c.LastTransitionTime = transitionTime(old, c, opts.Now)
+		conds = append(conds, c)
+	}
+	return conds
+}
+
+// isKubeletCondition reports whether the kubelet owns (and so regenerates) the
+// condition type (kubetypes.PodConditionByKubelet with the 1.37 gates).
+func isKubeletCondition(t v1.PodConditionType) bool {
+	switch t {
+	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady,
+		v1.PodResizeInProgress, v1.PodResizePending, v1.PodReadyToStartContainers,
+		v1.AllContainersRestarting:
+		return true
+	}
+	return false
+}
+
+// transitionTime is the old condition's lastTransitionTime when its status is
+// unchanged, else now.
+func transitionTime(old *v1.PodStatus, c v1.PodCondition, now time.Time) metav1.Time {
+	if i := conditionIndex(old.Conditions, c.Type); i >= 0 && old.Conditions[i].Status == c.Status {
+		return old.Conditions[i].LastTransitionTime
+	}
+	if now.IsZero() {
+		return metav1.Time{}
+	}
+	return metav1.NewTime(now)
+}
+
+// conditionIndex returns the index of the condition of type t, or -1.
+func conditionIndex(conds []v1.PodCondition, t v1.PodConditionType) int {
+	for i := range conds {
+		if conds[i].Type == t {
+			return i
+		}
+	}
+	return -1
+}
+
+// readyToStartContainersCondition is True when the runtime needs no new sandbox (the
+// kubelet's PodSandboxChanged): the newest sandbox is the only ready one and, unless
+// the pod uses the host's network, has an IP. The kubelet also compares the
+// sandbox's network namespace mode, which pleg does not report.
+func readyToStartContainersCondition(pod *v1.Pod, rs *pleg.PodStatus) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionFalse, Reason: ReasonPodSandboxNotReady}
+	if rs == nil || len(rs.SandboxStatuses) == 0 || rs.SandboxStatuses[0] == nil {
+		c.Message = msgNoPodSandbox
+		return c
+	}
+	readyCount := 0
+	for _, sb := range rs.SandboxStatuses {
+		if sb != nil && sb.State == pleg.SandboxReady {
+			readyCount++
+		}
+	}
+	newest := rs.SandboxStatuses[0]
+	switch {
+	case readyCount > 1:
+		c.Message = msgMultipleSandboxes
+	case newest.State != pleg.SandboxReady:
+		c.Message = msgSandboxNotReady
+	case !pod.Spec.HostNetwork && newest.IP == "":
+		c.Message = msgSandboxNoIPAddress
+	default:
+		return v1.PodCondition{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue}
+	}
+	return c
+}
+
+// initializedCondition is the kubelet's GeneratePodInitializedCondition: True when
+// every init container completed (a sidecar: started), when the pod Succeeded with
+// every init container known (reason PodCompleted), when a regular container has run,
+// or (RestartAllContainersOnContainerExits) when the old status said True already.
+func initializedCondition(pod *v1.Pod, old *v1.PodStatus, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
+	if all == nil && len(pod.Spec.InitContainers) > 0 {
+		c.Status = v1.ConditionFalse
+		c.Reason = ReasonUnknownContainerStatuses
+		return c
+	}
+	var unknown, incomplete []string
+	for i := range pod.Spec.InitContainers {
+		ic := &pod.Spec.InitContainers[i]
+		st, ok := findStatus(all, ic.Name)
+		switch {
+		case !ok:
+			unknown = append(unknown, ic.Name)
+		case isRestartableInitContainer(ic):
+			if st.Started == nil || !*st.Started {
+				incomplete = append(incomplete, ic.Name)
+			}
+		case !st.Ready:
+			incomplete = append(incomplete, ic.Name)
+		}
+	}
+	if phase == v1.PodSucceeded && len(unknown) == 0 {
+		c.Reason = ReasonPodCompleted
+		return c
+	}
+	if hasAnyRegularContainerStarted(&pod.Spec, all) {
+		return c
+	}
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(incomplete) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with incomplete status: %s", incomplete))
+	}
+	if len(msgs) == 0 {
+		return c
+	}
+	if i := conditionIndex(old.Conditions, v1.PodInitialized); i >= 0 && old.Conditions[i].Status == v1.ConditionTrue {
+		return c
+	}
+	c.Status = v1.ConditionFalse
+	c.Reason = ReasonContainersNotInitialized
+	c.Message = strings.Join(msgs, ", ")
+	return c
+}
+
+// containersReadyCondition is the kubelet's GenerateContainersReadyCondition: True
+// when every regular container and sidecar is ready; False with PodCompleted for a
+// Succeeded pod whose containers are all known, PodFailed for a Failed pod, else
+// ContainersNotReady naming the unknown and unready containers.
+func containersReadyCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse}
+	if all == nil {
+		c.Reason = ReasonUnknownContainerStatuses
+		return c
+	}
+	var unknown, unready []string
+	check := func(name string) {
+		st, ok := findStatus(all, name)
+		switch {
+		case !ok:
+			unknown = append(unknown, name)
+		case !st.Ready:
+			unready = append(unready, name)
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if isRestartableInitContainer(&pod.Spec.InitContainers[i]) {
+			check(pod.Spec.InitContainers[i].Name)
+		}
+	}
+	for i := range pod.Spec.Containers {
+		check(pod.Spec.Containers[i].Name)
+	}
+	if phase == v1.PodSucceeded && len(unknown) == 0 {
+		c.Reason = ReasonPodCompleted
+		return c
+	}
+	if phase == v1.PodFailed {
+		c.Reason = ReasonPodFailed
+		return c
+	}
+	var msgs []string
+	if len(unknown) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
+	}
+	if len(unready) > 0 {
+		msgs = append(msgs, fmt.Sprintf("containers with unready status: %s", unready))
+	}
+	if len(msgs) > 0 {
+		c.Reason = ReasonContainersNotReady
+		c.Message = strings.Join(msgs, ", ")
+		return c
+	}
+	c.Status = v1.ConditionTrue
+	return c
+}
+
+// podReadyCondition is the kubelet's GeneratePodReadyCondition: ContainersReady's
+// verdict when that is not True, else False with ReadinessGatesNotReady while a
+// readiness gate's condition (looked up in conds) is missing or not True, else True.
+func podReadyCondition(pod *v1.Pod, conds []v1.PodCondition, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+	cr := containersReadyCondition(pod, all, phase)
+	c := v1.PodCondition{Type: v1.PodReady, Status: cr.Status, Reason: cr.Reason, Message: cr.Message}
+	if cr.Status != v1.ConditionTrue {
+		return c
+	}
+	var msgs []string
+	for _, g := range pod.Spec.ReadinessGates {
+		i := conditionIndex(conds, g.ConditionType)
+		switch {
+		case i < 0:
+			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
+		case conds[i].Status != v1.ConditionTrue:
+			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), conds[i].Status))
+		}
+	}
+	if len(msgs) > 0 {
+		c.Status = v1.ConditionFalse
+		c.Reason = ReasonReadinessGatesNotReady
+		c.Message = strings.Join(msgs, ", ")
+	}
+	return c
+}
+
+// allContainersRestartingCondition is the kubelet's
+// GenerateAllContainersRestartingCondition: True while a restart of all containers
+// was triggered and some init or regular container still has an instance in the
+// runtime; False (PodCompleted, PodFailed) for a terminal pod. It carries no
+// observedGeneration, as the kubelet's.
+func allContainersRestartingCondition(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStatus, phase v1.PodPhase) v1.PodCondition {
+	c := v1.PodCondition{Type: v1.AllContainersRestarting, Status: v1.ConditionFalse}
+	switch {
+	case phase == v1.PodSucceeded:
+		c.Reason = ReasonPodCompleted
+	case phase == v1.PodFailed:
+		c.Reason = ReasonPodFailed
+	case !shouldAllContainersRestart(pod, rs, old):
+	case allContainersRemoved(pod, rs):
+	default:
+		c.Status = v1.ConditionTrue
+		c.Reason = ReasonRestartAllContainersStarted
+		c.Message = msgRestartAllContainer
+	}
+	return c
+}
+
+// allContainersRemoved reports whether no init or regular container has an instance
+// in the runtime.
+func allContainersRemoved(pod *v1.Pod, rs *pleg.PodStatus) bool {
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if rs.FindContainerStatusByName(cs[i].Name) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}

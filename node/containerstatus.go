@@ -1,0 +1,510 @@
+package node
+
+import (
+	"slices"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// Reasons and messages of generated container statuses (the kubelet's).
+const (
+	// ReasonContainerCreating is the waiting reason of a container of a pod without
+	// init containers that has no status in the runtime yet.
+	ReasonContainerCreating = "ContainerCreating"
+	// ReasonPodInitializing is the waiting reason of a container (init, regular or
+	// ephemeral) of a pod with init containers that has no status in the runtime yet.
+	ReasonPodInitializing = "PodInitializing"
+	// ReasonContainerStatusUnknown is the terminated reason (exit code 137) of a
+	// container that was running and can no longer be found in the runtime.
+	ReasonContainerStatusUnknown = "ContainerStatusUnknown"
+	// ReasonCompleted is the terminated reason of a container that exited 0 when the
+	// runtime gave none (what containerd and CRI-O report).
+	ReasonCompleted = "Completed"
+	// ReasonError is the terminated reason of a container that exited non-zero when
+	// the runtime gave none (what containerd and CRI-O report).
+	ReasonError = "Error"
+
+	msgUnknownTerminated    = "The container could not be located when the pod was terminated"
+	msgUnknownDeleted       = "The container could not be located when the pod was deleted.  The container used to be Running"
+	msgRestartingAll        = "The container is removed because RestartAllContainers in place"
+	msgInitAssumedCompleted = "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally"
+	exitCodeUnknown         = 137
+	defaultContainerIDType  = "podlife://"
+)
+
+// ProbeKind names a probe whose results feed a container status.
+type ProbeKind int
+
+const (
+	// ProbeStartup is the startup probe: it decides status.started.
+	ProbeStartup ProbeKind = iota
+	// ProbeReadiness is the readiness probe: it decides status.ready.
+	ProbeReadiness
+)
+
+// String returns "startup" or "readiness".
+func (k ProbeKind) String() string {
+	if k == ProbeStartup {
+		return "startup"
+	}
+	return "readiness"
+}
+
+// ContainerStatuses converts the runtime status into the API statuses of the spec's
+// init containers (init true, in spec order) or regular containers (init false,
+// sorted by name as the kubelet sorts them), the kubelet's
+// convertToAPIContainerStatuses followed by its prober's UpdatePodStatus (Ready,
+// Started). old is the pod's last status (usually opts.OldStatus); only its
+// statuses of that kind, and its conditions, are read. rs may be nil. Nothing passed
+// in is modified. See GenerateAPIStatus for the rules.
+func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init bool, opts GenerateOptions) []v1.ContainerStatus {
+	if pod == nil {
+		return nil
+	}
+	restarting := shouldAllContainersRestart(pod, rs, &old)
+	hasInit := len(pod.Spec.InitContainers) > 0
+	if init {
+		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, opts)
+		applyProbes(pod, nil, out, opts)
+		return out
+	}
+	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, opts)
+	applyProbes(pod, out, nil, opts)
+	return out
+}
+
+// apiContainerID returns the API form (type://id) of a runtime container ID.
+func apiContainerID(prefix, id string) string {
+	if id == "" || strings.Contains(id, "://") {
+		return id
+	}
+	switch {
+	case prefix == "":
+		prefix = defaultContainerIDType
+	case !strings.HasSuffix(prefix, "://"):
+		prefix += "://"
+	}
+	return prefix + id
+}
+
+// convertStatuses is the kubelet's convertToAPIContainerStatuses for containers (the
+// spec's init, regular or ephemeral containers), without the prober's part.
+func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerStatus, containers []v1.Container,
+	hasInit, isInit, restarting bool, opts GenerateOptions) []v1.ContainerStatus {
+	if len(containers) == 0 {
+		return nil
+	}
+	oldStatuses := make(map[string]*v1.ContainerStatus, len(previous))
+	for i := range previous {
+		oldStatuses[previous[i].Name] = previous[i].DeepCopy()
+	}
+	// oldCopy returns a fresh copy of the old status, so no two results share memory.
+	oldCopy := func(name string) (*v1.ContainerStatus, bool) {
+		o, ok := oldStatuses[name]
+		if !ok {
+			return nil, false
+		}
+		return o.DeepCopy(), true
+	}
+
+	defaultReason := ReasonContainerCreating
+	if hasInit {
+		defaultReason = ReasonPodInitializing
+	}
+	statuses := make(map[string]*v1.ContainerStatus, len(containers))
+	for i := range containers {
+		c := &containers[i]
+		st := &v1.ContainerStatus{
+			Name:         c.Name,
+			Image:        c.Image,
+			State:        v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultReason}},
+			VolumeMounts: volumeMountStatuses(c),
+		}
+		if o, ok := oldCopy(c.Name); ok {
+			if o.State.Terminated != nil {
+				st = o
+			} else {
+				st.RestartCount = o.RestartCount
+				st.LastTerminationState = o.LastTerminationState
+			}
+		}
+		statuses[c.Name] = st
+	}
+
+	// A container that ran and vanished from the runtime.
+	for i := range containers {
+		c := &containers[i]
+		if rs.FindContainerStatusByName(c.Name) != nil {
+			continue
+		}
+		o, ok := oldStatuses[c.Name]
+		if !ok {
+			continue
+		}
+		st := statuses[c.Name]
+		if restarting && o.State.Waiting == nil {
+			st.State.Waiting = &v1.ContainerStateWaiting{Reason: ReasonRestartingAllContainers, Message: msgRestartingAll}
+			st.State.Terminated = nil
+			st.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
+				Reason: ReasonRestartingAllContainers, Message: msgRestartingAll, ExitCode: exitCodeUnknown,
+			}
+			st.RestartCount = o.RestartCount + 1
+			continue
+		}
+		if o.State.Terminated != nil || o.State.Running == nil {
+			continue
+		}
+		if st.State.Waiting == nil || st.State.Waiting.Reason != defaultReason || st.LastTerminationState.Terminated != nil {
+			continue
+		}
+		st.LastTerminationState.Terminated = &v1.ContainerStateTerminated{
+			Reason: ReasonContainerStatusUnknown, Message: msgUnknownDeleted, ExitCode: exitCodeUnknown,
+		}
+		if pod.DeletionTimestamp == nil {
+			st.RestartCount++
+		}
+	}
+
+	// The two newest instances of each container: the newest gives the status, the
+	// one before it the last termination state.
+	seen := make(map[string]int, len(containers))
+	for _, cs := range runtimeStatusesNewestFirst(rs) {
+		first, ok := statuses[cs.Name]
+		if !ok || seen[cs.Name] >= 2 {
+			continue
+		}
+		o, _ := oldCopy(cs.Name)
+		st := convertRuntimeStatus(cs, o, restarting, opts.ContainerIDPrefix)
+		if cs.State == pleg.ContainerStateRunning && o != nil && o.Started != nil {
+			st.Started = o.Started
+		}
+		if seen[cs.Name] == 0 {
+			statuses[cs.Name] = st
+		} else {
+			first.LastTerminationState = st.State
+		}
+		seen[cs.Name]++
+	}
+
+	// Containers to be (re)started: an init container assumed done, or the reason its
+	// last start failed.
+	for i := range containers {
+		c := &containers[i]
+		if isInit {
+			s := rs.FindContainerStatusByName(c.Name)
+			if s != nil && s.State == pleg.ContainerStateExited && s.ExitCode == 0 {
+				continue
+			}
+			if s == nil && !isRestartableInitContainer(c) && hasAnyRegularContainerCreated(pod, rs) &&
+				statuses[c.Name].State.Waiting != nil {
+				statuses[c.Name].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+					Reason: ReasonCompleted, Message: msgInitAssumedCompleted,
+				}}
+				continue
+			}
+		}
+		if !shouldContainerBeRestarted(c, pod, rs) || opts.StartFailure == nil {
+			continue
+		}
+		reason, message, ok := opts.StartFailure(c.Name)
+		if !ok {
+			continue
+		}
+		st := statuses[c.Name]
+		if st.State.Terminated != nil {
+			st.LastTerminationState = st.State
+		}
+		st.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: message}}
+	}
+
+	out := make([]v1.ContainerStatus, 0, len(statuses))
+	if isInit {
+		for i := range containers {
+			out = append(out, *statuses[containers[i].Name])
+		}
+		return out
+	}
+	for _, st := range statuses {
+		out = append(out, *st)
+	}
+	slices.SortFunc(out, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// convertRuntimeStatus converts one runtime instance; old is the container's last API
+// status (nil if none), owned by the caller.
+func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, idPrefix string) *v1.ContainerStatus {
+	cid := apiContainerID(idPrefix, cs.ID)
+	st := &v1.ContainerStatus{
+		Name:         cs.Name,
+		RestartCount: int32(cs.RestartCount),
+		Image:        cs.Image,
+		ImageID:      cs.ImageID,
+		ContainerID:  cid,
+	}
+	if old != nil {
+		st.VolumeMounts = old.VolumeMounts
+		st.RestartCount = max(st.RestartCount, old.RestartCount)
+		// A restart of all containers removes the old instance: carry its end over.
+		if old.ContainerID != cid && old.State.Terminated != nil {
+			st.LastTerminationState.Terminated = old.State.Terminated
+		} else if old.LastTerminationState.Terminated != nil {
+			st.LastTerminationState.Terminated = old.LastTerminationState.Terminated
+		}
+	}
+	switch {
+	case cs.State == pleg.ContainerStateRunning:
+		st.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}
+		if old != nil && old.State.Terminated != nil && old.RestartCount >= int32(cs.RestartCount) {
+			st.RestartCount = old.RestartCount + 1
+		}
+	case cs.State == pleg.ContainerStateCreated:
+		st.State.Waiting = &v1.ContainerStateWaiting{}
+	case cs.State == pleg.ContainerStateExited:
+		reason := cs.Reason
+		if reason == "" {
+			reason = ReasonCompleted
+			if cs.ExitCode != 0 {
+				reason = ReasonError
+			}
+		}
+		st.State.Terminated = &v1.ContainerStateTerminated{
+			ExitCode:    int32(cs.ExitCode),
+			Reason:      reason,
+			Message:     cs.Message,
+			StartedAt:   metav1.NewTime(cs.StartedAt),
+			FinishedAt:  metav1.NewTime(cs.FinishedAt),
+			ContainerID: cid,
+		}
+	case cs.State == pleg.ContainerStateUnknown && old != nil && old.State.Running != nil:
+		// It ran and its end is unknown: report it terminated, never waiting, so a
+		// run-once container is not started twice.
+		reason := ReasonContainerStatusUnknown
+		if restarting {
+			reason = ReasonRestartingAllContainers
+		}
+		st.State.Terminated = &v1.ContainerStateTerminated{Reason: reason, Message: msgUnknownTerminated, ExitCode: exitCodeUnknown}
+		st.RestartCount = old.RestartCount + 1
+	default:
+		st.State.Waiting = &v1.ContainerStateWaiting{}
+	}
+	return st
+}
+
+// runtimeStatusesNewestFirst returns the runtime's container instances (nil ones
+// dropped), newest created first; instances created at the same time keep their order.
+func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
+	if rs == nil {
+		return nil
+	}
+	out := make([]*pleg.ContainerStatus, 0, len(rs.ContainerStatuses))
+	for _, cs := range rs.ContainerStatuses {
+		if cs != nil {
+			out = append(out, cs)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *pleg.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	return out
+}
+
+// volumeMountStatuses lists the container's volume mounts as the kubelet reports
+// them. The runtime is taken not to support recursive read-only mounts, so a
+// read-only mount reports RecursiveReadOnly Disabled.
+func volumeMountStatuses(c *v1.Container) []v1.VolumeMountStatus {
+	var out []v1.VolumeMountStatus
+	for _, m := range c.VolumeMounts {
+		vs := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+		if m.ReadOnly {
+			mode := v1.RecursiveReadOnlyDisabled
+			vs.RecursiveReadOnly = &mode
+		}
+		out = append(out, vs)
+	}
+	return out
+}
+
+// shouldContainerBeRestarted is the kubelet's ShouldContainerBeRestarted: never for a
+// deleted pod; always when the container has no instance or its newest is created or
+// unknown; never while it runs; else as its restart policy says for its exit code.
+func shouldContainerBeRestarted(c *v1.Container, pod *v1.Pod, rs *pleg.PodStatus) bool {
+	if pod.DeletionTimestamp != nil {
+		return false
+	}
+	s := rs.FindContainerStatusByName(c.Name)
+	if s == nil {
+		return true
+	}
+	switch s.State {
+	case pleg.ContainerStateRunning:
+		return false
+	case pleg.ContainerStateExited:
+		return ContainerShouldRestart(c, &pod.Spec, int32(s.ExitCode))
+	default:
+		return true
+	}
+}
+
+// hasAnyRegularContainerCreated reports whether the newest instance of some regular
+// container is created, running or exited.
+func hasAnyRegularContainerCreated(pod *v1.Pod, rs *pleg.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		s := rs.FindContainerStatusByName(pod.Spec.Containers[i].Name)
+		if s == nil {
+			continue
+		}
+		switch s.State {
+		case pleg.ContainerStateCreated, pleg.ContainerStateRunning, pleg.ContainerStateExited:
+			return true
+		}
+	}
+	return false
+}
+
+// hasAnyActiveRegularContainerStarted stands in for the kubelet's
+// HasAnyActiveRegularContainerStarted (a regular container of the current sandbox
+// exists). pleg statuses do not say which sandbox a container belongs to: with
+// sandboxes, the newest must be ready and the container created no earlier than it;
+// a runtime without sandboxes counts any instance of a regular container.
+func hasAnyActiveRegularContainerStarted(spec *v1.PodSpec, rs *pleg.PodStatus) bool {
+	if rs == nil {
+		return false
+	}
+	var sandbox *pleg.SandboxStatus
+	if len(rs.SandboxStatuses) > 0 {
+		sandbox = rs.SandboxStatuses[0]
+		if sandbox == nil || sandbox.State != pleg.SandboxReady {
+			return false
+		}
+	}
+	for _, cs := range rs.ContainerStatuses {
+		if cs == nil || !slices.ContainsFunc(spec.Containers, func(c v1.Container) bool { return c.Name == cs.Name }) {
+			continue
+		}
+		if sandbox == nil || sandbox.CreatedAt.IsZero() || cs.CreatedAt.IsZero() || !cs.CreatedAt.Before(sandbox.CreatedAt) {
+			return true
+		}
+	}
+	return false
+}
+
+// shouldAllContainersRestart is the kubelet's ShouldAllContainersRestart: the old
+// status has AllContainersRestarting True, or the newest runtime instance or the old
+// API status of an init or regular container exited with a code whose restart rule
+// says RestartAllContainers.
+func shouldAllContainersRestart(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStatus) bool {
+	for _, c := range old.Conditions {
+		if c.Type == v1.AllContainersRestarting && c.Status == v1.ConditionTrue {
+			return true
+		}
+	}
+	triggers := func(c *v1.Container, exitCode int32) bool {
+		rule, ok := matchingRestartRule(c, exitCode)
+		return ok && rule.Action == v1.ContainerRestartRuleActionRestartAllContainers
+	}
+	check := func(c *v1.Container) bool {
+		if s := rs.FindContainerStatusByName(c.Name); s != nil && s.State == pleg.ContainerStateExited && triggers(c, int32(s.ExitCode)) {
+			return true
+		}
+		for _, list := range [][]v1.ContainerStatus{old.InitContainerStatuses, old.ContainerStatuses} {
+			if st, ok := findStatus(list, c.Name); ok {
+				// The kubelet indexes init statuses first and lets regular ones
+				// override a clash of names; names are unique in a valid pod.
+				if st.State.Terminated != nil && triggers(c, st.State.Terminated.ExitCode) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	for i := range pod.Spec.InitContainers {
+		if check(&pod.Spec.InitContainers[i]) {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if check(&pod.Spec.Containers[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// allContainersCouldRestart reports whether some init or regular container has a
+// RestartAllContainers rule.
+func allContainersCouldRestart(spec *v1.PodSpec) bool {
+	has := func(cs []v1.Container) bool {
+		return slices.ContainsFunc(cs, func(c v1.Container) bool {
+			return slices.ContainsFunc(c.RestartPolicyRules, func(r v1.ContainerRestartRule) bool {
+				return r.Action == v1.ContainerRestartRuleActionRestartAllContainers
+			})
+		})
+	}
+	return has(spec.InitContainers) || has(spec.Containers)
+}
+
+// applyProbes sets Started and Ready of the statuses as the kubelet's prober manager
+// (UpdatePodStatus) does, from the probe results opts.ProbeResult reports.
+func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateOptions) {
+	result := func(st *v1.ContainerStatus, kind ProbeKind) (success, known bool) {
+		if opts.ProbeResult == nil {
+			return false, false
+		}
+		return opts.ProbeResult(st.Name, st.ContainerID, kind)
+	}
+	started := func(c *v1.Container, st *v1.ContainerStatus) bool {
+		if st.State.Running == nil {
+			return false
+		}
+		if ok, known := result(st, ProbeStartup); known {
+			return ok
+		}
+		if st.Started != nil && *st.Started {
+			return true
+		}
+		return c == nil || c.StartupProbe == nil
+	}
+	ready := func(c *v1.Container, st *v1.ContainerStatus) bool {
+		if st.State.Running == nil {
+			return false
+		}
+		if ok, known := result(st, ProbeReadiness); known && ok {
+			return true
+		}
+		return c == nil || c.ReadinessProbe == nil
+	}
+	byName := func(cs []v1.Container, name string) *v1.Container {
+		i := slices.IndexFunc(cs, func(c v1.Container) bool { return c.Name == name })
+		if i < 0 {
+			return nil
+		}
+		return &cs[i]
+	}
+	for i := range regular {
+		st := &regular[i]
+		c := byName(pod.Spec.Containers, st.Name)
+		s := started(c, st)
+		st.Started = &s
+		if s {
+			st.Ready = ready(c, st)
+		}
+	}
+	for i := range init {
+		st := &init[i]
+		c := byName(pod.Spec.InitContainers, st.Name)
+		s := started(c, st)
+		st.Started = &s
+		if !isRestartableInitContainer(c) {
+			if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
+				st.Ready = true
+			}
+			continue
+		}
+		if s {
+			st.Ready = ready(c, st)
+		}
+	}
+}

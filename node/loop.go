@@ -1,0 +1,289 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/pleg"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/statusmgr"
+)
+
+// loop is the kubelet's syncLoop: config changes, PLEG events and the housekeeping tick,
+// one at a time, until ctx ends.
+func (n *Node) loop(ctx context.Context) {
+	housekeeping := n.clock.NewTimer(n.cfg.HousekeepingPeriod)
+	defer housekeeping.Stop()
+	n.checkReady()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-n.mux.Updates():
+			n.dispatch(u)
+			n.checkReady()
+		case ev := <-n.relister.Events():
+			n.handlePLEG(ev)
+		case <-housekeeping.C():
+			n.housekeeping(ctx)
+			housekeeping.Reset(n.cfg.HousekeepingPeriod)
+		}
+	}
+}
+
+// isReady reports whether every source has delivered its first full list to the loop.
+func (n *Node) isReady() bool {
+	select {
+	case <-n.ready:
+		return true
+	default:
+		return false
+	}
+}
+
+// checkReady closes ready once every source's first full list is on the mux's channel
+// and, drained from it here, has been dispatched: only then does the pod manager hold
+// every desired pod, and a pod missing from it is really gone.
+func (n *Node) checkReady() {
+	if n.isReady() || !n.mux.SourcesDelivered(n.cfg.Sources...) {
+		return
+	}
+	for drained := false; !drained; {
+		select {
+		case u := <-n.mux.Updates():
+			n.dispatch(u)
+		default:
+			drained = true
+		}
+	}
+	close(n.ready)
+	n.log.Info("all pod sources are ready", "sources", n.cfg.Sources)
+}
+
+// dispatch hands one category of changes to the pod workers, as the kubelet's
+// HandlePodRemoves, HandlePodAdditions, HandlePodUpdates and HandlePodReconcile do.
+func (n *Node) dispatch(u config.PodUpdate) {
+	pods := u.Pods
+	if u.Op == config.Add {
+		// The kubelet admits new pods oldest first.
+		pods = slices.Clone(pods)
+		slices.SortStableFunc(pods, func(a, b *v1.Pod) int {
+			return a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time)
+		})
+	}
+	for _, p := range pods {
+		if p == nil {
+			continue
+		}
+		n.emit(Event{Kind: EventConfig, Op: u.Op, Pod: p, Message: fmt.Sprintf("%s from %s", u.Op, u.Source)})
+		mirror := statusmgr.IsMirrorPod(p)
+		switch u.Op {
+		case config.Remove:
+			n.pods.remove(p)
+			if mirror {
+				n.handleMirrorPod(p)
+				continue
+			}
+			if !n.isReady() {
+				// The kubelet refuses removals until every source is ready: housekeeping
+				// stops the pod later if it is really gone.
+				n.emit(Event{Kind: EventError, Pod: p, Reason: ReasonRemoveRefused, Err: ErrSourcesNotReady})
+				continue
+			}
+			n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p})
+		case config.Add, config.Update, config.Delete:
+			n.pods.set(p)
+			if mirror {
+				n.handleMirrorPod(p)
+				continue
+			}
+			ut := podworker.SyncPodUpdate
+			if u.Op == config.Add {
+				ut = podworker.SyncPodCreate
+			}
+			// A graceful delete is an update whose deletionTimestamp makes the pod stop.
+			n.updatePod(podworker.UpdatePodOptions{UpdateType: ut, Pod: p, MirrorPod: n.mirrorOf(p)})
+		case config.Reconcile:
+			n.pods.set(p)
+			if mirror {
+				continue
+			}
+			if _, known := n.workers.PodState(p.UID); known && needsReconcile(p) {
+				n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+			}
+		}
+	}
+}
+
+// needsReconcile: the server's status of a pod whose only change is its status asks
+// for a sync (the kubelet's HandlePodReconcile): its Ready condition disagrees with its
+// containers, or it is terminal and deleted, so its worker can finish it.
+func needsReconcile(p *v1.Pod) bool {
+	if p.DeletionTimestamp != nil && statusmgr.IsTerminalPhase(p.Status.Phase) {
+		return true
+	}
+	want := statusmgr.PodReadyCondition(p, &p.Status)
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady {
+			return c.Status != want.Status
+		}
+	}
+	return false
+}
+
+// mirrorOf returns the mirror pod of a static pod, or nil.
+func (n *Node) mirrorOf(p *v1.Pod) *v1.Pod {
+	if !statusmgr.IsStaticPod(p) {
+		return nil
+	}
+	mp, _ := n.pods.GetMirrorPodByPod(p)
+	return mp
+}
+
+// handleMirrorPod syncs the static pod of a mirror pod that changed (the kubelet's
+// handleMirrorPod): mirror pods never get a worker of their own.
+func (n *Node) handleMirrorPod(mirror *v1.Pod) {
+	if p, ok := n.pods.staticPodOf(mirror); ok {
+		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: p, MirrorPod: n.mirrorOf(p)})
+	}
+}
+
+func (n *Node) updatePod(opts podworker.UpdatePodOptions) {
+	if err := n.workers.UpdatePod(opts); err != nil {
+		e := Event{Kind: EventError, Pod: opts.Pod, Reason: ReasonFailedSync, Err: err}
+		if opts.RunningPod != nil {
+			e.UID = opts.RunningPod.ID
+		}
+		n.emit(e)
+		n.log.Error("pod worker update failed", append(podKeys(opts.Pod, e.UID), "err", err)...)
+	}
+}
+
+// handlePLEG syncs the pod of a lifecycle event (the kubelet's HandlePodSyncs); events
+// of pods no source knows are dropped.
+func (n *Node) handlePLEG(ev *pleg.PodLifecycleEvent) {
+	if ev == nil {
+		return
+	}
+	p, ok := n.pods.GetPodByUID(ev.ID)
+	msg := fmt.Sprintf("%s %v", ev.Type, ev.Data)
+	if !ok {
+		n.emit(Event{Kind: EventPLEG, UID: ev.ID, PLEG: string(ev.Type), Message: msg + " (pod unknown)"})
+		return
+	}
+	n.emit(Event{Kind: EventPLEG, Pod: p, PLEG: string(ev.Type), Message: msg})
+	n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+}
+
+// housekeeping is the kubelet's HandlePodCleanups, skipped until every source is ready
+// (a pod missing from a source that has not listed yet is not gone).
+func (n *Node) housekeeping(ctx context.Context) {
+	if !n.isReady() {
+		n.log.Debug("housekeeping skipped: not every pod source is ready", "sources", n.cfg.Sources)
+		return
+	}
+	desired, mirrors, uids := n.pods.snapshot()
+	before := n.workers.Len()
+	known := n.workers.SyncKnownPods(desired)
+	if forgot := before - len(known); forgot > 0 {
+		n.emit(Event{Kind: EventHousekeeping, Reason: ReasonForgot, Message: fmt.Sprintf("forgot %d finished pod(s)", forgot)})
+	}
+	// Desired pods the workers do not know (a UID reused after its pod finished, a
+	// static pod with a fixed UID) start again, unless they are terminal; the status of
+	// their previous run is dropped with the orphans', so the new run starts afresh.
+	var restart []*v1.Pod
+	for _, p := range desired {
+		if _, ok := known[p.UID]; ok || statusmgr.IsTerminalPhase(p.Status.Phase) {
+			continue
+		}
+		restart = append(restart, p)
+		delete(uids, p.UID)
+	}
+	n.status.RemoveOrphanedStatuses(uids)
+	n.removeOrphanedMirrorPods(ctx, mirrors, known)
+	n.pods.prune(func(uid types.UID) bool { _, ok := known[uid]; return ok })
+	for _, p := range restart {
+		n.emit(Event{Kind: EventHousekeeping, Pod: p, Reason: ReasonRestarted, Message: "desired pod unknown to the pod workers: started again"})
+		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p, MirrorPod: n.mirrorOf(p)})
+		known[p.UID] = podworker.PodWorkerSync{State: podworker.SyncPod, HasConfig: true, Static: statusmgr.IsStaticPod(p)}
+		uids[p.UID] = true
+	}
+
+	runtimePods, err := n.runtime.ListPods(ctx, true)
+	if err != nil {
+		if ctx.Err() == nil {
+			n.emit(Event{Kind: EventError, Reason: ReasonHousekeepingError, Err: fmt.Errorf("node: listing the runtime's pods: %w", err)})
+		}
+		return
+	}
+	running := make(map[types.UID]bool, len(runtimePods))
+	for _, rp := range runtimePods {
+		if rp != nil && isRunning(rp) {
+			running[rp.ID] = true
+		}
+	}
+	// Terminal pods that were deleted and that no worker knows (the agent restarted)
+	// are handed to the workers so their objects can be deleted.
+	for _, p := range desired {
+		if _, ok := known[p.UID]; ok || p.DeletionTimestamp == nil || !statusmgr.IsTerminalPhase(p.Status.Phase) || running[p.UID] {
+			continue
+		}
+		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p, MirrorPod: n.mirrorOf(p)})
+		known[p.UID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, HasConfig: true}
+	}
+	one := int64(1)
+	for _, rp := range runtimePods {
+		if rp == nil {
+			continue
+		}
+		w, ok := known[rp.ID]
+		if ok && (w.State == podworker.SyncPod || w.State == podworker.TerminatingPod) {
+			continue // its worker is in charge
+		}
+		if running[rp.ID] {
+			// Nothing runs it on purpose: an orphan, killed with grace 1.
+			n.emit(Event{Kind: EventHousekeeping, UID: rp.ID, Reason: ReasonKillingOrphan,
+				Message: fmt.Sprintf("runtime pod %s/%s unknown to the pod workers: killed with grace 1", rp.Namespace, rp.Name)})
+			n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
+				KillPodOptions: &podworker.KillPodOptions{PodTerminationGracePeriodSecondsOverride: &one}})
+			continue
+		}
+		if ok || uids[rp.ID] {
+			continue // its worker or its config may still need it
+		}
+		if err := n.runtime.RemovePod(ctx, rp); err != nil {
+			if ctx.Err() == nil {
+				n.emit(Event{Kind: EventError, UID: rp.ID, Reason: ReasonHousekeepingError,
+					Err: fmt.Errorf("node: removing the leftovers of %s/%s: %w", rp.Namespace, rp.Name, err)})
+			}
+			continue
+		}
+		n.emit(Event{Kind: EventRuntime, UID: rp.ID, Reason: ReasonRemovedLeftovers,
+			Message: fmt.Sprintf("removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)})
+	}
+}
+
+// isRunning reports whether a container or sandbox of the runtime pod runs.
+func isRunning(rp *pleg.Pod) bool {
+	for _, cs := range [][]*pleg.Container{rp.Containers, rp.Sandboxes} {
+		for _, c := range cs {
+			if c != nil && c.State == pleg.ContainerStateRunning {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// podKeys are the log keys of a pod: pod (namespace/name) and podUID.
+func podKeys(p *v1.Pod, uid types.UID) []any {
+	if p == nil {
+		return []any{"podUID", uid}
+	}
+	return []any{"pod", p.Namespace + "/" + p.Name, "podUID", p.UID}
+}

@@ -1,0 +1,310 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/internal/validate"
+	"github.com/podlife/podlife/pleg"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/statusmgr"
+)
+
+// Defaults of Config, the kubelet's values.
+const (
+	DefaultRelistPeriod       = time.Second
+	DefaultHousekeepingPeriod = 2 * time.Second
+	DefaultStatusSyncPeriod   = 10 * time.Second
+	// DefaultEventChannelCapacity is the PLEG channel's: room for every container of a
+	// busy node changing in one relist (the kubelet's 1,000 drops events when a thousand
+	// pods start at once, and a dropped event delays the pod's sync to its resync).
+	DefaultEventChannelCapacity = 1 << 16
+	// SourceAPI is the name of the API server's pod source (the kubelet's "api"): pods
+	// from any other source are static pods.
+	SourceAPI = "api"
+)
+
+// Errors of the package. Every error it returns wraps one of them.
+var (
+	// ErrInvalidConfig is wrapped by New's validation errors.
+	ErrInvalidConfig = errors.New("node: invalid config")
+	// ErrInvalidUpdate is wrapped by Update's errors for an update that changes nothing.
+	ErrInvalidUpdate = errors.New("node: invalid pod update")
+	// ErrAlreadyRunning is returned by a second call of Run.
+	ErrAlreadyRunning = errors.New("node: Run called twice")
+	// ErrSourcesNotReady is reported (Event.Err) for a removal refused because not every
+	// source has delivered its first full list.
+	ErrSourcesNotReady = errors.New("node: not every pod source is ready")
+)
+
+// Config configures a Node. NodeName, Runtime and Patcher are required; everything else
+// has the kubelet's default.
+type Config struct {
+	// NodeName is the node whose pods the agent runs.
+	NodeName string
+	// Runtime runs the pods. Required.
+	Runtime Runtime
+	// Patcher is the API client the status manager patches statuses and deletes pods
+	// through. Required. If it also implements MirrorPodClient, static pods get mirror
+	// pods.
+	Patcher statusmgr.StatusPatcher
+	// Sources are the pod sources that must each deliver a first full list (a
+	// config.Set) before housekeeping runs and before a source's removal kills a pod
+	// (the kubelet's "all sources ready"). nil means []string{SourceAPI}; an empty
+	// non-nil slice means none is waited for. Updates may come from other sources too.
+	Sources []string
+	// HostIPs are the node's addresses, primary first, for status.hostIP(s).
+	HostIPs []string
+	// Clock is the time source of every component; nil means the real clock.
+	Clock clock.Clock
+	// Logger receives the components' logs; nil discards them.
+	Logger *slog.Logger
+	// RelistPeriod is the PLEG's relist period (1 s).
+	RelistPeriod time.Duration
+	// HousekeepingPeriod is the period of the housekeeping round (2 s).
+	HousekeepingPeriod time.Duration
+	// StatusSyncPeriod is the status manager's full-sync period (10 s).
+	StatusSyncPeriod time.Duration
+	// EventChannelCapacity is the PLEG's event buffer (DefaultEventChannelCapacity).
+	EventChannelCapacity int
+	// MaxConcurrentSyncs bounds the runtime actions in flight at once (0: unbounded).
+	MaxConcurrentSyncs int
+	// SerializeByName: a pod does not start while another pod of the same namespace and
+	// name still runs (podworker.Config.SerializeByName); for runtimes that key pods by
+	// name, like virtual-kubelet providers.
+	SerializeByName bool
+	// OnEvent, if set, receives every step of the loop (see Event), outside any lock,
+	// from the loop's and the pod workers' goroutines. It must be quick and safe for
+	// concurrent use; it may call the Node's query methods.
+	OnEvent func(Event)
+	// OnTransition, if set, receives every stage change of a pod (podworker's hook; it
+	// is called with the pod workers' lock held, must be quick and must not call them).
+	OnTransition func(podworker.Transition)
+}
+
+// Node is a running node agent: the kubelet's sync loop around podlife's parts. Create
+// it with New, feed it pods with Update or Channel, and run it with Run.
+type Node struct {
+	cfg     Config
+	clock   clock.Clock
+	log     *slog.Logger
+	runtime Runtime
+	mirrors MirrorPodClient // nil unless the Patcher implements it
+	gen     StatusGenerator // nil unless the Runtime implements it
+
+	mux      *config.Mux
+	cache    *pleg.Cache
+	relister *pleg.Relister
+	workers  *podworker.Runner
+	status   *statusmgr.Manager
+	pods     *podManager
+
+	ready     chan struct{} // closed once every source delivered its first full list
+	readyOnce sync.Once
+	running   chan struct{} // holds a token once Run was called
+}
+
+// New validates cfg and assembles the node. It starts nothing.
+func New(cfg Config) (*Node, error) {
+	if err := validateConfig(&cfg); err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, runtime: cfg.Runtime,
+		cache: pleg.NewCache(), pods: newPodManager(),
+		ready: make(chan struct{}), running: make(chan struct{}, 1)}
+	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
+	n.gen, _ = cfg.Runtime.(StatusGenerator)
+	var err error
+	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, Clock: cfg.Clock, Logger: cfg.Logger,
+		OnDrop: func(d config.Drop) {
+			n.emit(Event{Kind: EventError, Pod: d.Pod, Reason: ReasonDropped, Err: d.Err})
+		}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	n.relister, err = pleg.New(pleg.Config{Runtime: cfg.Runtime, Cache: n.cache, Clock: cfg.Clock,
+		RelistPeriod: cfg.RelistPeriod, EventChannelCapacity: cfg.EventChannelCapacity, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n), Cache: n.cache, Refresher: n.relister,
+		SerializeByName: cfg.SerializeByName, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	n.status, err = statusmgr.New(statusmgr.Config{
+		Patcher:                    cfg.Patcher,
+		Lookup:                     n.pods,
+		CouldHaveRunningContainers: n.workers.CouldHaveRunningContainers,
+		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return n, nil
+}
+
+// validateConfig checks cfg and fills in the defaults.
+func validateConfig(cfg *Config) error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case cfg.NodeName == "":
+		return bad("NodeName is required")
+	case isNil(cfg.Runtime):
+		return bad("Runtime is required (got %T)", cfg.Runtime)
+	case isNil(cfg.Patcher):
+		return bad("Patcher is required (got %T)", cfg.Patcher)
+	case cfg.Clock != nil && isNil(cfg.Clock):
+		return bad("Clock is a nil %T", cfg.Clock)
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"RelistPeriod", &cfg.RelistPeriod, DefaultRelistPeriod},
+		{"HousekeepingPeriod", &cfg.HousekeepingPeriod, DefaultHousekeepingPeriod},
+		{"StatusSyncPeriod", &cfg.StatusSyncPeriod, DefaultStatusSyncPeriod},
+	} {
+		if *d.v < 0 {
+			return bad("%s %v is negative", d.name, *d.v)
+		}
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+	}
+	if cfg.EventChannelCapacity < 0 {
+		return bad("EventChannelCapacity %d is negative", cfg.EventChannelCapacity)
+	}
+	if cfg.EventChannelCapacity == 0 {
+		cfg.EventChannelCapacity = DefaultEventChannelCapacity
+	}
+	if cfg.MaxConcurrentSyncs < 0 {
+		return bad("MaxConcurrentSyncs %d is negative", cfg.MaxConcurrentSyncs)
+	}
+	if cfg.Sources == nil {
+		cfg.Sources = []string{SourceAPI}
+	}
+	seen := map[string]bool{}
+	for _, s := range cfg.Sources {
+		if s == "" || seen[s] {
+			return bad("Sources %q: names must be non-empty and distinct", cfg.Sources)
+		}
+		seen[s] = true
+	}
+	for _, ip := range cfg.HostIPs {
+		if ip == "" {
+			return bad("HostIPs holds an empty address")
+		}
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return nil
+}
+
+func isNil(v any) bool { return validate.IsNil(v) }
+
+// Update merges one update of a pod source (the API server's watch, a manifest
+// directory, a test) and hands its changes to the loop; it returns once they are queued
+// for it, or with ctx's error. A config.Set replaces everything the source had; the
+// first Set of a source makes it ready. Invalid updates return an error wrapping
+// ErrInvalidUpdate and change nothing; pods the config drops (nil, without a UID, a
+// duplicate name) are reported as EventError with ReasonDropped. It may be called before
+// Run (it then blocks once the buffer of 50 updates is full) and from any goroutine.
+func (n *Node) Update(ctx context.Context, u config.PodUpdate) error {
+	if u.Source == "" {
+		return fmt.Errorf("%w: the update names no source", ErrInvalidUpdate)
+	}
+	if err := n.mux.Update(ctx, u); err != nil {
+		if errors.Is(err, config.ErrUnknownOp) || errors.Is(err, config.ErrInvalidOp) || errors.Is(err, config.ErrEmptySource) {
+			return fmt.Errorf("%w: %w", ErrInvalidUpdate, err)
+		}
+		return fmt.Errorf("node: update from source %q: %w", u.Source, err)
+	}
+	return nil
+}
+
+// Channel returns the channel through which source sends its updates (see Update); the
+// goroutine serving it stops when ctx ends. Failed updates are reported as EventError.
+func (n *Node) Channel(ctx context.Context, source string) chan<- config.PodUpdate {
+	return n.mux.Channel(ctx, source)
+}
+
+// Ready is closed once every source of Config.Sources has delivered its first full
+// list to the loop: from then on, housekeeping runs and removals kill pods.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// Run runs the node until ctx ends, then stops every goroutine it started and returns
+// nil (or the error of a component that failed). It may be called once.
+func (n *Node) Run(ctx context.Context) error {
+	select {
+	case n.running <- struct{}{}:
+	default:
+		return ErrAlreadyRunning
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(f func(context.Context) error) {
+		wg.Go(func() {
+			if err := f(ctx); err != nil && ctx.Err() == nil {
+				errs <- err
+				cancel()
+			}
+		})
+	}
+	if p, ok := n.runtime.(StatusPusher); ok {
+		p.PushStatuses(ctx, n.push)
+	}
+	run(func(ctx context.Context) error { n.relister.Run(ctx); return nil })
+	run(n.workers.Run)
+	run(n.status.Run)
+	n.loop(ctx)
+	cancel()
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return fmt.Errorf("node: %w", err)
+	default:
+		return nil
+	}
+}
+
+// push feeds a status the runtime pushed into the PLEG.
+func (n *Node) push(s *pleg.PodStatus) {
+	if s == nil {
+		return
+	}
+	if _, err := n.relister.PushStatus(s, n.clock.Now()); err != nil {
+		n.emit(Event{Kind: EventError, UID: s.ID, Reason: ReasonFailedSync, Err: err})
+	}
+}
+
+// Workers, Status, Relister and Mux expose the node's components, for queries, tests and
+// observers. Calling their mutating methods interferes with the loop.
+func (n *Node) Workers() *podworker.Runner { return n.workers }
+func (n *Node) Status() *statusmgr.Manager { return n.status }
+func (n *Node) Relister() *pleg.Relister   { return n.relister }
+func (n *Node) Mux() *config.Mux           { return n.mux }
+
+// Pod returns the desired pod with the UID as the sources last gave it (a static pod by
+// its own UID, never a mirror pod).
+func (n *Node) Pod(uid types.UID) (*v1.Pod, bool) { return n.pods.GetPodByUID(uid) }

@@ -1,0 +1,216 @@
+// Package nodetest provides what a test of a node agent built on package node needs: an
+// in-memory Runtime (over pleg/plegtest's container runtime) whose containers behave as
+// its defaults and each pod's annotations say, and a pod source that feeds an in-memory
+// API server's watch (statusmgr/statusmgrtest.FakeAPI) into a Node, as a node agent feeds
+// the API server's.
+package nodetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/node"
+	"github.com/podlife/podlife/pleg"
+	"github.com/podlife/podlife/pleg/plegtest"
+)
+
+// Annotations by which a pod tells the in-memory runtime how its containers behave; each
+// overrides the Runtime's defaults for that pod. Durations use time.ParseDuration's syntax.
+const (
+	// AnnotationStopDelay: how long containers take to exit after the stop signal;
+	// "never" makes them ignore it (they are killed when the grace period runs out).
+	AnnotationStopDelay = "podlife.example/stop-delay"
+	// AnnotationRunFor: containers exit on their own after running this long.
+	AnnotationRunFor = "podlife.example/run-for"
+	// AnnotationExitCode: the exit code of containers that exit (on their own or stopped).
+	AnnotationExitCode = "podlife.example/exit-code"
+	// AnnotationPreStop: how long the preStop hook of containers that have one takes.
+	AnnotationPreStop = "podlife.example/prestop"
+)
+
+// ContainerBehaviour is how a pod's containers behave in the in-memory runtime.
+type ContainerBehaviour struct {
+	StopDelay time.Duration // negative: ignore the stop signal
+	RunFor    time.Duration // 0: run until stopped
+	ExitCode  int
+	PreStop   time.Duration // for containers with a preStop hook
+}
+
+// Runtime is a node.Runtime over an in-memory container runtime. Containers behave as
+// Defaults and the pods' annotations say; exited containers are restarted by the pod's
+// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod.
+type Runtime struct {
+	// Mem is the in-memory runtime; tests may inject errors into it (SetListError,
+	// SetPodStatusError) or inspect it.
+	Mem *plegtest.Runtime
+	// Defaults is how containers behave unless a pod's annotations say otherwise.
+	Defaults ContainerBehaviour
+
+	mu      sync.Mutex
+	actions []Action
+}
+
+// Verbs of Actions.
+const (
+	VerbSyncPod        = "SyncPod"
+	VerbKillPod        = "KillPod"
+	VerbKillRuntimePod = "KillRuntimePod"
+	VerbCleanupPod     = "CleanupPod"
+	VerbRemovePod      = "RemovePod"
+)
+
+// Action is one action the node asked of the Runtime.
+type Action struct {
+	Verb string
+	UID  types.UID
+	// GracePeriod is KillPod's grace period in seconds (1 for KillRuntimePod).
+	GracePeriod int64
+}
+
+// Actions returns the actions asked so far, in order.
+func (r *Runtime) Actions() []Action {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.actions)
+}
+
+// Count returns how many actions of verb were asked for the UID ("" counts every UID).
+func (r *Runtime) Count(verb string, uid types.UID) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, a := range r.actions {
+		if a.Verb == verb && (uid == "" || a.UID == uid) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *Runtime) record(verb string, uid types.UID, grace int64) {
+	r.mu.Lock()
+	r.actions = append(r.actions, Action{Verb: verb, UID: uid, GracePeriod: grace})
+	r.mu.Unlock()
+}
+
+var _ node.Runtime = (*Runtime)(nil)
+
+// NewRuntime returns a Runtime over a new in-memory runtime on mem's clock.
+func NewRuntime(mem *plegtest.Runtime, defaults ContainerBehaviour) *Runtime {
+	return &Runtime{Mem: mem, Defaults: defaults}
+}
+
+// ListPods lists the in-memory runtime's pods.
+func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
+	return r.Mem.ListPods(ctx, all)
+}
+
+// PodStatus inspects one pod.
+func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
+	return r.Mem.PodStatus(ctx, uid, name, namespace)
+}
+
+// SyncPod starts the pod, or restarts its exited containers as its restartPolicy says.
+func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error {
+	r.record(VerbSyncPod, pod.UID, 0)
+	spec, err := PodSpec(pod, r.Defaults, status)
+	if err != nil {
+		return err
+	}
+	return r.Mem.StartPod(ctx, spec)
+}
+
+// KillPod stops the pod's containers within gracePeriod seconds.
+func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
+	r.record(VerbKillPod, pod.UID, gracePeriod)
+	if err := r.Mem.KillPod(ctx, pod.UID, time.Duration(gracePeriod)*time.Second); err != nil {
+		return err
+	}
+	if r.Mem.IsRunning(pod.UID) {
+		return fmt.Errorf("nodetest: containers of %s/%s still running after the kill", pod.Namespace, pod.Name)
+	}
+	return nil
+}
+
+// KillRuntimePod stops a runtime-only pod with grace 1.
+func (r *Runtime) KillRuntimePod(ctx context.Context, rp *pleg.Pod) error {
+	r.record(VerbKillRuntimePod, rp.ID, 1)
+	return r.Mem.KillPod(ctx, rp.ID, time.Second)
+}
+
+// CleanupPod has nothing to release.
+func (r *Runtime) CleanupPod(_ context.Context, pod *v1.Pod) error {
+	r.record(VerbCleanupPod, pod.UID, 0)
+	return nil
+}
+
+// RemovePod removes the pod's leftovers.
+func (r *Runtime) RemovePod(_ context.Context, rp *pleg.Pod) error {
+	r.record(VerbRemovePod, rp.ID, 0)
+	r.Mem.RemovePod(rp.ID)
+	return nil
+}
+
+// Behaviour returns def overridden by the pod's annotations.
+func Behaviour(pod *v1.Pod, def ContainerBehaviour) (ContainerBehaviour, error) {
+	b := def
+	for _, f := range []struct {
+		key string
+		dst *time.Duration
+	}{{AnnotationStopDelay, &b.StopDelay}, {AnnotationRunFor, &b.RunFor}, {AnnotationPreStop, &b.PreStop}} {
+		v, ok := pod.Annotations[f.key]
+		if !ok {
+			continue
+		}
+		if f.key == AnnotationStopDelay && v == "never" {
+			*f.dst = -1
+			continue
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return b, fmt.Errorf("nodetest: annotation %s: %w", f.key, err)
+		}
+		*f.dst = d
+	}
+	if v, ok := pod.Annotations[AnnotationExitCode]; ok {
+		code, err := strconv.Atoi(v)
+		if err != nil {
+			return b, fmt.Errorf("nodetest: annotation %s: %w", AnnotationExitCode, err)
+		}
+		b.ExitCode = code
+	}
+	return b, nil
+}
+
+// PodSpec is the in-memory runtime's spec of the pod. status (may be nil) is the pod's
+// runtime status, which decides whether an OnFailure pod's exited containers restart.
+func PodSpec(pod *v1.Pod, def ContainerBehaviour, status *pleg.PodStatus) (plegtest.PodSpec, error) {
+	b, err := Behaviour(pod, def)
+	if err != nil {
+		return plegtest.PodSpec{}, err
+	}
+	restart := pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == ""
+	if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && status != nil {
+		for _, c := range pod.Spec.Containers {
+			if cs := status.FindContainerStatusByName(c.Name); cs != nil && cs.State == pleg.ContainerStateExited && cs.ExitCode != 0 {
+				restart = true
+			}
+		}
+	}
+	spec := plegtest.PodSpec{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, RestartExited: restart}
+	for _, c := range pod.Spec.Containers {
+		cs := plegtest.ContainerSpec{Name: c.Name, Image: c.Image, RunFor: b.RunFor, ExitCode: b.ExitCode, StopDelay: b.StopDelay}
+		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+			cs.PreStop = b.PreStop
+		}
+		spec.Containers = append(spec.Containers, cs)
+	}
+	return spec, nil
+}

@@ -1,0 +1,235 @@
+package node
+
+import (
+	"net"
+	"reflect"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/utils/net"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// GenerateOptions are the inputs of GenerateAPIStatus besides the pod and its runtime
+// status. The zero value is usable: no host IPs, no time stamps, a pod not terminal,
+// no old status, the "podlife://" container ID type, no probe results and no start
+// failures.
+type GenerateOptions struct {
+	// HostIPs are the node's addresses (primary first) for status.hostIP/hostIPs and
+	// a hostNetwork pod's podIPs. The first valid one is the primary; the first later
+	// one of the other IP family, if any, the secondary (the kubelet reports at most
+	// one per family). Unparsable entries are skipped. None valid: hostIP and hostIPs
+	// are left empty (as the kubelet does when it cannot tell its node's addresses).
+	HostIPs []string
+	// Now stamps the conditions' lastTransitionTime and status.startTime where the
+	// old status has none to keep. Zero leaves them as the old status has them.
+	Now time.Time
+	// PodIsTerminal: the pod workers stopped every container for good
+	// (SyncTerminatingPod done, or SyncTerminatedPod): exited containers give a
+	// terminal phase whatever the restart policy.
+	PodIsTerminal bool
+	// OldStatus is the pod's last status (the status manager's cached one, else
+	// pod.Status): lastState and restartCount of containers gone from the runtime,
+	// started flags, startTime, a terminal phase kept, the phase's reason and message,
+	// qosClass, DisruptionTarget and the resize conditions, the conditions'
+	// transition times. A zero OldStatus means none is cached: pod.Status is used,
+	// as the kubelet does.
+	OldStatus v1.PodStatus
+	// ContainerIDPrefix is the type prefix of containerID fields ("containerd://";
+	// "://" is appended when missing), as the kubelet's ContainerID.String() gives
+	// type://id. A runtime ID that already contains "://" is used as is; empty means
+	// "podlife://".
+	ContainerIDPrefix string
+	// ProbeResult reports the latest result of a container's startup or readiness
+	// probe (the kubelet's prober results, keyed by containerID): known false while
+	// the probe has not run for this instance. Nil: no probe has run; a container
+	// with a startup probe in its spec then is not started, one with a readiness
+	// probe is not ready, and one without them is started and ready once running.
+	ProbeResult func(containerName, containerID string, kind ProbeKind) (success, known bool)
+	// StartFailure reports why the last attempt to start a container failed (the
+	// kubelet's reasonCache: "CrashLoopBackOff", "ErrImagePull", ... with a message).
+	// A container the runtime would start again then shows Waiting with that reason.
+	// Nil: no failures recorded.
+	StartFailure func(containerName string) (reason, message string, ok bool)
+}
+
+// GenerateAPIStatus builds the pod's API status from its runtime status, as the
+// kubelet's generateAPIPodStatus (1.37 default feature gates). It is pure: nothing
+// passed in is modified and the result shares no memory with the inputs' statuses.
+// rs may be nil (nothing exists in the runtime).
+//
+// Container statuses (init containers in spec order, regular and ephemeral ones by
+// name; ContainerStatuses):
+//   - Waiting "ContainerCreating" before the runtime has the container, or
+//     "PodInitializing" in a pod with init containers (for all its containers); a
+//     created container or one in an unknown state is Waiting without reason; a
+//     container whose start failed (opts.StartFailure) shows that reason.
+//   - Running with startedAt; Terminated with exit code, reason (the runtime's, else
+//     "Completed" for exit 0 and "Error"), message, times and containerID.
+//   - lastState is the previous instance's state (the second newest of that name),
+//     else the old status's; restartCount the runtime's, never below the old one.
+//   - A container that was running and is gone from the runtime keeps a Waiting
+//     state with a lastState Terminated "ContainerStatusUnknown" (137) and one more
+//     restart unless the pod is being deleted; one in an unknown state that was
+//     running is Terminated "ContainerStatusUnknown". An init container the runtime
+//     no longer has, in a pod whose regular containers exist, counts as Completed.
+//     Old statuses that were terminated are kept as they were.
+//   - Started and Ready as the kubelet's prober sets them (see
+//     GenerateOptions.ProbeResult); a regular init container is ready once it
+//     exited 0.
+//
+// The phase is PodPhaseInitialized on the statuses before Started/Ready are set
+// (as the kubelet computes it), with "a regular container of the current sandbox
+// exists" read from rs. A generated non-terminal phase yields to a terminal phase of
+// opts.OldStatus, then of pod.Status; a terminal pod.Status phase is never left. The
+// reason and message of the old status are kept while the phase is unchanged (from
+// pod.Status where the old ones are empty).
+//
+// podIPs come from rs.IPs: the first of the primary host IP's family (IPv4 when no
+// host IP is known), then the first of the other family. A hostNetwork pod without
+// them gets the host IPs. qosClass is opts.OldStatus's, else pod.Status's (the API
+// server rejects a change), else PodQOSClass(pod). startTime is kept from the old
+// status, else opts.Now. Conditions: PodConditions.
+//
+// Left out (the kubelet takes them from parts podlife does not have): container and
+// pod resources (allocation manager, cgroups), allocatedResourcesStatus (device
+// plugins), user (CRI), image-volume digests, evictions by the kubelet's own pod
+// sync handlers, and observedGeneration (the status manager sets it).
+func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1.PodStatus {
+	if pod == nil {
+		return v1.PodStatus{}
+	}
+	opts.OldStatus = oldStatusOf(pod, opts)
+	old := &opts.OldStatus
+	var s v1.PodStatus
+
+	var hostIPs []net.IP
+	for _, ip := range parseIPs(opts.HostIPs) {
+		if len(hostIPs) == 0 || (len(hostIPs) == 1 && utilnet.IsIPv6(ip) != utilnet.IsIPv6(hostIPs[0])) {
+			hostIPs = append(hostIPs, ip)
+		}
+	}
+	if rs != nil {
+		for _, ip := range sortPodIPs(rs.IPs, hostIPs) {
+			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
+		}
+	}
+	if len(s.PodIPs) > 0 {
+		s.PodIP = s.PodIPs[0].IP
+	}
+
+	switch {
+	case old.QOSClass != "":
+		s.QOSClass = old.QOSClass
+	case pod.Status.QOSClass != "":
+		s.QOSClass = pod.Status.QOSClass
+	default:
+		s.QOSClass = PodQOSClass(pod)
+	}
+
+	restarting := shouldAllContainersRestart(pod, rs, old)
+	hasInit := len(pod.Spec.InitContainers) > 0
+	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, opts)
+	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, opts)
+	ephemeral := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		ephemeral[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+	}
+	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, opts)
+
+	s.Phase = PodPhaseInitialized(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.PodIsTerminal,
+		hasAnyActiveRegularContainerStarted(&pod.Spec, rs))
+	if !isTerminalPhase(s.Phase) {
+		switch {
+		case isTerminalPhase(old.Phase):
+			s.Phase = old.Phase
+		case isTerminalPhase(pod.Status.Phase):
+			s.Phase = pod.Status.Phase
+		}
+	}
+	if s.Phase == old.Phase {
+		s.Reason, s.Message = old.Reason, old.Message
+		if s.Reason == "" {
+			s.Reason = pod.Status.Reason
+		}
+		if s.Message == "" {
+			s.Message = pod.Status.Message
+		}
+	}
+	if isTerminalPhase(pod.Status.Phase) {
+		s.Phase = pod.Status.Phase
+	}
+
+	applyProbes(pod, s.ContainerStatuses, s.InitContainerStatuses, opts)
+	s.Conditions = PodConditions(pod, rs, &s, opts)
+
+	if len(hostIPs) > 0 {
+		s.HostIP = hostIPs[0].String()
+		for _, ip := range hostIPs {
+			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip.String()})
+		}
+		if pod.Spec.HostNetwork {
+			if s.PodIP == "" {
+				s.PodIP = hostIPs[0].String()
+				s.PodIPs = []v1.PodIP{{IP: s.PodIP}}
+			}
+			if len(hostIPs) == 2 && len(s.PodIPs) == 1 &&
+				utilnet.IPFamilyOfString(s.PodIPs[0].IP) != utilnet.IPFamilyOf(hostIPs[1]) {
+				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: hostIPs[1].String()})
+			}
+		}
+	}
+
+	switch {
+	case old.StartTime != nil && !old.StartTime.IsZero():
+		st := *old.StartTime
+		s.StartTime = &st
+	case !opts.Now.IsZero():
+		st := metav1.NewTime(opts.Now)
+		s.StartTime = &st
+	}
+	return s
+}
+
+// oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero.
+func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
+	if reflect.ValueOf(opts.OldStatus).IsZero() {
+		return pod.Status
+	}
+	return opts.OldStatus
+}
+
+// isTerminalPhase reports whether the phase is Succeeded or Failed.
+func isTerminalPhase(p v1.PodPhase) bool {
+	return p == v1.PodSucceeded || p == v1.PodFailed
+}
+
+// parseIPs parses addresses leniently (leading zeros allowed), dropping invalid ones.
+func parseIPs(ips []string) []net.IP {
+	var out []net.IP
+	for _, s := range ips {
+		if ip := utilnet.ParseIPSloppy(s); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+// sortPodIPs is the kubelet's sortPodIPs: the first pod IP of the primary host IP's
+// family (IPv4 without host IPs), then the first of the other family, re-formatted.
+func sortPodIPs(podIPs []string, hostIPs []net.IP) []string {
+	primaryV6 := len(hostIPs) > 0 && !utilnet.IsIPv4(hostIPs[0])
+	parsed := parseIPs(podIPs)
+	var out []string
+	for _, wantV6 := range []bool{primaryV6, !primaryV6} {
+		for _, ip := range parsed {
+			if (wantV6 && utilnet.IsIPv6(ip)) || (!wantV6 && utilnet.IsIPv4(ip)) {
+				out = append(out, ip.String())
+				break
+			}
+		}
+	}
+	return out
+}

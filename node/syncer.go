@@ -1,0 +1,153 @@
+package node
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/pleg"
+	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/statusmgr"
+)
+
+// syncer is the node's PodSyncer (the kubelet's SyncPod, SyncTerminatingPod,
+// SyncTerminatingRuntimePod and SyncTerminatedPod): it writes each stage's status to the
+// status manager and has the Runtime act. The pod workers call it, one call per pod at a
+// time, outside their lock.
+type syncer Node
+
+var _ podworker.PodSyncer = (*syncer)(nil)
+
+// SyncPod writes the pod's status from its runtime status and, unless that status is
+// terminal, has the runtime start or update the pod (status first, as the kubelet).
+func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *v1.Pod, rs *pleg.PodStatus) (bool, error) {
+	n := (*Node)(s)
+	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())})
+	st := n.generate(pod, rs, false)
+	if err := n.setStatus(pod, st); err != nil {
+		return false, err
+	}
+	if statusmgr.IsTerminalPhase(st.Phase) {
+		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
+		return true, nil
+	}
+	if err := n.ensureMirrorPod(ctx, pod); err != nil {
+		// The kubelet logs this and goes on: the pod runs without its mirror pod.
+		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+	}
+	if err := n.runtime.SyncPod(ctx, pod, rs); err != nil {
+		if ctx.Err() == nil {
+			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+			n.log.Error("sync failed", append(podKeys(pod, ""), "err", err)...)
+		}
+		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return false, nil
+}
+
+// SyncTerminatingPod writes the terminating status, has the runtime stop every container
+// within the grace period, and writes the stopped status once nothing runs.
+func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, gracePeriod int64, fn func(*v1.PodStatus)) error {
+	n := (*Node)(s)
+	st := n.generate(pod, rs, false)
+	if fn != nil {
+		fn(&st)
+	}
+	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
+		Message: fmt.Sprintf("SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())})
+	if err := n.setStatus(pod, st); err != nil {
+		return err
+	}
+	if err := n.runtime.KillPod(ctx, pod, rs, gracePeriod); err != nil {
+		if ctx.Err() == nil {
+			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedKillPod, Err: err})
+		} else {
+			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: fmt.Sprintf("SyncTerminatingPod interrupted: %v", context.Cause(ctx))})
+		}
+		return fmt.Errorf("node: killing %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	stopped, err := n.runtime.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return fmt.Errorf("node: inspecting %s/%s after the kill: %w", pod.Namespace, pod.Name, err)
+	}
+	if stopped == nil {
+		stopped = &pleg.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
+	}
+	if k := stopped.RunningContainers(); k > 0 {
+		err := fmt.Errorf("node: %d container(s) of %s/%s still running after the kill", k, pod.Namespace, pod.Name)
+		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedKillPod, Err: err})
+		return err
+	}
+	if len(stopped.IPs) == 0 && rs != nil && len(rs.IPs) > 0 {
+		// A stopped sandbox reports no IPs: keep the ones the pod had.
+		cp := *stopped
+		cp.IPs = rs.IPs
+		stopped = &cp
+	}
+	st = n.generate(pod, stopped, true)
+	if fn != nil {
+		fn(&st)
+	}
+	if err := n.setStatus(pod, st); err != nil {
+		return err
+	}
+	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: "SyncTerminatingPod done: every container stopped"})
+	return nil
+}
+
+// SyncTerminatingRuntimePod has the runtime stop a pod no source knows of.
+func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *pleg.Pod) error {
+	n := (*Node)(s)
+	n.emit(Event{Kind: EventWork, UID: rp.ID, Reason: ReasonKillingOrphan,
+		Message: fmt.Sprintf("SyncTerminatingRuntimePod %s/%s (grace 1s)", rp.Namespace, rp.Name)})
+	if err := n.runtime.KillRuntimePod(ctx, rp); err != nil {
+		if ctx.Err() == nil {
+			n.emit(Event{Kind: EventError, UID: rp.ID, Reason: ReasonFailedKillPod, Err: err})
+		}
+		return fmt.Errorf("node: killing runtime pod %s/%s: %w", rp.Namespace, rp.Name, err)
+	}
+	return nil
+}
+
+// SyncTerminatedPod writes the final status, has the runtime clean up and hands the pod
+// to the status manager's TerminatePod, after which the pod object may be deleted.
+func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus) error {
+	n := (*Node)(s)
+	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonTerminated, Message: "SyncTerminatedPod"})
+	st := n.generate(pod, rs, true)
+	if err := n.setStatus(pod, st); err != nil {
+		return err
+	}
+	if err := n.runtime.CleanupPod(ctx, pod); err != nil {
+		if ctx.Err() == nil {
+			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+		}
+		return fmt.Errorf("node: cleaning up %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return n.status.TerminatePod(pod)
+}
+
+// generate is the pod's API status from its runtime status (GenerateAPIStatus, then the
+// runtime's StatusGenerator if it has one).
+func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.PodStatus {
+	old, ok := n.status.GetPodStatus(pod.UID)
+	if !ok {
+		old = pod.Status
+	}
+	st := GenerateAPIStatus(pod, rs, GenerateOptions{HostIPs: n.cfg.HostIPs, Now: n.clock.Now(),
+		PodIsTerminal: podIsTerminal, OldStatus: old})
+	if n.gen != nil {
+		st = n.gen.APIStatus(pod, rs, st, podIsTerminal)
+	}
+	return st
+}
+
+// setStatus hands a status to the status manager, reporting a refusal.
+func (n *Node) setStatus(pod *v1.Pod, st v1.PodStatus) error {
+	if err := n.status.SetPodStatus(pod, st); err != nil {
+		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+		return fmt.Errorf("node: setting the status of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return nil
+}
