@@ -115,7 +115,8 @@ type Runtime struct {
 	runtimeName string
 
 	statsMu sync.Mutex
-	stats   map[string]int64 // CRI calls by method name
+	stats   map[string]int64         // CRI calls by method name
+	spent   map[string]time.Duration // their total duration (the wall clock's)
 
 	mu      sync.Mutex
 	backOff *BackOff // guarded by mu
@@ -158,7 +159,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.BackOffMax < cfg.BackOffInitial {
 		return nil, fmt.Errorf("%w: BackOffMax %v < BackOffInitial %v", ErrInvalidConfig, cfg.BackOffMax, cfg.BackOffInitial)
 	}
-	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{},
+	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{}, spent: map[string]time.Duration{},
 		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{}}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -218,18 +219,30 @@ func (r *Runtime) RuntimeVersion() string { return r.version }
 // count is a unary interceptor counting calls per method.
 func (r *Runtime) count(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	name := method[strings.LastIndex(method, "/")+1:]
+	start := time.Now()
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	took := time.Since(start)
 	r.statsMu.Lock()
 	r.stats[name]++
+	r.spent[name] += took
 	r.statsMu.Unlock()
-	return invoker(ctx, method, req, reply, cc, opts...)
+	return err
 }
 
 // Stats returns how many CRI calls the runtime made, by method name (ListPodSandbox,
-// CreateContainer, ...), since New.
+// CreateContainer, ...), since New. A call is counted once it returned.
 func (r *Runtime) Stats() map[string]int64 {
 	r.statsMu.Lock()
 	defer r.statsMu.Unlock()
 	return maps.Clone(r.stats)
+}
+
+// Spent returns how long the CRI calls counted by Stats took in total, by method name
+// (measured on the wall clock, whatever Config.Clock is).
+func (r *Runtime) Spent() map[string]time.Duration {
+	r.statsMu.Lock()
+	defer r.statsMu.Unlock()
+	return maps.Clone(r.spent)
 }
 
 // event reports an event to Config.Event.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -87,7 +88,7 @@ func TestE2ECRIMeasure(t *testing.T) {
 		}
 	}
 
-	startCRIAgent(t, nodeClient, rt)
+	a := startCRIAgent(t, nodeClient, rt)
 	base := rt.Stats()
 	pods := make([]*v1.Pod, n)
 	created := map[types.UID]time.Time{}
@@ -149,6 +150,26 @@ func TestE2ECRIMeasure(t *testing.T) {
 		pct(toGone, 50), pct(toGone, 99), pct(toGone, 100), t2.Sub(t1).Round(time.Millisecond), n/t2.Sub(t1).Seconds(), t3.Sub(t2).Round(time.Millisecond))
 	t.Logf("CRI calls per pod up to Running: %.1f (%s)", createCalls, createBy)
 	t.Logf("CRI calls per pod, whole lifecycle (relists included): %.1f (%s)", allCalls, allBy)
+	spent := rt.Spent()
+	var lat []string
+	for _, m := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "StopContainer", "StopPodSandbox", "RemovePodSandbox", "ListPodSandbox", "ListContainers"} {
+		if c := final[m]; c > 0 {
+			lat = append(lat, fmt.Sprintf("%s %v", m, (spent[m]/time.Duration(c)).Round(time.Millisecond)))
+		}
+	}
+	t.Logf("mean CRI call latency: %s", strings.Join(lat, ", "))
+	a.mu.Lock()
+	var errs []string
+	for _, s := range a.steps {
+		if s.Kind == agent.KindError {
+			errs = append(errs, s.String())
+		}
+	}
+	a.mu.Unlock()
+	t.Logf("agent errors: %d", len(errs))
+	for _, e := range errs[:min(len(errs), 10)] {
+		t.Log(e)
+	}
 }
 
 // pct is the p-th percentile (nearest rank) of ds, rounded to milliseconds.
