@@ -47,12 +47,33 @@ func criEnv(t *testing.T) (admin, nodeClient kubernetes.Interface, endpoint, ima
 // newCRI connects a runtime to the endpoint, closed when the test ends.
 func newCRI(t *testing.T, endpoint string) *cri.Runtime {
 	t.Helper()
-	rt, err := cri.New(cri.Config{Endpoint: endpoint, LogRoot: t.TempDir()})
+	return newCRIConfig(t, cri.Config{Endpoint: endpoint})
+}
+
+// newCRIConfig is newCRI with a configuration (LogRoot: a temporary directory).
+func newCRIConfig(t *testing.T, cfg cri.Config) *cri.Runtime {
+	t.Helper()
+	cfg.LogRoot = t.TempDir()
+	rt, err := cri.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
 	return rt
+}
+
+// eventWriter writes events to the server as the node, until the test ends.
+func eventWriter(t *testing.T, nodeClient kubernetes.Interface) *kube.EventWriter {
+	t.Helper()
+	w, err := kube.NewEventWriter(nodeClient, "kubelet", node, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return w
 }
 
 // startCRIAgent starts an agent as the node identity on the CRI runtime, stopped when the

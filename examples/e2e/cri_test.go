@@ -9,11 +9,13 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -286,5 +288,55 @@ func TestE2ECRIRecreatedWhileTerminating(t *testing.T) {
 	got, err := admin.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil || got.UID != recreated.UID || got.Status.Phase != v1.PodRunning || got.DeletionTimestamp != nil {
 		t.Errorf("the second pod on the server: %v, %v", got, err)
+	}
+}
+
+// A pod that needs its own network (not hostNetwork) on a node without a CNI setup gets a
+// clear error and a NetworkNotReady event on the server, and stays Pending with nothing
+// created in the runtime.
+func TestE2ECRIPodNetworkRefused(t *testing.T) {
+	admin, nodeClient, ep, image := criEnv(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	events := eventWriter(t, nodeClient)
+	rt := newCRIConfig(t, cri.Config{Endpoint: ep, Event: events.Event})
+	a := startCRIAgent(t, nodeClient, rt)
+	pod := criPod(t, "cri-podnet", image, v1.RestartPolicyAlways, 30)
+	pod.Spec.HostNetwork = false
+	pod = createPod(t, ctx, admin, pod)
+	removeLeftovers(t, rt, pod)
+
+	w, err := admin.CoreV1().Events(namespace).Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var got *v1.Event
+	for got == nil {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the event watch ended")
+			}
+			if e, isEvent := ev.Object.(*v1.Event); isEvent && e.Reason == "NetworkNotReady" {
+				got = e
+			}
+		case <-ctx.Done():
+			t.Fatalf("no NetworkNotReady event; agent trace:\n  %s", strings.Join(a.trace(pod), "\n  "))
+		}
+	}
+	t.Logf("event: %s %s: %s", got.Type, got.Reason, got.Message)
+	if got.Type != v1.EventTypeWarning || got.Source.Host != node {
+		t.Errorf("event = %+v", got)
+	}
+	st, err := rt.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil || len(st.SandboxStatuses)+len(st.ContainerStatuses) != 0 {
+		t.Errorf("the runtime has %+v (%v), want nothing", st, err)
+	}
+	a.waitTrace(t, ctx, pod, "pod network unavailable")
+	p, err := admin.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil || p.Status.Phase != v1.PodPending {
+		t.Errorf("the pod on the server: %v, %v; want Pending", p.Status.Phase, err)
 	}
 }

@@ -3,6 +3,12 @@
 // adapters of package kube, on the in-memory runtime (a virtual node), while the tests act as
 // an admin user and watch the pods on the server.
 //
+// The CRI tests (TestE2ECRI*) run the agent on real containers instead: package
+// examples/cri over a containerd whose endpoint PODLIFE_E2E_CRI names, with the test image
+// PODLIFE_E2E_IMAGE (hack/containerd.sh starts one and imports the image); they skip
+// without it. TestE2ECRIMeasure (50 pods, docs/PERFORMANCE.md) also needs
+// PODLIFE_E2E_CRI_BENCH=1.
+//
 // The tests skip unless PODLIFE_E2E_APISERVER names a directory holding admin.kubeconfig and
 // node1.kubeconfig for a running server; hack/e2e.sh builds and starts one and runs them:
 //

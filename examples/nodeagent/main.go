@@ -84,16 +84,17 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	if *useVK && *criEndpoint != "" {
 		return fmt.Errorf("-vk and -cri exclude each other")
 	}
+	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
+	if cc.Kubeconfig != "" || cc.Server != "" {
+		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, out)
+	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
 		var err error
-		if rt, err = cri.New(cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}); err != nil {
+		if rt, err = cri.New(criCfg); err != nil {
 			return err
 		}
 		defer rt.Close()
-	}
-	if cc.Kubeconfig != "" || cc.Server != "" {
-		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, rt, out)
 	}
 	if *pods < 1 {
 		return fmt.Errorf("-pods must be at least 1")
@@ -262,7 +263,7 @@ func newPod(name string, grace int64) *v1.Pod {
 
 // runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
 func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration,
-	rt *cri.Runtime, out io.Writer) error {
+	criCfg cri.Config, out io.Writer) error {
 	if nodeName == "" {
 		return fmt.Errorf("-node must not be empty")
 	}
@@ -291,15 +292,28 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 			fmt.Fprintln(out, s)
 			mu.Unlock()
 		}}
-	if rt != nil {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if criCfg.Endpoint != "" {
+		// The runtime's events (Pulled, Started, Killing, NetworkNotReady, ...) go to the
+		// API server, as the kubelet's do.
+		events, err := kube.NewEventWriter(client, "kubelet", nodeName, 0)
+		if err != nil {
+			return err
+		}
+		go events.Run(ctx)
+		criCfg.Event = events.Event
+		rt, err := cri.New(criCfg)
+		if err != nil {
+			return err
+		}
+		defer rt.Close()
 		cfg.Runtime, cfg.Backend = nil, rt
 	}
 	a, err := agent.New(cfg)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
 	mu.Lock()
