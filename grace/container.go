@@ -44,9 +44,14 @@ func (r KillReason) String() string {
 // preStop hook runs: the pod's DeletionGracePeriodSeconds when set; otherwise, when the spec
 // has terminationGracePeriodSeconds, the failed probe's terminationGracePeriodSeconds for a
 // liveness or startup probe kill that sets one, else the spec's value; otherwise
-// MinContainerStopSeconds. Values are taken as they are (0 and negatives included); the
-// minimum is applied by StopTimeout, after the preStop hook.
+// MinContainerStopSeconds. Values are taken as they are (0 and negatives included; the
+// minimum is applied by StopTimeout, after the preStop hook), except that none exceeds
+// MaxSeconds.
 func ContainerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReason) int64 {
+	return min(containerGracePeriod(pod, container, reason), MaxSeconds)
+}
+
+func containerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReason) int64 {
 	if pod == nil {
 		return MinContainerStopSeconds
 	}
@@ -75,12 +80,16 @@ func ContainerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReaso
 // its preStop hook has run for preStopElapsed (0 when there is none): the budget less the
 // hook's time in whole seconds (truncated, as the kubelet counts it), at least
 // MinContainerStopSeconds; an override, when non-nil, replaces that result whatever it is
-// (a negative override counts as 0: kill at once).
+// (a negative override counts as 0: kill at once). The result never exceeds MaxSeconds
+// (a larger budget or override counts as MaxSeconds).
 func StopTimeout(budget int64, preStopElapsed time.Duration, override *int64) int64 {
 	if override != nil {
-		return max(*override, 0)
+		return min(max(*override, 0), MaxSeconds)
 	}
-	g := budget
+	g := min(budget, MaxSeconds)
+	if g <= MinContainerStopSeconds {
+		return MinContainerStopSeconds // also keeps the subtraction below from wrapping
+	}
 	if preStopElapsed > 0 {
 		g -= int64(preStopElapsed / time.Second)
 	}

@@ -15,6 +15,10 @@
 //     the time the preStop hook took comes out of it; at least 2 s remain; and an override
 //     (the pod-level period during pod termination) wins over all of that.
 //
+// Every function returning seconds returns at most MaxSeconds (about 292 years, the
+// largest whole number of seconds a time.Duration holds), whatever its input, so
+// time.Duration(seconds)*time.Second never overflows.
+//
 // Nothing here reads a clock, keeps state or panics; a nil pod or container is treated as
 // one without any of the fields consulted.
 package grace

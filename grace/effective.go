@@ -1,6 +1,11 @@
 package grace
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"math"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
 
 // Effective returns the grace period, in seconds, that a terminating pod is given, and whether
 // it shortened the period already in force.
@@ -19,11 +24,15 @@ import v1 "k8s.io/api/core/v1"
 //     it may only shorten.
 //  3. Only when none of current, deletion grace and override supplied a value does the spec's
 //     terminationGracePeriodSeconds count.
-//  4. The result is never below 1 (zero and negative values become 1).
+//  4. The result is never below 1 (zero and negative values become 1) and never above
+//     MaxSeconds (larger values, current included, count as MaxSeconds), so
+//     time.Duration(seconds)*time.Second never overflows.
 //
 // shortened is true only when a period was already in force (current >= 1) and the result
-// differs from it, which by the rules above means it is smaller. The pod is not modified.
+// differs from it (a current above MaxSeconds counting as MaxSeconds), which by the rules
+// above means it is smaller. The pod is not modified.
 func Effective(current int64, pod *v1.Pod, override *int64) (seconds int64, shortened bool) {
+	current = min(current, MaxSeconds)
 	g, set := current, current > 0
 	if pod != nil && pod.DeletionGracePeriodSeconds != nil {
 		if dgp := *pod.DeletionGracePeriodSeconds; !set || dgp < g {
@@ -36,8 +45,12 @@ func Effective(current int64, pod *v1.Pod, override *int64) (seconds int64, shor
 	if !set && pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
 		g = *pod.Spec.TerminationGracePeriodSeconds
 	}
-	if g < 1 {
-		g = 1
-	}
+	g = max(min(g, MaxSeconds), 1)
 	return g, current > 0 && g != current
 }
+
+// MaxSeconds is the largest grace period, in seconds, that any function of this package
+// returns: the largest whole number of seconds a time.Duration holds (about 292 years),
+// so that time.Duration(s)*time.Second never overflows. Larger inputs (a
+// terminationGracePeriodSeconds of math.MaxInt64, say) are cut to it.
+const MaxSeconds = int64(math.MaxInt64 / int64(time.Second))

@@ -49,7 +49,9 @@
 //     ResyncInterval; a transition runs the next stage at once. A call cancelled because
 //     it was superseded is not an error: its successor runs at once.
 //   - Kill completion channels are closed once the pod is terminated (at once if it
-//     already is, or if it already finished); each exactly once.
+//     already is, or if it already finished); each exactly once, whatever the caller
+//     passes: a channel given to several kills (of one pod or several pods) is closed
+//     when the last of those pods is terminated, and never again.
 //   - Static pods (config source other than "api"): two UIDs with the same full name
 //     (name_namespace) are never started at once; waiting ones start in arrival order
 //     when the holder finishes; one whose termination is requested before it started is
@@ -57,7 +59,12 @@
 //   - Config.SerializeByName extends the full-name rule to every pod (for runtimes that
 //     key pods by name, like virtual-kubelet providers), except that a pod deleted before
 //     it started still gets SyncTerminatingPod and SyncTerminatedPod, once the name is
-//     free and before any live waiter starts.
+//     free and before any live waiter starts — unless SyncKnownPods finds it no longer
+//     desired first (see below).
+//   - A pod that never started (no work ever ran, e.g. waiting for its full name) and
+//     was never seen in the runtime is forgotten by the first SyncKnownPods that no
+//     longer lists it, without any PodSyncer call (the kubelet's rule): a runtime kill of
+//     its UID in the same housekeeping round then starts afresh and is carried out.
 //   - A pod first seen in a terminal phase whose runtime status shows nothing running (an
 //     agent restart) goes straight to terminated: SyncTerminatingPod is skipped,
 //     SyncTerminatedPod still runs, and the pod never counts as active.

@@ -2,6 +2,7 @@ package podworker
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -102,6 +103,23 @@ type Machine struct {
 	// waitingStatic lists, in arrival order, the UIDs that want to.
 	startedStatic map[string]types.UID
 	waitingStatic map[string][]types.UID
+
+	// chans tracks every completion channel some known pod holds (podState.notify or
+	// podState.closed), so that each is listed in Ready.Close exactly once whatever the
+	// caller passes: the same channel for one pod twice, for several pods, or again after
+	// it was closed. An entry goes when no known pod holds the channel.
+	chans map[chan<- struct{}]*chanState
+}
+
+// chanState is the Machine's record of one completion channel.
+type chanState struct {
+	// waiting counts the known pods that hold the channel in their notify list: it is
+	// closed when the last of them is terminated.
+	waiting int
+	// closed is true once the channel was listed in Ready.Close; holders counts the known
+	// pods that hold it in their closed list, which keeps the record alive.
+	closed  bool
+	holders int
 }
 
 // NewMachine returns an empty Machine, or an error wrapping ErrInvalidConfig.
@@ -115,6 +133,7 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 		pods:          make(map[types.UID]*podState),
 		startedStatic: make(map[string]types.UID),
 		waitingStatic: make(map[string][]types.UID),
+		chans:         make(map[chan<- struct{}]*chanState),
 	}, nil
 }
 
@@ -205,14 +224,15 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		st.restartRequested = true
 		return r, nil
 	case st.finished, st.isTerminated() && runtimeOnly:
-		if completed != nil {
-			r.Close = append(r.Close, completed)
-		}
+		m.closeNow(st, completed, &r)
 		return r, nil
 	}
 
 	// Remember the latest configuration. A runtime-only kill of a pod known with a
 	// configuration applies to that configuration.
+	if runtimeOnly {
+		st.observedRuntime = true
+	}
 	if !runtimeOnly {
 		st.pod = opts.Pod
 		st.running = nil
@@ -245,15 +265,11 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	shortened := false
 	switch {
 	case st.isTerminated():
-		if completed != nil {
-			r.Close = append(r.Close, completed)
-		}
+		m.closeNow(st, completed, &r)
 	case st.isTerminationRequested():
 		var override *int64
 		if ko := opts.KillPodOptions; ko != nil {
-			if ko.CompletedCh != nil {
-				st.notify = append(st.notify, ko.CompletedCh)
-			}
+			m.addNotify(st, ko.CompletedCh)
 			if ko.PodStatusFunc != nil {
 				st.statusFn = ko.PodStatusFunc
 			}
@@ -399,9 +415,12 @@ func (m *Machine) NextRequeue() (time.Time, bool) {
 
 // SyncKnownPods reconciles the Machine with the pods that are desired (every pod the
 // node agent still has a configuration for) at time now. Finished pods that are not
-// desired, or that were asked to restart, are forgotten (nothing of them is kept). Pods
-// not desired whose termination was not yet requested are asked to terminate, as deleted
-// pods. It returns the state of every pod still known, and what to do.
+// desired, or that were asked to restart, are forgotten (nothing of them is kept), and so
+// are pods not desired that never started (no work ever ran for them, e.g. waiting for
+// their full name) and were never seen in the runtime (no RunningPod update): their kill
+// completion channels are closed, no PodSyncer call is made. Other pods not desired whose
+// termination was not yet requested are asked to terminate, as deleted pods. It returns
+// the state of every pod still known, and what to do.
 func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID]PodWorkerSync, Ready) {
 	r := m.ready()
 	defer m.keep(&r)
@@ -417,6 +436,18 @@ func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID
 		_, isDesired := want[uid]
 		orphan := !isDesired
 		if st.finished && (orphan || st.restartRequested) {
+			m.forget(st)
+			m.note(st, &r)
+			continue
+		}
+		if orphan && !st.isStarted() && !st.observedRuntime {
+			// Never started (e.g. waiting for its full name) and never seen in the
+			// runtime: nothing of it can run, so no sync is owed (the kubelet's
+			// removeTerminatedWorker). Forget it now, so that a runtime kill of its UID
+			// in the same housekeeping round starts afresh instead of waiting with it.
+			st.deleted = true
+			m.finish(st, now, &r) // closes its kill completion channels
+			m.note(st, &r)
 			m.forget(st)
 			m.note(st, &r)
 			continue
@@ -468,9 +499,94 @@ func (m *Machine) note(st *podState, r *Ready) {
 	}
 }
 
+// addNotify makes ch (may be nil) wait for the pod's termination, unless the pod already
+// waits on it or it was already closed.
+func (m *Machine) addNotify(st *podState, ch chan<- struct{}) {
+	if ch == nil {
+		return
+	}
+	cs := m.chans[ch]
+	switch {
+	case cs == nil:
+		cs = &chanState{}
+		m.chans[ch] = cs
+	case cs.closed:
+		m.holdClosed(st, ch, cs)
+		return
+	case slices.Contains(st.notify, ch):
+		return
+	}
+	cs.waiting++
+	st.notify = append(st.notify, ch)
+}
+
+// closeNow closes ch (may be nil) for a pod that is already terminated: at once, unless
+// it was already closed, or other pods still wait on it (it is closed with the last).
+func (m *Machine) closeNow(st *podState, ch chan<- struct{}, r *Ready) {
+	if ch == nil {
+		return
+	}
+	cs := m.chans[ch]
+	if cs == nil {
+		cs = &chanState{}
+		m.chans[ch] = cs
+	}
+	if cs.waiting > 0 {
+		return
+	}
+	if !cs.closed {
+		cs.closed = true
+		r.Close = append(r.Close, ch)
+	}
+	m.holdClosed(st, ch, cs)
+}
+
+// holdClosed records that the pod holds the closed channel ch, so that ch is known to be
+// closed as long as the pod is known.
+func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
+	if !slices.Contains(st.closed, ch) {
+		st.closed = append(st.closed, ch)
+		cs.holders++
+	}
+}
+
+// closeNotify releases the pod's waiting channels (it is terminated): each is closed
+// when no other pod waits on it.
 func (m *Machine) closeNotify(st *podState, r *Ready) {
-	r.Close = append(r.Close, st.notify...)
+	for _, ch := range st.notify {
+		cs := m.chans[ch]
+		cs.waiting--
+		if cs.waiting == 0 && !cs.closed {
+			cs.closed = true
+			r.Close = append(r.Close, ch)
+		}
+		if cs.closed {
+			m.holdClosed(st, ch, cs)
+		}
+	}
+	clear(st.notify)
 	st.notify = nil
+}
+
+// dropChans releases the channels a forgotten pod holds. Its notify list is empty: a pod
+// is forgotten only once terminated, or after closeNotify.
+func (m *Machine) dropChans(st *podState) {
+	for _, ch := range st.notify { // defensive: a forgotten pod waits for nothing
+		cs := m.chans[ch]
+		cs.waiting--
+		if cs.waiting == 0 && cs.holders == 0 {
+			delete(m.chans, ch)
+		}
+	}
+	st.notify = nil
+	for _, ch := range st.closed {
+		cs := m.chans[ch]
+		cs.holders--
+		if cs.holders == 0 && cs.waiting == 0 {
+			delete(m.chans, ch)
+		}
+	}
+	st.closed = nil
 }
 
 // finish marks the pod finished: no more work, updates ignored until forgotten.
@@ -492,6 +608,7 @@ func (m *Machine) finish(st *podState, now time.Time, r *Ready) {
 
 // forget drops every trace of the pod.
 func (m *Machine) forget(st *podState) {
+	m.dropChans(st)
 	m.unschedule(st)
 	m.releaseStatic(st)
 	if st.byName {

@@ -58,7 +58,10 @@ type UpdatePodOptions struct {
 type KillPodOptions struct {
 	// CompletedCh is closed once the pod is terminated (no container runs), or at once
 	// if it already is. It is never closed before UpdatePod returns nil; it is not
-	// touched if UpdatePod returns an error.
+	// touched if UpdatePod returns an error. The same channel may be passed more than
+	// once, for one pod or for several: it is closed exactly once, when the last pod it
+	// was passed for (and not yet terminated) is terminated; passed again after it was
+	// closed, it is left alone.
 	CompletedCh chan<- struct{}
 	// Evict marks the pod as evicted (its content is then removed even if the pod was
 	// not deleted).

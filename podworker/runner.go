@@ -285,8 +285,9 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	return nil
 }
 
-// SyncKnownPods forgets finished pods that are not desired, asks pods that are not
-// desired to terminate, and returns the state of every pod still known (see
+// SyncKnownPods forgets finished pods that are not desired and those not desired that
+// never started nor were seen in the runtime, asks the other pods that are not desired to
+// terminate, and returns the state of every pod still known (see
 // Machine.SyncKnownPods).
 func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	now := r.clock.Now()
@@ -295,6 +296,19 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	known, rd := r.m.SyncKnownPods(now, desired)
 	r.applyLocked(&rd, false)
 	return known
+}
+
+// closeCompleted closes a kill's completion channel. The Machine lists a channel once
+// while any pod it was given for is known; one passed again after all of them were
+// forgotten may be listed again, and is then already closed: that second close is
+// recovered (and logged), never a crash.
+func (r *Runner) closeCompleted(ch chan<- struct{}) {
+	defer func() {
+		if recover() != nil {
+			r.log.Warn("kill completion channel already closed; it was passed again after its pods were forgotten")
+		}
+	}()
+	close(ch)
 }
 
 // applyLocked carries out a Ready with r.mu held. With inline, the first work to start
@@ -318,7 +332,7 @@ func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context
 		}
 	}
 	for _, ch := range rd.Close {
-		close(ch)
+		r.closeCompleted(ch)
 	}
 	for _, w := range rd.Start {
 		if !r.running {

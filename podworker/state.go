@@ -52,8 +52,12 @@ type podState struct {
 	// gracePeriod is the effective grace period in force, 0 before termination; it only
 	// ever decreases once set.
 	gracePeriod int64
-	// notify holds the completion channels of kill requests, closed at terminated.
+	// notify holds the completion channels of kill requests, released at terminated
+	// (each closed once no other pod waits on it); no duplicates, none already closed.
+	// closed holds the channels that were closed while the pod held them, so that the
+	// Machine knows them as closed while the pod is known (Machine.chans).
 	notify []chan<- struct{}
+	closed []chan<- struct{}
 	// statusFn is the latest status function of a kill request.
 	statusFn func(*v1.PodStatus)
 
@@ -74,6 +78,9 @@ type podState struct {
 	queued             bool // in the Machine's ready queue
 	cancelRequested    bool // the in-flight work's context was (asked to be) cancelled
 	waitingStatic      bool // a static pod waiting for its full name, with a pending update
+	// observedRuntime: a RunningPod update was received for the UID, so something of it
+	// may run and it must be stopped even if it never started (the kubelet's field).
+	observedRuntime bool
 }
 
 func (s *podState) isStarted() bool              { return !s.startedAt.IsZero() }

@@ -166,8 +166,11 @@ type Requeue struct {
 // valid only until the Machine's next call: copy what must outlive it (Clone). The driver
 // must apply it in this order:
 // record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
-// close every channel in Close (each appears exactly once over the Machine's life), and
-// start every Work in Start.
+// close every channel in Close, and start every Work in Start. A channel is listed in
+// Close once, however often it was passed (to one pod or several; see
+// KillPodOptions.CompletedCh), as long as one of the pods it was passed for is known: a
+// channel passed again after all of them were forgotten is listed again, so a driver
+// that lets callers reuse channels must tolerate a closed one (Runner does).
 type Ready struct {
 	Transitions []Transition
 	Cancel      []types.UID

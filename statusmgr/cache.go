@@ -34,6 +34,13 @@ type entry struct {
 	versionAt time.Time
 	// queued is true while the UID is in the cache's queue.
 	queued bool
+	// mirrorUID is, for a static pod, the UID of its mirror pod last seen on the server
+	// ("" until one was seen); cache.mirrors maps it back.
+	mirrorUID types.UID
+	// deleteFailed is true after the final delete failed (any error, a Conflict included)
+	// and until the next sync commits: the status is kept and the pod needs a sync (a
+	// fresh GET decides between deleting it again and forgetting the status).
+	deleteFailed bool
 }
 
 // cache is the pure machine of the manager: versioned statuses and the decisions on them.
@@ -41,13 +48,16 @@ type entry struct {
 // out; the Manager wraps it with a lock and talks to the API server.
 type cache struct {
 	entries map[types.UID]*entry
+	// mirrors maps the UID of a mirror pod seen on the server to its static pod's UID
+	// (entry.mirrorUID is the reverse); a mapping whose entry is gone is removed with it.
+	mirrors map[types.UID]types.UID
 	// queue lists, in order, the UIDs whose status changed since their last sync; each at
 	// most once (entry.queued).
 	queue []types.UID
 }
 
 func newCache() *cache {
-	return &cache{entries: make(map[types.UID]*entry)}
+	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID)}
 }
 
 // checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
@@ -150,6 +160,7 @@ func (c *cache) takeQueue() []types.UID {
 
 // needsUpdate reports whether the pod's status must be synced (the kubelet's needsUpdate):
 //   - a version the server does not have;
+//   - a final delete that failed (retried until the pod is deleted, gone or recreated);
 //   - or, for a finished pod that is not a mirror pod, the final steps are still open: the
 //     pod can be deleted (CanBeDeleted on the server's copy), or the server's copy is
 //     unknown or stale while the node agent saw a deletionTimestamp, or the terminal phase
@@ -157,7 +168,7 @@ func (c *cache) takeQueue() []types.UID {
 //
 // This is what lets a finished pod be written and deleted without another status change.
 func (e *entry) needsUpdate() bool {
-	if e.sentVersion < e.version {
+	if e.sentVersion < e.version || e.deleteFailed {
 		return true
 	}
 	if !e.podIsFinished || IsMirrorPod(e.server) || IsStaticPod(e.pod) {
@@ -208,7 +219,41 @@ func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) (again bool, setAt
 		}
 	}
 	e.server = server
+	e.deleteFailed = false
+	if server != nil && server.UID != e.mirrorUID && IsMirrorPod(server) && IsStaticPod(e.pod) {
+		if e.mirrorUID != "" && c.mirrors[e.mirrorUID] == s.uid {
+			delete(c.mirrors, e.mirrorUID)
+		}
+		e.mirrorUID = server.UID
+		c.mirrors[server.UID] = s.uid
+	}
 	return e.sentVersion < e.version, setAt
+}
+
+// retryDelete records that the final delete of the snapshot's pod failed: the entry (if
+// still the snapshot's) keeps needing a sync until one commits or forgets it.
+func (c *cache) retryDelete(s snapshot) {
+	if e := c.entries[s.uid]; e == s.e {
+		e.deleteFailed = true
+	}
+}
+
+// byMirrorUID returns the entry of the static pod whose mirror pod, as last seen on the
+// server, has the UID uid; nil if none.
+func (c *cache) byMirrorUID(uid types.UID) *entry {
+	e := c.entries[c.mirrors[uid]]
+	if e == nil || e.mirrorUID != uid {
+		return nil
+	}
+	return e
+}
+
+// remove deletes the entry of uid and its mirror index.
+func (c *cache) remove(uid types.UID) {
+	if e := c.entries[uid]; e != nil && e.mirrorUID != "" && c.mirrors[e.mirrorUID] == uid {
+		delete(c.mirrors, e.mirrorUID)
+	}
+	delete(c.entries, uid)
 }
 
 // forget drops the pod's status if the entry is still the snapshot's.
@@ -216,7 +261,7 @@ func (c *cache) forget(s snapshot) bool {
 	if c.entries[s.uid] != s.e {
 		return false
 	}
-	delete(c.entries, s.uid)
+	c.remove(s.uid)
 	return true
 }
 

@@ -17,7 +17,8 @@
 //     while the pod's containers could still run.
 //   - Every patch carries metadata.uid and every delete a UID precondition: a pod deleted and
 //     recreated under the same name (another UID) is never patched or deleted; its old
-//     status is forgotten.
+//     status is forgotten. A failed delete (even a Conflict) keeps the status until a
+//     fresh read shows the pod gone or recreated, or a delete succeeds.
 //   - A pod is deleted (grace 0) only when CanBeDeleted holds on the server's copy: it has a
 //     deletionTimestamp, it is not a mirror pod, its phase on the server is terminal, and
 //     TerminatePod has run for it. Then its status is forgotten.
@@ -72,16 +73,24 @@
 // then, as the kubelet does, the status is kept for the next full sync (the answer may
 // predate the pod, e.g. a node authorizer that has not seen a just-bound pod yet) until
 // RemoveOrphanedStatuses drops it. Conflict re-reads the pod and retries (at
-// most MaxConflictRetries times per sync), a Conflict on delete means the name has a new pod
-// (forgotten). Any other error is logged, counted (Stats.Errors), returned by Sync, and
-// retried on the next full sync. Run returns when its context ends; a batch in progress
+// most MaxConflictRetries times per sync). Any other error is logged, counted
+// (Stats.Errors), returned by Sync, and retried on the next full sync.
+//
+// A failed final delete, whatever the error (a Conflict included), never forgets the
+// status by itself, as in the kubelet: the pod is read again (at once after a Conflict,
+// within the sync's MaxConflictRetries; else at the next full sync) and that GET decides.
+// NotFound: the pod is gone, the status is forgotten. Another UID: the name belongs to a
+// new pod, the status is forgotten and the new pod is never touched. The same UID: the pod
+// is deleted again, until it is deleted. Run returns when its context ends; a batch in progress
 // stops between pods and keeps the rest queued.
 //
 // # Static pods
 //
 // A static pod's status (its source annotation is not "api") is written to its mirror pod,
 // found with Config.Lookup (else any mirror pod of that name is accepted). Mirror pods are
-// never deleted here.
+// never deleted here. GetPodStatus answers for a mirror pod's UID with its static pod's
+// status, as the kubelet does: through the Lookup if it implements PodUIDTranslator,
+// else once a sync has seen the mirror pod on the server.
 //
 // # Implementing StatusPatcher with client-go
 //

@@ -210,8 +210,11 @@ func (m *Manager) signal() {
 }
 
 // SetPodStatus caches status as the newest version of pod's status and wakes the sync loop.
-// status is copied (the caller keeps ownership). LastTransitionTimes of the kubelet's
-// conditions are stamped, StartTime is kept once set, and the status is normalized
+// status is copied (the caller keeps ownership). Its ObservedGeneration is set to the
+// pod's metadata.generation, as the kubelet does (GA since 1.35), unless the old status
+// (cached, else the mirror pod's or the pod's own) has a higher one, which is kept.
+// LastTransitionTimes of the kubelet's conditions are stamped, StartTime is kept once
+// set, and the status is normalized
 // (NormalizeStatus). A status equal to the cached one is skipped, unless the pod has a
 // deletionTimestamp: then it always makes a new version, so a deleting pod is synced (and
 // deleted) even without a change. It returns an error wrapping ErrNilPod or ErrEmptyUID
@@ -223,7 +226,9 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 		return err
 	}
 	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, error) {
-		return *status.DeepCopy(), nil
+		s := *status.DeepCopy()
+		s.ObservedGeneration = pod.Generation
+		return s, nil
 	}, pod.DeletionTimestamp != nil, false)
 }
 
@@ -318,11 +323,23 @@ func (m *Manager) setContainer(podUID types.UID, containerID string, change func
 	return err
 }
 
-// GetPodStatus returns a copy of the cached status of the pod, if any.
+// GetPodStatus returns a copy of the cached status of the pod, if any. A mirror pod's UID
+// gives its static pod's status, as in the kubelet: the UID is translated by the
+// Config.Lookup if it implements PodUIDTranslator; otherwise (or if that finds nothing)
+// it is matched against the mirror pods the sync loop last saw on the server.
 func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+	want := uid
+	if t, ok := m.lookup.(PodUIDTranslator); ok {
+		if tr := t.TranslatePodUID(uid); tr != "" {
+			want = tr
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.c.entries[uid]
+	e := m.c.entries[want]
+	if e == nil {
+		e = m.c.byMirrorUID(uid)
+	}
 	if e == nil {
 		return v1.PodStatus{}, false
 	}
@@ -337,7 +354,7 @@ func (m *Manager) RemoveOrphanedStatuses(podUIDs map[types.UID]bool) {
 	defer m.mu.Unlock()
 	for uid := range m.c.entries {
 		if _, ok := podUIDs[uid]; !ok {
-			delete(m.c.entries, uid)
+			m.c.remove(uid)
 			m.stats.Orphaned++
 		}
 	}

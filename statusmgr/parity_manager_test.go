@@ -186,7 +186,7 @@ func TestParityTerminatePodManager(t *testing.T) {
 		pod := parPod()
 		parMust(t, m.SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{running("a"), terminated("b", 0)}}))
 		parMust(t, m.TerminatePod(pod))
-		want := parEntry{2, true, v1.PodStatus{Phase: v1.PodFailed, StartTime: &start, ContainerStatuses: []v1.ContainerStatus{unknownTerminated("a"), terminated("b", 0)}}}
+		want := parEntry{2, true, v1.PodStatus{ObservedGeneration: 7, Phase: v1.PodFailed, StartTime: &start, ContainerStatuses: []v1.ContainerStatus{unknownTerminated("a"), terminated("b", 0)}}}
 		if diff := cmp.Diff(want, entryOf(t, m, pod.UID)); diff != "" {
 			t.Errorf("mismatch (-want +got):\n%s", diff)
 		}
@@ -447,33 +447,33 @@ func TestParityUpdateStatusInternal(t *testing.T) {
 		want    out
 	}{
 		{name: "§8 StartTime is preserved once set", podStat: v1.PodStatus{StartTime: at(1)},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning, StartTime: at(2)}}, want: out{StartTime: at(1), Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning, StartTime: at(2)}}, want: out{StartTime: at(1), ObservedGen: 7, Version: 1}},
 		{name: "§8 StartTime: the new one is taken when the old status has none", podStat: v1.PodStatus{},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning, StartTime: at(2)}}, want: out{StartTime: at(2), Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning, StartTime: at(2)}}, want: out{StartTime: at(2), ObservedGen: 7, Version: 1}},
 		{name: "§8 StartTime: a zero old StartTime counts as unset", podStat: v1.PodStatus{StartTime: &metav1.Time{}},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning, StartTime: at(2)}}, want: out{StartTime: at(2), Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning, StartTime: at(2)}}, want: out{StartTime: at(2), ObservedGen: 7, Version: 1}},
 		{name: "§8 StartTime: now when neither has one", podStat: v1.PodStatus{},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning}}, want: out{StartTime: &parTNow, Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning}}, want: out{StartTime: &parTNow, ObservedGen: 7, Version: 1}},
 		{name: "§8 StartTime: kept across cached versions", podStat: v1.PodStatus{},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning, Message: "x", StartTime: at(5)}}, want: out{StartTime: &parTNow, Version: 2}},
-		{name: "§8 a higher old ObservedGeneration is kept", podStat: v1.PodStatus{StartTime: at(1), ObservedGeneration: 5},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning, ObservedGeneration: 3}}, want: out{StartTime: at(1), ObservedGen: 5, Version: 1}},
-		{name: "§8 a higher new ObservedGeneration is taken", podStat: v1.PodStatus{StartTime: at(1), ObservedGeneration: 5},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning, ObservedGeneration: 8}}, want: out{StartTime: at(1), ObservedGen: 8, Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning, Message: "x", StartTime: at(5)}}, want: out{StartTime: &parTNow, ObservedGen: 7, Version: 2}},
+		{name: "§8 a higher old ObservedGeneration is kept", podStat: v1.PodStatus{StartTime: at(1), ObservedGeneration: 9},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning, ObservedGeneration: 3}}, want: out{StartTime: at(1), ObservedGen: 9, Version: 1}},
+		{name: "§8 SetPodStatus: the pod's generation replaces the status's ObservedGeneration", podStat: v1.PodStatus{StartTime: at(1), ObservedGeneration: 5},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning, ObservedGeneration: 8}}, want: out{StartTime: at(1), ObservedGen: 7, Version: 1}},
 		{name: "§8 VolumeHealth is kept when the new status has none", podStat: v1.PodStatus{StartTime: at(1), VolumeHealth: vh("data")},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning}}, want: out{StartTime: at(1), VolumeHealth: vh("data"), Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning}}, want: out{StartTime: at(1), ObservedGen: 7, VolumeHealth: vh("data"), Version: 1}},
 		{name: "§8 an identical status is skipped", podStat: v1.PodStatus{StartTime: at(1)},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning}}, want: out{StartTime: at(1), Version: 1}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning}}, want: out{StartTime: at(1), ObservedGen: 7, Version: 1}},
 		{name: "§8 a status differing only in pod-owned conditions is identical", podStat: v1.PodStatus{StartTime: at(1)},
 			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning, Conditions: []v1.PodCondition{{Type: "example.com/g", Status: v1.ConditionTrue}}}},
-			want: out{StartTime: at(1), Version: 1}},
+			want: out{StartTime: at(1), ObservedGen: 7, Version: 1}},
 		{name: "§8 a status differing only in sub-second times is identical (normalized first)", podStat: v1.PodStatus{StartTime: at(1)},
 			sets: []v1.PodStatus{
 				{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}}}}},
 				{Phase: v1.PodRunning, ContainerStatuses: []v1.ContainerStatus{{Name: "a", State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(300 * time.Millisecond))}}}}}},
-			want: out{StartTime: at(1), Version: 1}},
+			want: out{StartTime: at(1), ObservedGen: 7, Version: 1}},
 		{name: "§8 a changed status is a new version", podStat: v1.PodStatus{StartTime: at(1)},
-			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning, PodIP: "10.1.1.1"}}, want: out{StartTime: at(1), Version: 2}},
+			sets: []v1.PodStatus{{Phase: v1.PodRunning}, {Phase: v1.PodRunning, PodIP: "10.1.1.1"}}, want: out{StartTime: at(1), ObservedGen: 7, Version: 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m, _ := parManager(t, nil)
@@ -591,6 +591,10 @@ func TestParityNormalize(t *testing.T) {
 			parMust(t, m.SetPodStatus(tc.pod, tc.in))
 			cached, _ := m.GetPodStatus(tc.pod.UID)
 			cached.StartTime, cached.Conditions = tc.want.StartTime, tc.want.Conditions
+			if cached.ObservedGeneration != tc.pod.Generation {
+				t.Errorf("ObservedGeneration = %d, want the pod's generation %d", cached.ObservedGeneration, tc.pod.Generation)
+			}
+			cached.ObservedGeneration = 0
 			if diff := cmp.Diff(tc.want, cached, parAbbrev()); diff != "" {
 				t.Errorf("SetPodStatus normalized differently (-want +got):\n%s", diff)
 			}

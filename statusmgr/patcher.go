@@ -26,7 +26,8 @@ type StatusPatcher interface {
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error)
 	// DeletePod deletes the pod with grace period 0 and the UID precondition uid
 	// (metav1.DeleteOptions{GracePeriodSeconds: 0, Preconditions: {UID: uid}}); a pod
-	// with another UID must give Conflict.
+	// with another UID must give Conflict. After any error the manager re-reads the pod
+	// (GetPod) before it deletes it again or forgets its status.
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
@@ -78,15 +79,40 @@ type PodLookup interface {
 	GetMirrorPodByPod(pod *v1.Pod) (*v1.Pod, bool)
 }
 
-// PodLookupFuncs adapts plain functions to a PodLookup. A nil function reports "not found".
+// PodUIDTranslator is an optional interface of a PodLookup (checked with a type
+// assertion): the kubelet pod manager's TranslatePodUID. GetPodStatus uses it to answer
+// for a mirror pod's UID with its static pod's status, as the kubelet does. Without it,
+// the manager recognizes a mirror pod's UID only once a sync has seen that mirror pod on
+// the server.
+type PodUIDTranslator interface {
+	// TranslatePodUID returns the UID of the static pod whose mirror pod has the UID
+	// uid, or uid itself when it is not a known mirror pod's UID.
+	TranslatePodUID(uid types.UID) types.UID
+}
+
+// PodLookupFuncs adapts plain functions to a PodLookup (and a PodUIDTranslator). A nil
+// function reports "not found" (TranslatePodUID: the UID unchanged).
 type PodLookupFuncs struct {
 	// GetPodByUIDFunc implements GetPodByUID.
 	GetPodByUIDFunc func(uid types.UID) (*v1.Pod, bool)
 	// GetMirrorPodByPodFunc implements GetMirrorPodByPod.
 	GetMirrorPodByPodFunc func(pod *v1.Pod) (*v1.Pod, bool)
+	// TranslatePodUIDFunc implements TranslatePodUID.
+	TranslatePodUIDFunc func(uid types.UID) types.UID
 }
 
-var _ PodLookup = PodLookupFuncs{}
+var (
+	_ PodLookup        = PodLookupFuncs{}
+	_ PodUIDTranslator = PodLookupFuncs{}
+)
+
+// TranslatePodUID calls TranslatePodUIDFunc.
+func (f PodLookupFuncs) TranslatePodUID(uid types.UID) types.UID {
+	if f.TranslatePodUIDFunc == nil {
+		return uid
+	}
+	return f.TranslatePodUIDFunc(uid)
+}
 
 // GetPodByUID calls GetPodByUIDFunc.
 func (f PodLookupFuncs) GetPodByUID(uid types.UID) (*v1.Pod, bool) {

@@ -255,7 +255,30 @@ func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 		sent = true
 
 		if CanBeDeleted(server, s.status, s.finished) {
-			break
+			err := m.patcher.DeletePod(ctx, ns, name, server.UID)
+			m.count(func(st *Stats) { st.Deletes++ })
+			if err == nil {
+				m.forget(s, func(st *Stats) { st.Deleted++ })
+				log.Debug("pod fully terminated and deleted")
+				return nil
+			}
+			if apierrors.IsConflict(err) && conflicts < m.maxConflict {
+				// The UID precondition failed or the object changed: the pod may have been
+				// recreated, or not. Never guess: read it again, forget the status only if
+				// the server's pod is gone or has another UID, else delete it again.
+				conflicts++
+				m.count(func(st *Stats) { st.Conflicts++ })
+				log.Debug("conflict deleting the pod; re-reading it", "err", err)
+				server = nil
+				continue
+			}
+			// The status is on the server; the delete is retried from a fresh GET.
+			m.commit(s, sent, server)
+			err = m.callFailed(s, "delete", err, log)
+			m.mu.Lock()
+			m.c.retryDelete(s)
+			m.mu.Unlock()
+			return err
 		}
 		if s.finished && !refreshed && !static && s.pod.DeletionTimestamp != nil && server.DeletionTimestamp == nil {
 			// Our copy of the server's pod predates the deletion: read it again.
@@ -265,22 +288,6 @@ func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 		m.commit(s, sent, server)
 		return nil
 	}
-
-	err := m.patcher.DeletePod(ctx, ns, name, server.UID)
-	m.count(func(st *Stats) { st.Deletes++ })
-	switch {
-	case err == nil:
-		m.forget(s, func(st *Stats) { st.Deleted++ })
-		log.Debug("pod fully terminated and deleted")
-		return nil
-	case apierrors.IsConflict(err):
-		// The UID precondition failed: the name now belongs to a new pod.
-		m.forget(s, func(st *Stats) { st.Conflicts++; st.Recreated++ })
-		log.Info("pod was recreated before its delete; status forgotten", "err", err)
-		return nil
-	}
-	m.commit(s, sent, server)
-	return m.callFailed(s, "delete", err, log)
 }
 
 // callFailed handles a failed API call: NotFound forgets the status unless the Lookup still

@@ -150,11 +150,13 @@ func TestManagerNotFoundKeptWhileDesired(t *testing.T) {
 			t.Fatalf("after the next full sync the server has %+v, want the kept Running status", got)
 		}
 
-		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
+		// The pod goes before the next status is set: set first, the loop could write it
+		// before the pod is gone and nothing would sync it again.
 		desired = false
 		if err := api.DeletePod(context.Background(), "default", "p", pod.UID); err != nil {
 			t.Fatal(err)
 		}
+		must(t, h.m.SetPodStatus(pod, runningStatus(false)))
 		synctest.Wait()
 		if _, ok := h.m.GetPodStatus("u1"); ok {
 			t.Error("status of a pod neither desired nor on the server kept")
@@ -215,19 +217,19 @@ func TestManagerRecreatedPodIsNeverTouched(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			old := deleting(testPod("p", "u1"))
 			api := statusmgrtest.NewFakeAPI(old)
-			api.SetReactor(func(verb statusmgrtest.Verb, ns, name string) error {
-				if verb == statusmgrtest.Delete {
-					return apierrors.NewConflict(v1.Resource("pods"), name, errors.New("UID precondition"))
-				}
-				return nil
-			})
-			h := start(t, api, nil)
+			var uids []types.UID
+			recreate := func(int) { api.Put(testPod("p", "u2")) }
+			h := start(t, api, func(c *statusmgr.Config) { c.Patcher = recordDeletes(api, &uids, recreate) })
 			must(t, h.m.TerminatePod(old))
 			synctest.Wait()
 			h.period()
-			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1, Deletes: 1})
+			// The delete's UID precondition fails; the GET shows the new UID: forgotten.
+			h.counts(statusmgrtest.Counts{Gets: 2, Patches: 1, Deletes: 1})
 			if _, ok := h.m.GetPodStatus("u1"); ok {
-				t.Error("status kept after the delete's UID precondition failed")
+				t.Error("status kept after the pod was recreated")
+			}
+			if got := mustPod(t, api, "p"); got.UID != "u2" {
+				t.Errorf("server's pod = %s, want u2", got.UID)
 			}
 		})
 	})

@@ -1,0 +1,184 @@
+package podworker
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/pleg"
+)
+
+// closeCounter drives a Machine to quiescence (every started work succeeds) and counts
+// how often each channel is listed in Ready.Close.
+type closeCounter struct {
+	t      *testing.T
+	m      *Machine
+	closes map[chan<- struct{}]int
+}
+
+func (c *closeCounter) apply(rd Ready) {
+	c.t.Helper()
+	work := append([]Work(nil), rd.Start...)
+	for _, ch := range rd.Close {
+		c.closes[ch]++
+	}
+	for len(work) > 0 {
+		w := work[0]
+		work = work[1:]
+		next, err := c.m.Complete(t0, w.UID, Result{})
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		for _, ch := range next.Close {
+			c.closes[ch]++
+		}
+		work = append(work, next.Start...)
+	}
+}
+
+func (c *closeCounter) update(opts UpdatePodOptions) {
+	c.t.Helper()
+	rd, err := c.m.UpdatePod(t0, opts, false)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.apply(rd)
+}
+
+func kill(pod *v1.Pod, ch chan<- struct{}) UpdatePodOptions {
+	return UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, KillPodOptions: &KillPodOptions{CompletedCh: ch}}
+}
+
+func killRuntime(uid string, ch chan<- struct{}) UpdatePodOptions {
+	return UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: testPod(uid).UID, Name: uid, Namespace: "ns"},
+		KillPodOptions: &KillPodOptions{CompletedCh: ch}}
+}
+
+// TestCompletedChClosedOnce: a completion channel given more than once (to one pod or to
+// several, before or after it was closed) is listed in Ready.Close exactly once, and only
+// once every pod it was given for is terminated.
+func TestCompletedChClosedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		run  func(c *closeCounter, ch chan struct{})
+	}{
+		{"same pod, twice while it terminates", func(c *closeCounter, ch chan struct{}) {
+			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			_ = rd // SyncPod left in flight
+			c.update(kill(testPod("a"), ch))
+			c.update(kill(testPod("a"), ch))
+			next, err := c.m.Complete(t0, "a", Result{})
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.apply(next)
+		}},
+		{"same pod, again once terminated", func(c *closeCounter, ch chan struct{}) {
+			c.update(kill(testPod("a"), ch))
+			c.update(kill(testPod("a"), ch))
+		}},
+		{"same pod, again once finished", func(c *closeCounter, ch chan struct{}) {
+			c.update(kill(testPod("a"), ch))
+			c.update(kill(testPod("a", deleted(0)), ch))
+			c.update(kill(testPod("a", deleted(0)), ch))
+		}},
+		{"two pods, both pending", func(c *closeCounter, ch chan struct{}) {
+			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			_ = rd // SyncPod of a left in flight
+			rd, _ = c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("b")}, false)
+			_ = rd // SyncPod of b left in flight
+			c.update(kill(testPod("a"), ch))
+			c.update(kill(testPod("b"), ch))
+			next, err := c.m.Complete(t0, "a", Result{})
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.apply(next)
+			if c.closes[ch] != 0 {
+				c.t.Error("closed while pod b was still running")
+			}
+			next, err = c.m.Complete(t0, "b", Result{})
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.apply(next)
+		}},
+		{"two pods, the second after the first terminated", func(c *closeCounter, ch chan struct{}) {
+			c.update(kill(testPod("a"), ch))
+			c.update(kill(testPod("b"), ch))
+		}},
+		{"a pod and a runtime pod", func(c *closeCounter, ch chan struct{}) {
+			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			_ = rd // SyncPod of a left in flight
+			c.update(kill(testPod("a"), ch))
+			c.update(killRuntime("r", ch)) // killed and forgotten at once
+			if c.closes[ch] != 0 {
+				c.t.Error("closed while pod a was still running")
+			}
+			next, err := c.m.Complete(t0, "a", Result{})
+			if err != nil {
+				c.t.Fatal(err)
+			}
+			c.apply(next)
+			c.update(killRuntime("r", ch))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &closeCounter{t: t, m: newTestMachine(t, MachineConfig{}), closes: map[chan<- struct{}]int{}}
+			ch := make(chan struct{})
+			tc.run(c, ch)
+			if n := c.closes[ch]; n != 1 {
+				t.Errorf("channel listed in Ready.Close %d times, want 1", n)
+			}
+			// Once its pods are forgotten, nothing of the channel is kept.
+			_, rd := c.m.SyncKnownPods(t0, nil)
+			c.apply(rd)
+			_, rd = c.m.SyncKnownPods(t0, nil)
+			c.apply(rd)
+			if c.m.Len() != 0 || len(c.m.chans) != 0 {
+				t.Errorf("after forgetting every pod: %d pods, %d channels kept", c.m.Len(), len(c.m.chans))
+			}
+		})
+	}
+}
+
+// TestRunnerCompletedChClosedOnce: the Runner closes a channel given to several kills
+// once; before, the second close crashed the process.
+func TestRunnerCompletedChClosedOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, err := New(Config{Syncer: PodSyncerFuncs{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- r.Run(ctx) }()
+		ch := make(chan struct{})
+		for _, opts := range []UpdatePodOptions{
+			kill(testPod("a"), ch), kill(testPod("a"), ch), // the same pod twice
+			kill(testPod("b"), ch), killRuntime("r", ch), // other pods
+			killRuntime("r2", ch), kill(testPod("c"), ch),
+		} {
+			if err := r.UpdatePod(opts); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+		}
+		// Again once every pod the channel was given for is forgotten: the Machine no
+		// longer knows it is closed; the Runner still closes it once.
+		r.SyncKnownPods(nil)
+		if err := r.UpdatePod(kill(testPod("d"), ch)); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case <-ch:
+		default:
+			t.Error("channel not closed")
+		}
+		cancel()
+		<-done
+	})
+}
