@@ -29,6 +29,7 @@ var (
 	faultSeeds = flag.Int("faults.seeds", 5, "TestFaults: seeds to run (1..N)")
 	faultSeed  = flag.Uint64("faults.seed", 0, "TestFaults: run only this seed (0: seeds 1..faults.seeds)")
 	faultRate  = flag.Float64("faults.rate", 0.3, "TestFaults: share of API calls that fail")
+	faultTrace = flag.String("faults.trace", "", "TestFaults: log every call and change of the pods of this name")
 )
 
 // TestFaults runs a node agent wired from the library (node.New + nodetest.FeedAPI +
@@ -147,6 +148,13 @@ func runFaults(t *testing.T, o faultOpts) *faultHarness {
 	h := &faultHarness{t: t, o: o, rng: rand.New(rand.NewPCG(o.seed, 0x5eed)), start: time.Now(), api: api, mem: mem,
 		rt: &faultRuntime{Runtime: nodetest.NewRuntime(mem, nodetest.ContainerBehaviour{}), faults: f, stats: map[string]int{}},
 		fa: newFaultAPI(api, mem, f, o.rate)}
+	if *faultTrace != "" {
+		h.fa.trace = func(name, msg string) {
+			if name == *faultTrace {
+				t.Logf("%v %s: %s", time.Since(h.start), name, msg)
+			}
+		}
+	}
 	h.startNode(0)
 
 	// Pods arrive about every 400 ms; the agent restarts a few times meanwhile.
@@ -235,11 +243,21 @@ func (h *faultHarness) startNode(delay time.Duration) {
 	if h.o.plant != nil {
 		patcher = h.o.plant(h.fa)
 	}
-	n, err := node.New(node.Config{NodeName: nodeName, Runtime: h.rt, Patcher: patcher})
+	cfg := node.Config{NodeName: nodeName, Runtime: h.rt, Patcher: patcher}
+	if *faultTrace != "" {
+		run := h.nodes + 1
+		cfg.OnEvent = func(ev node.Event) {
+			if ev.Pod != nil && ev.Pod.Name == *faultTrace {
+				h.t.Logf("%v %s: node %d: %v %s %s %s %v", time.Since(h.start), ev.Pod.Name, run, ev.Kind, ev.Pod.UID, ev.Reason, ev.Message, ev.Err)
+			}
+		}
+	}
+	n, err := node.New(cfg)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.nodes++
+	h.t.Logf("%v: node run %d starts; its API source lists after %v", time.Since(h.start), h.nodes, delay)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	h.runDone, h.feedDone = make(chan error, 1), make(chan error, 1)

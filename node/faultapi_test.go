@@ -125,6 +125,8 @@ type faultAPI struct {
 	seen       map[types.NamespacedName]map[types.UID]bool // UIDs the node got in answers, per name
 	violations []violation
 	stats      map[string]int
+	// trace, if set, hears of every call and change (pod name, description).
+	trace func(name, msg string)
 }
 
 var _ statusmgr.StatusPatcher = (*faultAPI)(nil)
@@ -173,11 +175,11 @@ func (fa *faultAPI) fault(verb statusmgrtest.Verb, key types.NamespacedName) (er
 		err = apierrors.NewTooManyRequests("injected: slow down", 1)
 	case 3:
 		err = apierrors.NewTimeoutError("injected: request timed out before it was applied", 1)
-		delay = time.Duration(1+r.IntN(5)) * time.Second
+		delay = time.Duration(100+r.IntN(900)) * time.Millisecond
 	case 4:
 		fa.count("fault/api/" + string(verb) + "/after")
 		return fmt.Errorf("injected: applied, then the answer was lost: %w", context.DeadlineExceeded), false,
-			time.Duration(1+r.IntN(5)) * time.Second
+			time.Duration(100+r.IntN(900)) * time.Millisecond
 	}
 	fa.count("fault/api/" + string(verb) + "/before")
 	return err, true, delay
@@ -266,6 +268,9 @@ func (fa *faultAPI) react(verb statusmgrtest.Verb, namespace, name string) error
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	fa.stats["call/"+string(verb)]++
+	if fa.trace != nil {
+		fa.trace(name, fmt.Sprintf("call %s uid=%s injected=%v", verb, c.uid, c.beforeEr))
+	}
 	if verb == statusmgrtest.Get {
 		return c.beforeEr
 	}
@@ -365,6 +370,9 @@ func (fa *faultAPI) observe(c statusmgrtest.Change) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
+	if fa.trace != nil {
+		fa.trace(p.Name, fmt.Sprintf("change %s uid=%s phase=%s deleting=%v: %s", c.Verb, p.UID, p.Status.Phase, p.DeletionTimestamp != nil, c.Detail))
+	}
 	st := fa.uids[p.UID]
 	if st == nil {
 		st = &uidState{key: key, pod: p}
