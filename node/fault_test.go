@@ -157,19 +157,19 @@ func runFaults(t *testing.T, o faultOpts) *faultHarness {
 	}
 	h.startNode(0)
 
-	// Pods arrive about every 400 ms; the agent restarts a few times meanwhile.
-	arrivals := time.Duration(o.pods) * 400 * time.Millisecond
+	// Pods arrive every 200 ms; the agent restarts a few times meanwhile.
+	arrivals := time.Duration(o.pods) * 200 * time.Millisecond
 	for i := range o.pods {
 		name := fmt.Sprintf("p%04d", i)
 		h.names = append(h.names, name)
-		at := time.Duration(i)*400*time.Millisecond + time.Duration(h.rng.IntN(400))*time.Millisecond
+		at := time.Duration(i) * 200 * time.Millisecond
 		h.at(at, func() { h.createPod(name, faultStory(h.rng.IntN(int(nStories)))) })
 	}
 	for range o.restarts {
-		at := 10*time.Second + time.Duration(h.rng.Int64N(int64(arrivals)))
+		at := 10*time.Second + h.dur(int(arrivals/time.Millisecond))
 		h.at(at, func() {
 			h.stopNode()
-			h.startNode(time.Duration(h.rng.IntN(10000)) * time.Millisecond)
+			h.startNode(h.dur(10000))
 		})
 	}
 	for h.queue.Len() > 0 {
@@ -181,12 +181,12 @@ func runFaults(t *testing.T, o faultOpts) *faultHarness {
 	}
 	// Everything left is deleted; then time passes (the longest grace is 30 s, the
 	// pod workers back off up to 10 s, full status syncs run every 10 s).
-	time.Sleep(time.Minute)
+	time.Sleep(30 * time.Second)
 	for _, name := range h.names {
 		g := int64(1 + h.rng.IntN(10))
 		_ = h.api.Delete("default", name, &g)
 	}
-	time.Sleep(5 * time.Minute)
+	time.Sleep(3 * time.Minute)
 	h.fa.checkEnd()
 	h.stopNode()
 	for _, rp := range mustList(h.mem) {
@@ -287,8 +287,13 @@ func (h *faultHarness) stopNode() {
 	}
 }
 
+// quantumMillis is the granularity of the scenario's random times: fewer distinct instants
+// make fewer steps of the bubble's fake clock, each of which costs a round of wake-ups.
+const quantumMillis = 1000
+
+// dur returns a random duration of at most maxMillis ms, in quanta.
 func (h *faultHarness) dur(maxMillis int) time.Duration {
-	return time.Duration(h.rng.IntN(maxMillis)) * time.Millisecond
+	return time.Duration(h.rng.IntN(maxMillis/quantumMillis+1)) * quantumMillis * time.Millisecond
 }
 
 // createPod creates a pod under name and schedules the rest of its story.

@@ -175,11 +175,11 @@ func (fa *faultAPI) fault(verb statusmgrtest.Verb, key types.NamespacedName) (er
 		err = apierrors.NewTooManyRequests("injected: slow down", 1)
 	case 3:
 		err = apierrors.NewTimeoutError("injected: request timed out before it was applied", 1)
-		delay = time.Duration(100+r.IntN(900)) * time.Millisecond
+		delay = time.Duration(1+r.IntN(2)) * 250 * time.Millisecond
 	case 4:
 		fa.count("fault/api/" + string(verb) + "/after")
 		return fmt.Errorf("injected: applied, then the answer was lost: %w", context.DeadlineExceeded), false,
-			time.Duration(100+r.IntN(900)) * time.Millisecond
+			time.Duration(1+r.IntN(2)) * 250 * time.Millisecond
 	}
 	fa.count("fault/api/" + string(verb) + "/before")
 	return err, true, delay
