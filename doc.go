@@ -93,4 +93,10 @@
 // Each comes with a ...Funcs adapter. Everything that runs goroutines takes a context and stops
 // with it; everything that tells time takes a k8s.io/utils/clock clock, so tests run on fake
 // time.
+//
+// Every constructor that takes a Config (podworker.New, statusmgr.New, pleg.New, podgc.New,
+// config.NewMux) validates it and returns an error wrapping its package's ErrInvalidConfig,
+// never a value that crashes later: an interface field that is set but holds a nil pointer,
+// map, func, chan or slice (a "typed nil", such as a nil *pleg.Cache as podworker's Cache)
+// is such an error, like a missing required field or a negative duration.
 package podlife

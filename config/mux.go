@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/internal/validate"
 )
 
 // MuxConfig configures a Mux.
@@ -71,10 +73,14 @@ type Mux struct {
 	drops     uint64
 }
 
-// NewMux returns a Mux, or an error wrapping ErrInvalidConfig.
+// NewMux returns a Mux, or an error wrapping ErrInvalidConfig (a negative buffer, an empty
+// or repeated source, a Clock holding a nil pointer).
 func NewMux(cfg MuxConfig) (*Mux, error) {
 	if cfg.UpdatesBufferLen < 0 {
 		return nil, fmt.Errorf("%w: UpdatesBufferLen %d is negative", ErrInvalidConfig, cfg.UpdatesBufferLen)
+	}
+	if bad := validate.TypedNils(validate.Field{Name: "Clock", Value: cfg.Clock}); len(bad) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, bad[0])
 	}
 	if cfg.UpdatesBufferLen == 0 {
 		cfg.UpdatesBufferLen = DefaultUpdatesBufferLen

@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/internal/validate"
 )
 
 // Defaults of Config.
@@ -123,7 +125,9 @@ type podRecord struct {
 	gen uint64
 }
 
-// New validates cfg and returns a relister. It starts nothing: call Run, or Relist.
+// New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil
+// Runtime or Cache, an interface field holding a nil pointer or the like, or a negative
+// value is an error wrapping ErrInvalidConfig.
 func New(cfg Config) (*Relister, error) {
 	var errs []error
 	if cfg.Runtime == nil {
@@ -131,6 +135,12 @@ func New(cfg Config) (*Relister, error) {
 	}
 	if cfg.Cache == nil {
 		errs = append(errs, errors.New("Cache is nil"))
+	}
+	for _, bad := range validate.TypedNils(
+		validate.Field{Name: "Runtime", Value: cfg.Runtime},
+		validate.Field{Name: "Clock", Value: cfg.Clock},
+	) {
+		errs = append(errs, errors.New(bad))
 	}
 	if cfg.RelistPeriod < 0 {
 		errs = append(errs, fmt.Errorf("RelistPeriod %v is negative", cfg.RelistPeriod))

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/internal/validate"
 )
 
 const (
@@ -67,6 +69,14 @@ func (cfg Config) validate() error {
 	}
 	if cfg.Writer == nil {
 		bad("Writer is required")
+	}
+	for _, msg := range validate.TypedNils(
+		validate.Field{Name: "Lister", Value: cfg.Lister},
+		validate.Field{Name: "Writer", Value: cfg.Writer},
+		validate.Field{Name: "NodeChecker", Value: cfg.NodeChecker},
+		validate.Field{Name: "Clock", Value: cfg.Clock},
+	) {
+		bad("%s", msg)
 	}
 	if cfg.CheckPeriod < 0 {
 		bad("CheckPeriod %v is negative", cfg.CheckPeriod)

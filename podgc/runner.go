@@ -76,8 +76,9 @@ type Failure struct {
 	Err      error
 }
 
-// New validates cfg and returns a Runner. Every problem of cfg is reported, joined, each
-// wrapping ErrInvalidConfig.
+// New validates cfg and returns a Runner. Every problem of cfg (a missing Lister or Writer,
+// an interface field holding a nil pointer or the like, a negative value) is reported,
+// joined, each wrapping ErrInvalidConfig.
 func New(cfg Config) (*Runner, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -122,10 +124,21 @@ type completion struct {
 	at  time.Time
 }
 
-// New returns a Runner, or an error wrapping ErrInvalidConfig.
+// New returns a Runner, or an error wrapping ErrInvalidConfig: for a nil Syncer, an
+// interface field holding a nil pointer, func or the like (a typed nil), or a
+// MachineConfig field out of range.
 func New(cfg Config) (*Runner, error) {
 	if cfg.Syncer == nil {
 		return nil, fmt.Errorf("%w: nil Syncer", ErrInvalidConfig)
+	}
+	if bad := validate.TypedNils(
+		validate.Field{Name: "Syncer", Value: cfg.Syncer},
+		validate.Field{Name: "Cache", Value: cfg.Cache},
+		validate.Field{Name: "Refresher", Value: cfg.Refresher},
+		validate.Field{Name: "StatusGetter", Value: cfg.StatusGetter},
+		validate.Field{Name: "Clock", Value: cfg.Clock},
+	); len(bad) > 0 {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(bad, "; "))
 	}
 	clk := cfg.Clock
 	if clk == nil {

@@ -10,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/internal/validate"
 )
 
 // DefaultSyncPeriod is the period of the full sync when Config.SyncPeriod is 0.
@@ -101,11 +103,20 @@ type Manager struct {
 	running bool
 }
 
-// New validates cfg and returns a Manager. Call Run to start syncing.
+// New validates cfg and returns a Manager. Call Run to start syncing. Every problem (a nil
+// Patcher, an interface field holding a nil pointer or the like, a negative duration or
+// count) is returned, joined, each wrapping ErrInvalidConfig.
 func New(cfg Config) (*Manager, error) {
 	var errs []error
 	if cfg.Patcher == nil {
 		errs = append(errs, fmt.Errorf("%w: Patcher is nil", ErrInvalidConfig))
+	}
+	for _, bad := range validate.TypedNils(
+		validate.Field{Name: "Patcher", Value: cfg.Patcher},
+		validate.Field{Name: "Lookup", Value: cfg.Lookup},
+		validate.Field{Name: "Clock", Value: cfg.Clock},
+	) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrInvalidConfig, bad))
 	}
 	if cfg.SyncPeriod < 0 {
 		errs = append(errs, fmt.Errorf("%w: SyncPeriod %v is negative", ErrInvalidConfig, cfg.SyncPeriod))
