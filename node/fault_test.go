@@ -97,11 +97,11 @@ func TestFaultsCatchesPlantedBug(t *testing.T) {
 type faultStory int
 
 const (
-	storyRunDelete          faultStory = iota // runs, is deleted (grace 1-30 s), stops in its own time
-	storyShorten                              // deleted with grace 30, deleted again with 1-5 s while it stops
-	storyDeleteBeforeStart                    // created and deleted at once
-	storyExitOwn                              // Never/OnFailure, exits on its own (0 or 1); sometimes deleted later
-	storyRecreate                             // force-deleted (sometimes while terminating) and created again under the same name
+	storyRunDelete         faultStory = iota // runs, is deleted (grace 1-30 s), stops in its own time
+	storyShorten                             // deleted with grace 30, deleted again with 1-5 s while it stops
+	storyDeleteBeforeStart                   // created and deleted at once
+	storyExitOwn                             // Never/OnFailure, exits on its own (0 or 1); sometimes deleted later
+	storyRecreate                            // force-deleted (sometimes while terminating) and created again under the same name
 	nStories
 )
 
