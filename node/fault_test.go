@@ -15,6 +15,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
@@ -25,11 +26,12 @@ import (
 )
 
 var (
-	faultPods  = flag.Int("faults.pods", 400, "TestFaults: pods created per seed")
-	faultSeeds = flag.Int("faults.seeds", 5, "TestFaults: seeds to run (1..N)")
-	faultSeed  = flag.Uint64("faults.seed", 0, "TestFaults: run only this seed (0: seeds 1..faults.seeds)")
-	faultRate  = flag.Float64("faults.rate", 0.3, "TestFaults: share of API calls that fail")
-	faultTrace = flag.String("faults.trace", "", "TestFaults: log every call and change of the pods of this name")
+	faultPods     = flag.Int("faults.pods", 400, "TestFaults: pods created per seed")
+	faultSeeds    = flag.Int("faults.seeds", 5, "TestFaults: seeds to run (1..N)")
+	faultSeed     = flag.Uint64("faults.seed", 0, "TestFaults: run only this seed (0: seeds 1..faults.seeds)")
+	faultRate     = flag.Float64("faults.rate", 0.3, "TestFaults: share of API calls that fail")
+	faultRestarts = flag.Int("faults.restarts", 3, "TestFaults: agent restarts per seed")
+	faultTrace    = flag.String("faults.trace", "", "TestFaults: log every call and change of the pods of this name")
 )
 
 // TestFaults runs a node agent wired from the library (node.New + nodetest.FeedAPI +
@@ -51,7 +53,7 @@ func TestFaults(t *testing.T) {
 		t.Run("seed="+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				h := runFaults(t, faultOpts{seed: seed, pods: *faultPods, rate: *faultRate, restarts: 3})
+				h := runFaults(t, faultOpts{seed: seed, pods: *faultPods, rate: *faultRate, restarts: *faultRestarts})
 				t.Logf("%s", h.summary())
 				for _, v := range h.violations() {
 					t.Errorf("violation: %s", v)
@@ -78,7 +80,7 @@ func TestFaultsCatchesPlantedBug(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				h := runFaults(t, faultOpts{seed: 7, pods: 60, rate: 0.1, restarts: 1, plant: tc.plant})
+				h := runFaults(t, faultOpts{seed: 7, pods: 40, rate: 0.1, restarts: 1, plant: tc.plant, settle: 3 * time.Minute})
 				vs := h.violations()
 				var kinds []string
 				for _, v := range vs {
@@ -115,6 +117,9 @@ type faultOpts struct {
 	rate     float64
 	restarts int
 	plant    func(statusmgr.StatusPatcher) statusmgr.StatusPatcher
+	// settle is how long the server may take to be empty after the last deletes
+	// (0: 30 minutes).
+	settle time.Duration
 }
 
 // faultHarness is one seed's run: the API server, the runtime, the node running now, and
@@ -138,7 +143,8 @@ type faultHarness struct {
 	seq     int
 	names   []string // every name used
 	stories [nStories]int
-	extra   []violation // of the harness itself (Run)
+	extra   []violation   // of the harness itself (Run)
+	settled time.Duration // from the last deletes to an empty server
 }
 
 func runFaults(t *testing.T, o faultOpts) *faultHarness {
@@ -186,7 +192,19 @@ func runFaults(t *testing.T, o faultOpts) *faultHarness {
 		g := int64(1 + h.rng.IntN(10))
 		_ = h.api.Delete("default", name, &g)
 	}
-	time.Sleep(3 * time.Minute)
+	// Wait until the server holds no pod, for at most o.settle (a stuck pod never
+	// goes; a slow status manager behind failing calls takes a while), then a little
+	// more for the runtime's leftovers.
+	deleted := time.Now()
+	settle := o.settle
+	if settle == 0 {
+		settle = 30 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), settle)
+	_ = h.api.WaitForPods(ctx, func(pods map[types.NamespacedName]*v1.Pod) bool { return len(pods) == 0 })
+	cancel()
+	h.settled = time.Since(deleted)
+	time.Sleep(30 * time.Second)
 	h.fa.checkEnd()
 	h.stopNode()
 	for _, rp := range mustList(h.mem) {
@@ -213,7 +231,8 @@ func (h *faultHarness) summary() string {
 	for s := range nStories {
 		fmt.Fprintf(&b, "%s=%d ", s, h.stories[s])
 	}
-	fmt.Fprintf(&b, "), %d node runs, %v of fake time; %s", h.nodes, time.Since(h.start).Round(time.Second), h.fa.summary())
+	fmt.Fprintf(&b, "), %d node runs, %v of fake time, the last pods gone %v after their delete; %s",
+		h.nodes, time.Since(h.start).Round(time.Second), h.settled.Round(time.Second), h.fa.summary())
 	h.rt.mu.Lock()
 	keys := make([]string, 0, len(h.rt.stats))
 	for k := range h.rt.stats {
