@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/podlife/podlife/pleg"
+	"github.com/podlife/podlife/statusmgr"
 )
 
 // Reasons and messages of the generated pod conditions (the kubelet's
@@ -58,7 +59,7 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	old := &oldStatus
 	conds := make([]v1.PodCondition, 0, len(pod.Status.Conditions)+6)
 	for _, c := range pod.Status.Conditions {
-		if !isKubeletCondition(c.Type) {
+		if !statusmgr.IsKubeletOwnedCondition(c.Type) {
 			conds = append(conds, c)
 		}
 	}
@@ -98,18 +99,6 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 		conds = append(conds, c)
 	}
 	return conds
-}
-
-// isKubeletCondition reports whether the kubelet owns (and so regenerates) the
-// condition type (kubetypes.PodConditionByKubelet with the 1.37 gates).
-func isKubeletCondition(t v1.PodConditionType) bool {
-	switch t {
-	case v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady,
-		v1.PodResizeInProgress, v1.PodResizePending, v1.PodReadyToStartContainers,
-		v1.AllContainersRestarting:
-		return true
-	}
-	return false
 }
 
 // transitionTime is the old condition's lastTransitionTime when its status is

@@ -93,6 +93,10 @@ func (e Event) PodName() string {
 	return e.Pod.Namespace + "/" + e.Pod.Name
 }
 
+// observed reports whether anyone receives the events: the hot paths build an event's
+// Message (fmt) only then.
+func (n *Node) observed() bool { return n.cfg.OnEvent != nil }
+
 // emit reports e to the hook, filling in the UID from the pod.
 func (n *Node) emit(e Event) {
 	if n.cfg.OnEvent == nil {

@@ -80,7 +80,9 @@ func (n *Node) dispatch(u config.PodUpdate) {
 		if p == nil {
 			continue
 		}
-		n.emit(Event{Kind: EventConfig, Op: u.Op, Pod: p, Message: fmt.Sprintf("%s from %s", u.Op, u.Source)})
+		if n.observed() {
+			n.emit(Event{Kind: EventConfig, Op: u.Op, Pod: p, Message: fmt.Sprintf("%s from %s", u.Op, u.Source)})
+		}
 		mirror := statusmgr.IsMirrorPod(p)
 		switch u.Op {
 		case config.Remove:
@@ -171,12 +173,17 @@ func (n *Node) handlePLEG(ev *pleg.PodLifecycleEvent) {
 		return
 	}
 	p, ok := n.pods.GetPodByUID(ev.ID)
-	msg := fmt.Sprintf("%s %v", ev.Type, ev.Data)
+	if n.observed() {
+		msg := fmt.Sprintf("%s %v", ev.Type, ev.Data)
+		if !ok {
+			n.emit(Event{Kind: EventPLEG, UID: ev.ID, PLEG: string(ev.Type), Message: msg + " (pod unknown)"})
+		} else {
+			n.emit(Event{Kind: EventPLEG, Pod: p, PLEG: string(ev.Type), Message: msg})
+		}
+	}
 	if !ok {
-		n.emit(Event{Kind: EventPLEG, UID: ev.ID, PLEG: string(ev.Type), Message: msg + " (pod unknown)"})
 		return
 	}
-	n.emit(Event{Kind: EventPLEG, Pod: p, PLEG: string(ev.Type), Message: msg})
 	n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
 }
 

@@ -180,8 +180,10 @@ func TestCreation(t *testing.T) {
 		if p.Status.QOSClass != v1.PodQOSBestEffort {
 			t.Errorf("qosClass = %q, want BestEffort", p.Status.QOSClass)
 		}
-		if c := e.api.Counts(); c.Patches != 2 || c.Deletes != 0 {
-			t.Errorf("API calls = %+v, want 2 patches (Pending, Running) and no delete", c)
+		// Pending, then Running; the status manager may coalesce both into one patch when
+		// they are set at the same instant, as its documentation allows.
+		if c := e.api.Counts(); c.Patches < 1 || c.Patches > 2 || c.Deletes != 0 {
+			t.Errorf("API calls = %+v, want 1 or 2 patches (Pending, Running) and no delete", c)
 		}
 		if n := e.rt.Count(nodetest.VerbKillPod, ""); n != 0 {
 			t.Errorf("%d KillPod calls, want none", n)

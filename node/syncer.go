@@ -23,13 +23,17 @@ var _ podworker.PodSyncer = (*syncer)(nil)
 // terminal, has the runtime start or update the pod (status first, as the kubelet).
 func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *v1.Pod, rs *pleg.PodStatus) (bool, error) {
 	n := (*Node)(s)
-	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())})
+	if n.observed() {
+		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())})
+	}
 	st := n.generate(pod, rs, false)
 	if err := n.setStatus(pod, st); err != nil {
 		return false, err
 	}
 	if statusmgr.IsTerminalPhase(st.Phase) {
-		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
+		if n.observed() {
+			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
+		}
 		return true, nil
 	}
 	if err := n.ensureMirrorPod(ctx, pod); err != nil {
@@ -54,8 +58,10 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 	if fn != nil {
 		fn(&st)
 	}
-	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
-		Message: fmt.Sprintf("SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())})
+	if n.observed() {
+		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
+			Message: fmt.Sprintf("SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())})
+	}
 	if err := n.setStatus(pod, st); err != nil {
 		return err
 	}
