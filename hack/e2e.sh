@@ -184,6 +184,10 @@ stop)
 	kill -TERM "$pid" 2>/dev/null || exit 0
 	for ((i = 0; i < 50; i++)); do alive "$pid" || exit 0; sleep 0.1; done
 	kill -KILL "$pid" 2>/dev/null || true
+	# Gone only once the kernel has reaped its threads (a loaded machine takes a moment):
+	# a start right after must not find it alive.
+	for ((i = 0; i < 100; i++)); do alive "$pid" || exit 0; sleep 0.1; done
+	echo "apiserver-ctl: $pid still alive 10 s after SIGKILL" >&2; exit 1
 	;;
 start)
 	if alive "$pid"; then echo "apiserver-ctl: already running" >&2; exit 1; fi
