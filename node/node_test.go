@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -399,13 +400,20 @@ type mirrorAPI struct {
 	created []*v1.Pod
 }
 
+// CreateMirrorPod creates the mirror pod; AlreadyExists is not an error (a sync may run
+// again before the watch brings the new mirror pod back).
 func (m *mirrorAPI) CreateMirrorPod(_ context.Context, mirror *v1.Pod) error {
-	m.mu.Lock()
-	m.created = append(m.created, mirror)
-	m.mu.Unlock()
-	mirror = mirror.DeepCopy()
-	mirror.Spec.NodeName = nodeName
-	_, err := m.Create(mirror)
+	cp := mirror.DeepCopy()
+	cp.Spec.NodeName = nodeName
+	_, err := m.Create(cp)
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	if err == nil {
+		m.mu.Lock()
+		m.created = append(m.created, mirror)
+		m.mu.Unlock()
+	}
 	return err
 }
 
