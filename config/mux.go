@@ -69,8 +69,10 @@ type Mux struct {
 	// delivered holds the sources whose first Set's changes were all delivered on
 	// Updates.
 	delivered map[string]bool
-	channels  map[string]chan PodUpdate
-	drops     uint64
+	// allDelivered is closed once every expected source is in delivered.
+	allDelivered chan struct{}
+	channels     map[string]chan PodUpdate
+	drops        uint64
 }
 
 // NewMux returns a Mux, or an error wrapping ErrInvalidConfig (a negative buffer, an empty
@@ -198,6 +200,42 @@ func (m *Mux) markDelivered(source string) {
 		m.delivered = map[string]bool{}
 	}
 	m.delivered[source] = true
+	select {
+	case <-m.allDeliveredLocked():
+		return
+	default:
+	}
+	for _, s := range m.expected {
+		if !m.delivered[s] {
+			return
+		}
+	}
+	close(m.allDeliveredLocked())
+}
+
+func (m *Mux) allDeliveredLocked() chan struct{} {
+	if m.allDelivered == nil {
+		m.allDelivered = make(chan struct{})
+	}
+	return m.allDelivered
+}
+
+// AllSourcesDelivered returns a channel that is closed once every source of
+// MuxConfig.Sources has had the changes of its first Set delivered on Updates (see
+// SourcesDelivered): a consumer selects on it next to Updates, then drains Updates
+// without blocking. With no Sources it is closed at once.
+func (m *Mux) AllSourcesDelivered() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := m.allDeliveredLocked()
+	if len(m.expected) == 0 {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+	}
+	return ch
 }
 
 // SourcesDelivered reports whether every one of sources (MuxConfig.Sources if none are

@@ -312,6 +312,7 @@ func TestSourcesDeliveredOnlyAfterTheFirstSetIsOnUpdates(t *testing.T) {
 		if m.SourcesDelivered() {
 			t.Fatal("delivered before any Set")
 		}
+		all := m.AllSourcesDelivered()
 		// A test source fills the buffer, so api's first Set is merged (seen) before its
 		// changes fit on Updates.
 		if err := m.Update(ctx, PodUpdate{Op: Add, Source: "test", Pods: []*v1.Pod{newPod("x", "uid-x")}}); err != nil {
@@ -332,6 +333,11 @@ func TestSourcesDeliveredOnlyAfterTheFirstSetIsOnUpdates(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
+		select {
+		case <-all:
+			t.Fatal("AllSourcesDelivered closed while file has not listed")
+		default:
+		}
 		if !m.SourcesDelivered("api") || m.SourcesDelivered() {
 			t.Fatalf("SourcesDelivered(api)=%v SourcesDelivered()=%v, want true, false", m.SourcesDelivered("api"), m.SourcesDelivered())
 		}
@@ -344,6 +350,11 @@ func TestSourcesDeliveredOnlyAfterTheFirstSetIsOnUpdates(t *testing.T) {
 		drain(m)
 		if !m.SourcesDelivered() {
 			t.Fatal("every source delivered its first Set, SourcesDelivered says no")
+		}
+		select {
+		case <-m.AllSourcesDelivered():
+		default:
+			t.Fatal("AllSourcesDelivered not closed once every source delivered")
 		}
 	})
 }

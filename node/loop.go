@@ -19,14 +19,20 @@ import (
 func (n *Node) loop(ctx context.Context) {
 	housekeeping := n.clock.NewTimer(n.cfg.HousekeepingPeriod)
 	defer housekeeping.Stop()
-	n.checkReady()
+	// delivered fires once every source's first full list is on the mux's channel (it
+	// may be after the loop took the list's last update); it is nil once ready.
+	delivered := n.mux.AllSourcesDelivered()
 	for {
+		if delivered != nil && n.checkReady() {
+			delivered = nil
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case <-delivered:
+			// checkReady runs at the top of the loop.
 		case u := <-n.mux.Updates():
 			n.dispatch(u)
-			n.checkReady()
 		case ev := <-n.relister.Events():
 			n.handlePLEG(ev)
 		case <-housekeeping.C():
@@ -49,9 +55,12 @@ func (n *Node) isReady() bool {
 // checkReady closes ready once every source's first full list is on the mux's channel
 // and, drained from it here, has been dispatched: only then does the pod manager hold
 // every desired pod, and a pod missing from it is really gone.
-func (n *Node) checkReady() {
-	if n.isReady() || !n.mux.SourcesDelivered(n.cfg.Sources...) {
-		return
+func (n *Node) checkReady() bool {
+	if n.isReady() {
+		return true
+	}
+	if !n.mux.SourcesDelivered(n.cfg.Sources...) {
+		return false
 	}
 	for drained := false; !drained; {
 		select {
@@ -63,6 +72,7 @@ func (n *Node) checkReady() {
 	}
 	close(n.ready)
 	n.log.Info("all pod sources are ready", "sources", n.cfg.Sources)
+	return true
 }
 
 // dispatch hands one category of changes to the pod workers, as the kubelet's
