@@ -61,8 +61,11 @@ type workload struct {
 var workloads = []workload{
 	{"W1-informer", kubelet, func(s string) (result, error) { return runW1(s, false) }, w1Figures},
 	{"W1-fresh", kubelet, func(s string) (result, error) { return runW1(s, true) }, w1Figures},
+	{"W2", kubelet, runW2, w2Figures},
+	{"W2-hot", kubelet, runW2Hot, w2HotFigures},
 	{"W3", kubelet, func(s string) (result, error) { return runW3(s, false) }, w3Figures},
 	{"W3-cri", kubelet, func(s string) (result, error) { return runW3(s, true) }, w3Figures},
+	{"W4", kubelet, runW4, w4Figures},
 }
 
 var w1Figures = []figure{
@@ -74,6 +77,22 @@ var w1Figures = []figure{
 	{"ns/pod-round", "ns per pod-round", wall},
 }
 
+var w2Figures = []figure{
+	{"syncpod/pod", "SyncPod calls per pod", counts},
+	{"allocs/pod", "allocs per pod", counts},
+	{"peak-goroutines", "peak goroutines", counts},
+	{"peak-heap-B/pod", "peak heap (garbage included) per pod, bytes", counts},
+	{"cpu-ms", "CPU ms", cpu},
+	{"wall-ms", "wall ms", wall},
+	{"pods/s", "pods/s", wall},
+}
+
+var w2HotFigures = []figure{
+	{"syncpod-calls", "SyncPod calls for 100,000 updates", counts},
+	{"cpu-ms", "CPU ms", cpu},
+	{"wall-ms", "wall ms", wall},
+}
+
 var w3Figures = []figure{
 	{"events/relist", "events per relist (checked: 10+10+10)", counts},
 	{"allocs/relist", "allocs per relist", counts},
@@ -82,14 +101,27 @@ var w3Figures = []figure{
 	{"ns/relist", "ns per relist", wall},
 }
 
+var w4Figures = []figure{
+	{"get/pod", "GET per pod", counts},
+	{"patch/pod", "PATCH per pod", counts},
+	{"delete/pod", "DELETE per pod", counts},
+	{"patch-B/pod", "patch bytes per pod", counts},
+	{"largest-patch", "largest PATCH, bytes", counts},
+	{"allocs/pod", "allocs per pod (fake clientset included)", counts},
+	{"cpu-ms", "CPU ms", cpu},
+	{"wall-ms", "wall ms until every pod is deleted", wall},
+}
+
 func main() {
 	one := flag.String("one", "", "run this workload once and print its figures as JSON")
 	side := flag.String("side", "", "with -one: kubelet (or virtual-kubelet) or podlife")
 	pairs := flag.Int("pairs", 4, "runs of each side per workload (A B A B ...), each a fresh process")
 	only := flag.String("only", "", "comma-separated workloads to run (default all)")
 	flag.Parse()
-	// The kubelet's code logs through klog; keep its errors (there should be none) on stderr.
-	klog.LogToStderr(true)
+	// The kubelet's code logs through klog: its info lines are formatted but discarded,
+	// its errors (there should be none) go to stderr.
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
 	if *one != "" {
 		for _, w := range workloads {
 			if w.name == *one {
