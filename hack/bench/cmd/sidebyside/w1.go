@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/hack/bench/internal/work"
+	kconfig "github.com/podlife/podlife/hack/bench/kubelet/config"
+)
+
+// merger is one side's config merge of a Set of source "api": the pods by kind.
+type merger func(pods []*v1.Pod) [work.NumKinds][]*v1.Pod
+
+func kubeletMerger() merger {
+	s := kconfig.NewStorage()
+	ctx := context.Background()
+	return func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod) {
+		out[work.Add], out[work.Update], out[work.Delete], out[work.Remove], out[work.Reconcile] = s.Set(ctx, "api", pods)
+		return out
+	}
+}
+
+func podlifeMerger() merger {
+	s := config.NewStore()
+	return func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod) {
+		c := s.Merge(config.PodUpdate{Op: config.Set, Source: "api", Pods: pods})
+		out[work.Add], out[work.Update], out[work.Delete], out[work.Remove], out[work.Reconcile] = c.Adds, c.Updates, c.Deletes, c.Removes, c.Reconciles
+		return out
+	}
+}
+
+// runW1 is W1 (BENCHMARKS.md) in one input mode: the initial Set of 5,000 pods, then 50
+// rounds; the input of every Set is made before the clock starts and every Set's
+// classification is checked. Timed: the merge call only.
+func runW1(side string, fresh bool) (result, error) {
+	g := work.NewW1(fresh)
+	m := kubeletMerger()
+	if side == podlife {
+		m = podlifeMerger()
+	}
+	res := result{}
+	measure := func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod, wall, cpu time.Duration, allocs uint64) {
+		runtime.GC()
+		a0 := work.Mallocs()
+		c0 := work.CPU()
+		t0 := time.Now()
+		out = m(pods)
+		wall = time.Since(t0)
+		cpu = work.CPU() - c0
+		allocs = work.Mallocs() - a0
+		return
+	}
+	initial := g.List()
+	out, wall, cpu, allocs := measure(initial)
+	if len(out[work.Add]) != work.W1Pods || len(out[work.Update])+len(out[work.Delete])+len(out[work.Remove])+len(out[work.Reconcile]) != 0 {
+		return nil, fmt.Errorf("initial Set: %d adds, want %d and nothing else", len(out[work.Add]), work.W1Pods)
+	}
+	res["initial-ns/pod"] = float64(wall.Nanoseconds()) / work.W1Pods
+	res["initial-cpu-ns/pod"] = float64(cpu.Nanoseconds()) / work.W1Pods
+	res["initial-allocs/pod"] = float64(allocs) / work.W1Pods
+	var tw, tc time.Duration
+	var ta uint64
+	for round := range work.W1Rounds {
+		pods := g.Round()
+		out, wall, cpu, allocs := measure(pods)
+		if msg := g.Check(out); msg != "" {
+			return nil, fmt.Errorf("round %d: %s", round, msg)
+		}
+		tw += wall
+		tc += cpu
+		ta += allocs
+	}
+	podRounds := float64(work.W1Rounds * work.W1Pods)
+	res["ns/pod-round"] = float64(tw.Nanoseconds()) / podRounds
+	res["cpu-ns/pod-round"] = float64(tc.Nanoseconds()) / podRounds
+	res["allocs/pod-round"] = float64(ta) / podRounds
+	return res, nil
+}
