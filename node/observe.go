@@ -94,7 +94,7 @@ type HousekeepingRound struct {
 // WorkingPods is one series of kubelet_working_pods: how many pods the pod workers know
 // in a lifecycle stage ("sync", "terminating", "terminated"), by config ("desired",
 // "orphan": no longer in a source, "runtime_only": a runtime pod no source ever had) and
-// static ("true", "false", or "unknown" for runtime_only).
+// static ("true", "" or, for runtime_only, "unknown"): the kubelet's label values.
 type WorkingPods struct {
 	Lifecycle, Config, Static string
 	Count                     int
@@ -109,9 +109,9 @@ func workingPods(known map[podworker.PodWorkerSync]int) []WorkingPods {
 		static            string
 	}{
 		{"desired", false, true, "true"},
-		{"desired", false, true, "false"},
+		{"desired", false, true, ""},
 		{"orphan", true, true, "true"},
-		{"orphan", true, true, "false"},
+		{"orphan", true, true, ""},
 		{"runtime_only", true, false, "unknown"},
 	} {
 		for _, wt := range []podworker.WorkType{podworker.SyncPod, podworker.TerminatingPod, podworker.TerminatedPod} {

@@ -131,7 +131,7 @@ func TestObserve(t *testing.T) {
 		}
 		for _, w := range during.Working {
 			want := 0
-			if w == (node.WorkingPods{Lifecycle: "sync", Config: "desired", Static: "false", Count: w.Count}) {
+			if w == (node.WorkingPods{Lifecycle: "sync", Config: "desired", Static: "", Count: w.Count}) {
 				want = 1
 			}
 			if w.Count != want {
