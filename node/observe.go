@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -164,8 +163,7 @@ func (n *Node) podWorkerHooks() podworker.Hooks {
 	}
 	user := h.SyncFinished
 	h.SyncFinished = func(s podworker.Sync) {
-		if s.Err != nil && s.Pod != nil && errors.Is(s.Err, podworker.ErrRuntimeStatus) &&
-			!errors.Is(s.Err, context.Canceled) && !errors.Is(s.Err, context.DeadlineExceeded) {
+		if s.Err != nil && s.Pod != nil && !s.Cancelled && errors.Is(s.Err, podworker.ErrRuntimeStatus) {
 			n.recordEvent(s.Pod, v1.EventTypeWarning, ReasonFailedSync, "error determining status: %v", s.Err)
 		}
 		if user != nil {

@@ -46,6 +46,9 @@ type Sync struct {
 	Duration   time.Duration
 	Err        error
 	IsTerminal bool
+	// Cancelled is set for SyncFinished when the work's context was cancelled before it
+	// returned (the work was superseded, or Run ended): its error is then not the pod's.
+	Cancelled bool
 }
 
 // OperationType is the kubelet's operation_type label of kubelet_pod_worker_duration_seconds

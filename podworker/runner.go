@@ -455,7 +455,7 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 	}
 	res := r.sync(ctx, w)
 	if r.hooks.SyncFinished != nil {
-		s.Duration, s.Err, s.IsTerminal = r.clock.Since(s.Started), res.Err, res.IsTerminal
+		s.Duration, s.Err, s.IsTerminal, s.Cancelled = r.clock.Since(s.Started), res.Err, res.IsTerminal, ctx.Err() != nil
 		r.hooks.SyncFinished(s)
 	}
 	return res
