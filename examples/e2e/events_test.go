@@ -186,4 +186,3 @@ func startEventsAgent(t *testing.T, nodeClient kubernetes.Interface, backend pod
 	})
 	return r
 }
-
