@@ -64,4 +64,21 @@
 // during Run), Ready, and the query methods. The node calls the Runtime (from the pod
 // workers' goroutines and, for ListPods and RemovePod in housekeeping, from the loop), the
 // StatusPatcher (from the status manager's goroutine) and the hooks.
+//
+// # Observe it: metrics, events, logs
+//
+//   - Config.Metrics (see Metrics) collects the components' hooks: the pod workers'
+//     (podworker.Hooks), the PLEG's (pleg.Hooks), the status manager's write latency, and
+//     Housekeeping, called after every housekeeping round with the desired pods, the
+//     pod workers' pods in the kubelet's kubelet_working_pods label combinations, the
+//     orphaned runtime pods killed and the pods restarted. Package examples/metrics turns
+//     them into the kubelet's Prometheus series. Every hook runs outside every lock.
+//   - Config.Recorder (see EventRecorder) gets the kubelet's pod events: Killing,
+//     FailedKillPod, FailedSync. It must not block. The runtime records its own
+//     (Pulled, Created, Started, BackOff, NetworkNotReady, ...). examples/kube.Recorder
+//     writes them to the API server through client-go's record package.
+//   - Config.Logger gets every component's logs with the same keys everywhere: pod is
+//     namespace/name, podUID the UID; what the kubelet logs at V(2) and above is Debug.
+//     The *Context methods are used where a context is at hand, so a handler can take
+//     values from it. A klog or logr user passes slog.New(logr.ToSlogHandler(logger)).
 package node

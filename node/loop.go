@@ -168,11 +168,13 @@ func (n *Node) handleMirrorPod(mirror *v1.Pod) {
 func (n *Node) updatePod(opts podworker.UpdatePodOptions) {
 	if err := n.workers.UpdatePod(opts); err != nil {
 		e := Event{Kind: EventError, Pod: opts.Pod, Reason: ReasonFailedSync, Err: err}
-		if opts.RunningPod != nil {
-			e.UID = opts.RunningPod.ID
+		keys := podKeys(opts.Pod, "")
+		if rp := opts.RunningPod; rp != nil {
+			e.UID = rp.ID
+			keys = []any{"pod", rp.Namespace + "/" + rp.Name, "podUID", rp.ID}
 		}
 		n.emit(e)
-		n.log.Error("pod worker update failed", append(podKeys(opts.Pod, e.UID), "err", err)...)
+		n.log.Error("pod worker update failed", append(keys, "err", err)...)
 	}
 }
 
@@ -201,12 +203,26 @@ func (n *Node) handlePLEG(ev *pleg.PodLifecycleEvent) {
 // (a pod missing from a source that has not listed yet is not gone).
 func (n *Node) housekeeping(ctx context.Context) {
 	if !n.isReady() {
-		n.log.Debug("housekeeping skipped: not every pod source is ready", "sources", n.cfg.Sources)
+		n.log.DebugContext(ctx, "housekeeping skipped: not every pod source is ready", "sources", n.cfg.Sources)
 		return
 	}
+	round := HousekeepingRound{At: n.clock.Now()}
 	desired, mirrors, uids := n.pods.snapshot()
+	for _, p := range desired {
+		if statusmgr.IsStaticPod(p) {
+			round.DesiredStaticPods++
+		} else {
+			round.DesiredPods++
+		}
+	}
 	before := n.workers.Len()
 	known := n.workers.SyncKnownPods(desired)
+	if n.cfg.Metrics.Housekeeping != nil {
+		defer func() {
+			round.Working = workingPods(countWorking(known))
+			n.cfg.Metrics.Housekeeping(round)
+		}()
+	}
 	if forgot := before - len(known); forgot > 0 {
 		n.emit(Event{Kind: EventHousekeeping, Reason: ReasonForgot, Message: fmt.Sprintf("forgot %d finished pod(s)", forgot)})
 	}
@@ -225,7 +241,13 @@ func (n *Node) housekeeping(ctx context.Context) {
 	n.removeOrphanedMirrorPods(ctx, mirrors, known)
 	n.pods.prune(func(uid types.UID) bool { _, ok := known[uid]; return ok })
 	for _, p := range restart {
+		n.log.DebugContext(ctx, "pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)", podKeys(p, "")...)
 		n.emit(Event{Kind: EventHousekeeping, Pod: p, Reason: ReasonRestarted, Message: "desired pod unknown to the pod workers: started again"})
+		if statusmgr.IsStaticPod(p) {
+			round.RestartedStatic++
+		} else {
+			round.Restarted++
+		}
 		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p, MirrorPod: n.mirrorOf(p)})
 		known[p.UID] = podworker.PodWorkerSync{State: podworker.SyncPod, HasConfig: true, Static: statusmgr.IsStaticPod(p)}
 		uids[p.UID] = true
@@ -264,6 +286,11 @@ func (n *Node) housekeeping(ctx context.Context) {
 		}
 		if running[rp.ID] {
 			// Nothing runs it on purpose: an orphan, killed with grace 1.
+			n.log.DebugContext(ctx, "cleaning up the containers of an orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
+			round.OrphansKilled++
+			if !ok {
+				known[rp.ID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, Orphan: true}
+			}
 			n.emit(Event{Kind: EventHousekeeping, UID: rp.ID, Reason: ReasonKillingOrphan,
 				Message: fmt.Sprintf("runtime pod %s/%s unknown to the pod workers: killed with grace 1", rp.Namespace, rp.Name)})
 			n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, RunningPod: rp,
@@ -297,7 +324,8 @@ func isRunning(rp *pleg.Pod) bool {
 	return false
 }
 
-// podKeys are the log keys of a pod: pod (namespace/name) and podUID.
+// podKeys are the log keys of a pod: pod (namespace/name) and podUID, the same in every
+// package of the library.
 func podKeys(p *v1.Pod, uid types.UID) []any {
 	if p == nil {
 		return []any{"podUID", uid}

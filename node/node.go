@@ -89,7 +89,15 @@ type Config struct {
 	OnEvent func(Event)
 	// OnTransition, if set, receives every stage change of a pod (podworker's hook; it
 	// is called with the pod workers' lock held, must be quick and must not call them).
+	// Metrics.PodWorkers.Transition gets the same, outside the lock.
 	OnTransition func(podworker.Transition)
+	// Recorder, if set, receives the Kubernetes events the kubelet records about pods
+	// (Killing, FailedKillPod, FailedSync; see EventRecorder), outside every lock. It
+	// must not block. nil records none.
+	Recorder EventRecorder
+	// Metrics are the components' observation points (see Metrics); the zero value
+	// observes nothing.
+	Metrics Metrics
 }
 
 // Node is a running node agent: the kubelet's sync loop around podlife's parts. Create
@@ -133,13 +141,14 @@ func New(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	n.relister, err = pleg.New(pleg.Config{Runtime: cfg.Runtime, Cache: n.cache, Clock: cfg.Clock,
-		RelistPeriod: cfg.RelistPeriod, EventChannelCapacity: cfg.EventChannelCapacity, Logger: cfg.Logger})
+		RelistPeriod: cfg.RelistPeriod, EventChannelCapacity: cfg.EventChannelCapacity, Logger: cfg.Logger,
+		Hooks: cfg.Metrics.PLEG})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n), Cache: n.cache, Refresher: n.relister,
 		SerializeByName: cfg.SerializeByName, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
-		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition})
+		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition, Hooks: n.podWorkerHooks()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
@@ -148,6 +157,7 @@ func New(cfg Config) (*Node, error) {
 		Lookup:                     n.pods,
 		CouldHaveRunningContainers: n.workers.CouldHaveRunningContainers,
 		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
+		ObserveSyncLatency: cfg.Metrics.StatusSyncLatency,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -169,6 +179,8 @@ func validateConfig(cfg *Config) error {
 		return bad("Patcher is required (got %T)", cfg.Patcher)
 	case cfg.Clock != nil && isNil(cfg.Clock):
 		return bad("Clock is a nil %T", cfg.Clock)
+	case cfg.Recorder != nil && isNil(cfg.Recorder):
+		return bad("Recorder is a nil %T", cfg.Recorder)
 	}
 	for _, d := range []struct {
 		name string

@@ -46,6 +46,10 @@ type envOpts struct {
 	sources        []string
 	patcher        func(*statusmgrtest.FakeAPI) any
 	noAPISource    bool
+	// recorder, metrics and wrap (the runtime as the node sees it) for observe_test.go.
+	recorder node.EventRecorder
+	metrics  node.Metrics
+	wrap     func(node.Runtime) node.Runtime
 }
 
 // start runs a node on api and mem (new ones when nil).
@@ -58,7 +62,11 @@ func start(t *testing.T, api *statusmgrtest.FakeAPI, mem *plegtest.Runtime, o en
 		mem = plegtest.NewRuntime(nil)
 	}
 	e := &env{t: t, api: api, mem: mem, rt: nodetest.NewRuntime(mem, o.containers), done: make(chan error, 2)}
-	cfg := node.Config{NodeName: nodeName, Runtime: e.rt, Patcher: api, Sources: o.sources, OnEvent: e.record}
+	cfg := node.Config{NodeName: nodeName, Runtime: e.rt, Patcher: api, Sources: o.sources, OnEvent: e.record,
+		Recorder: o.recorder, Metrics: o.metrics}
+	if o.wrap != nil {
+		cfg.Runtime = o.wrap(e.rt)
+	}
 	if o.patcher != nil {
 		cfg.Patcher = o.patcher(api).(interface {
 			GetPod(context.Context, string, string) (*v1.Pod, error)

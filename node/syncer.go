@@ -43,7 +43,8 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err := n.runtime.SyncPod(ctx, pod, rs); err != nil {
 		if ctx.Err() == nil {
 			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
-			n.log.Error("sync failed", append(podKeys(pod, ""), "err", err)...)
+			n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedSync, "error syncing pod: %v", err)
+			n.log.ErrorContext(ctx, "sync failed", append(podKeys(pod, ""), "err", err)...)
 		}
 		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -65,9 +66,12 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 	if err := n.setStatus(pod, st); err != nil {
 		return err
 	}
+	n.recordKilling(pod, rs)
 	if err := n.runtime.KillPod(ctx, pod, rs, gracePeriod); err != nil {
 		if ctx.Err() == nil {
 			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedKillPod, Err: err})
+			n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: %v", err)
+			n.log.ErrorContext(ctx, "killing the pod failed", append(podKeys(pod, ""), "gracePeriod", gracePeriod, "err", err)...)
 		} else {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: fmt.Sprintf("SyncTerminatingPod interrupted: %v", context.Cause(ctx))})
 		}
@@ -83,6 +87,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 	if k := stopped.RunningContainers(); k > 0 {
 		err := fmt.Errorf("node: %d container(s) of %s/%s still running after the kill", k, pod.Namespace, pod.Name)
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedKillPod, Err: err})
+		n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: %v", err)
 		return err
 	}
 	if len(stopped.IPs) == 0 && rs != nil && len(rs.IPs) > 0 {

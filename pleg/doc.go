@@ -82,4 +82,15 @@
 //   - Unknown runtime states count as "unknown" instead of panicking; nil pods, pods
 //     without UID and duplicate UIDs in a list are skipped and logged.
 //   - RequestRefresh and PushStatus do not exist in the kubelet's generic PLEG.
+//
+// # Observing it
+//
+// Config.Hooks.Relisted gets every relist (start, duration, the interval since the
+// previous successful relist, the last successful start and the health right after it),
+// Config.Hooks.EventsDropped the number of events each relist, refresh or push dropped
+// for a full channel: the kubelet's kubelet_pleg_relist_duration_seconds,
+// kubelet_pleg_relist_interval_seconds, kubelet_pleg_last_seen_seconds and
+// kubelet_pleg_discard_events (package examples/metrics). Both are called after the
+// relister's locks are released. Healthy is the kubelet's PLEG health check (a node
+// agent's /healthz). Logs use the keys pod (namespace/name) and podUID.
 package pleg

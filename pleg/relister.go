@@ -61,6 +61,41 @@ type Config struct {
 	DeliverContainerChanged bool
 	// Logger receives the relister's logs; nil discards them.
 	Logger *slog.Logger
+	// Hooks are the relister's observation points (relists, dropped events), each
+	// called outside the relister's locks; the zero value observes nothing.
+	Hooks Hooks
+}
+
+// Hooks are the Relister's observation points, for metrics (package examples/metrics
+// turns them into the kubelet's kubelet_pleg_* series). A nil func is skipped. Each is
+// called outside the relister's locks, from the goroutine that relisted (Run's, or a
+// caller of Relist, Refresh or PushStatus), so it may call the Relister's methods; it
+// must be quick, and it delays the next relist by its own duration.
+type Hooks struct {
+	// Relisted is called after every relist, successful or not.
+	Relisted func(Relist)
+	// EventsDropped is called after a relist, refresh or push that dropped events
+	// because the Events channel was full, with how many it dropped.
+	EventsDropped func(n int)
+}
+
+// Relist describes one relist, for Hooks.Relisted.
+type Relist struct {
+	// Start is when the relist started, Duration how long it took (the kubelet's
+	// kubelet_pleg_relist_duration_seconds).
+	Start    time.Time
+	Duration time.Duration
+	// Interval is the time from the start of the previous successful relist to the start
+	// of this one (kubelet_pleg_relist_interval_seconds); 0 before the first.
+	Interval time.Duration
+	// LastSeen is the start of the last successful relist, this one's if it succeeded
+	// (kubelet_pleg_last_seen_seconds); zero before the first.
+	LastSeen time.Time
+	// Healthy and HealthErr are Healthy() right after the relist.
+	Healthy   bool
+	HealthErr error
+	// Err is what Relist returned.
+	Err error
 }
 
 // Relister is the pod lifecycle event generator: it relists the runtime periodically (and
@@ -75,6 +110,7 @@ type Relister struct {
 	threshold      time.Duration
 	deliverChanged bool
 	log            *slog.Logger
+	hooks          Hooks
 
 	// events is the bounded output channel; it is never closed.
 	events  chan *PodLifecycleEvent
@@ -162,6 +198,7 @@ func New(cfg Config) (*Relister, error) {
 		threshold:      cfg.RelistThreshold,
 		deliverChanged: cfg.DeliverContainerChanged,
 		log:            cfg.Logger,
+		hooks:          cfg.Hooks,
 		refreshSet:     make(map[types.UID]struct{}),
 		wake:           make(chan struct{}, 1),
 		records:        make(map[types.UID]*podRecord),
@@ -219,12 +256,40 @@ func (r *Relister) Healthy() (bool, error) {
 // ends during the relist, it stops and returns ctx.Err(); the next relist picks up.
 func (r *Relister) Relist(ctx context.Context) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	defer r.logDrops("relist")
 	start := r.clock.Now()
+	r.healthMu.Lock()
+	prev := r.relistTime
+	r.healthMu.Unlock()
+	err := r.relist(ctx, start)
+	dropped := r.logDrops(ctx, "relist")
+	r.mu.Unlock()
+	r.observeDrops(dropped)
+	if r.hooks.Relisted != nil {
+		info := Relist{Start: start, Duration: r.clock.Since(start), Err: err}
+		if !prev.IsZero() {
+			info.Interval = start.Sub(prev)
+		}
+		r.healthMu.Lock()
+		info.LastSeen = r.relistTime
+		r.healthMu.Unlock()
+		info.Healthy, info.HealthErr = r.Healthy()
+		r.hooks.Relisted(info)
+	}
+	return err
+}
+
+// observeDrops reports dropped events to the hook, outside the locks.
+func (r *Relister) observeDrops(n int) {
+	if n > 0 && r.hooks.EventsDropped != nil {
+		r.hooks.EventsDropped(n)
+	}
+}
+
+// relist is Relist with r.mu held.
+func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	pods, err := r.runtime.ListPods(ctx, true)
 	if err != nil {
-		r.log.Error("pleg: relist: listing pods failed", "err", err)
+		r.log.ErrorContext(ctx, "pleg: relist: listing pods failed", "err", err)
 		return fmt.Errorf("%w: %w", ErrListPods, err)
 	}
 	r.healthMu.Lock()
@@ -242,7 +307,7 @@ func (r *Relister) Relist(ctx context.Context) error {
 			r.prev = nil
 			return err
 		}
-		rec := r.lookup(i, p)
+		rec := r.lookup(ctx, i, p)
 		if rec == nil {
 			next = append(next, nil)
 			continue
@@ -270,9 +335,9 @@ func (r *Relister) Relist(ctx context.Context) error {
 
 // lookup returns the record of the i-th listed pod, creating it for a new pod and marking
 // it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
-func (r *Relister) lookup(i int, p *Pod) *podRecord {
+func (r *Relister) lookup(ctx context.Context, i int, p *Pod) *podRecord {
 	if p == nil || p.ID == "" {
-		r.log.Warn("pleg: relist: ignoring a listed pod without UID", "index", i)
+		r.log.WarnContext(ctx, "pleg: relist: ignoring a listed pod without UID", "index", i)
 		return nil
 	}
 	var rec *podRecord
@@ -283,7 +348,7 @@ func (r *Relister) lookup(i int, p *Pod) *podRecord {
 		r.records[p.ID] = rec
 	}
 	if rec.gen == r.gen {
-		r.log.Warn("pleg: relist: ignoring a pod listed twice", "pod", p.ID, "index", i)
+		r.log.WarnContext(ctx, "pleg: relist: ignoring a pod listed twice", "pod", podName(p.Namespace, p.Name), "podUID", p.ID, "index", i)
 		return nil
 	}
 	rec.gen = r.gen
@@ -308,8 +373,8 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 		// Keep the old record: the same differences come back at the next relist.
 		r.cache.Set(p.ID, status, err, ts)
 		r.reinspect[p.ID] = struct{}{}
-		r.log.Warn("pleg: relist: pod status failed; events dropped until the next relist",
-			"pod", p.ID, "name", p.Name, "namespace", p.Namespace, "err", err)
+		r.log.WarnContext(ctx, "pleg: relist: pod status failed; events dropped until the next relist",
+			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
 		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
 	}
 	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
@@ -422,11 +487,14 @@ func (r *Relister) send(e *PodLifecycleEvent) {
 	}
 }
 
-// logDrops logs, once, the events dropped since the last call. r.mu must be held.
-func (r *Relister) logDrops(during string) {
-	if r.unloggedDrops == 0 {
-		return
+// logDrops logs, once, the events dropped since the last call, and returns how many
+// (for Hooks.EventsDropped, called after unlocking). r.mu must be held.
+func (r *Relister) logDrops(ctx context.Context, during string) int {
+	n := r.unloggedDrops
+	if n == 0 {
+		return 0
 	}
-	r.log.Warn("pleg: event channel full; events dropped", "during", during, "dropped", r.unloggedDrops, "droppedTotal", r.dropped.Load())
+	r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
 	r.unloggedDrops = 0
+	return n
 }

@@ -35,7 +35,7 @@ func (r *Relister) Run(ctx context.Context) {
 
 func (r *Relister) relistAndLog(ctx context.Context) {
 	if err := r.Relist(ctx); err != nil && ctx.Err() == nil {
-		r.log.Debug("pleg: relist incomplete", "err", err)
+		r.log.DebugContext(ctx, "pleg: relist incomplete", "err", err)
 	}
 }
 
@@ -95,7 +95,7 @@ func (r *Relister) refreshPending(ctx context.Context) {
 			return
 		}
 		if err := r.refresh(ctx, uid); err != nil {
-			r.log.Debug("pleg: refresh incomplete", "pod", uid, "err", err)
+			r.log.DebugContext(ctx, "pleg: refresh incomplete", "podUID", uid, "err", err)
 		}
 	}
 }
@@ -106,8 +106,15 @@ func (r *Relister) refreshPending(ctx context.Context) {
 // relist.
 func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	defer r.logDrops("refresh")
+	err := r.refreshLocked(ctx, uid)
+	dropped := r.logDrops(ctx, "refresh")
+	r.mu.Unlock()
+	r.observeDrops(dropped)
+	return err
+}
+
+// refreshLocked is refresh with r.mu held.
+func (r *Relister) refreshLocked(ctx context.Context, uid types.UID) error {
 	var name, namespace string
 	rec := r.records[uid]
 	if rec == nil {
@@ -123,7 +130,7 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 	if err != nil {
 		r.cache.Set(uid, status, err, ts)
 		r.reinspect[uid] = struct{}{}
-		r.log.Warn("pleg: refresh: pod status failed", "pod", uid, "err", err)
+		r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
 		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
 	}
 	r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts)
@@ -145,9 +152,11 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 		return false, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	defer r.logDrops("push")
-	return r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt), nil
+	applied = r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt)
+	dropped := r.logDrops(context.Background(), "push")
+	r.mu.Unlock()
+	r.observeDrops(dropped)
+	return applied, nil
 }
 
 // apply caches a freshly fetched status of uid observed at ts and, if the cache took it,
@@ -202,4 +211,12 @@ func podFromStatus(s *PodStatus, name, namespace string) *Pod {
 		}
 	}
 	return p
+}
+
+// podName is the log value of a pod's "pod" key: namespace/name, or "" when unknown.
+func podName(namespace, name string) string {
+	if name == "" {
+		return ""
+	}
+	return namespace + "/" + name
 }

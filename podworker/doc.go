@@ -107,4 +107,15 @@
 // and SyncKnownPods never block on a sync. The PodSyncer methods are called from the
 // runner's goroutines, never under its lock; they should honour their context. Run
 // blocks until its context ends, then cancels every call in flight and waits for them.
+//
+// # Observing it
+//
+// Config.Hooks (see Hooks) are called outside the runner's lock: SyncStarted and
+// SyncFinished around every work (its WorkType, the kubelet's operation_type label, its
+// duration, error and whether it was cancelled; kubelet_pod_worker_duration_seconds and
+// kubelet_pod_worker_start_duration_seconds), and Transition for every stage change with
+// the pod's namespace/name and the time, delivered in the Machine's order after the lock
+// is released. Config.OnTransition is the older hook, called under the lock. Logs use
+// the keys pod (namespace/name) and podUID; transitions and cancellations are Debug,
+// failed syncs Error.
 package podworker

@@ -494,7 +494,14 @@ func (m *Machine) note(st *podState, r *Ready) {
 		to = StageNone
 	}
 	if to != st.reported {
-		r.Transitions = append(r.Transitions, Transition{UID: st.uid, From: st.reported, To: to})
+		t := Transition{UID: st.uid, From: st.reported, To: to}
+		switch {
+		case st.pod != nil:
+			t.Namespace, t.Name = st.pod.Namespace, st.pod.Name
+		case st.running != nil:
+			t.Namespace, t.Name = st.running.Namespace, st.running.Name
+		}
+		r.Transitions = append(r.Transitions, t)
 		st.reported = to
 	}
 }

@@ -33,6 +33,9 @@ var (
 	ErrInvalidConfig = errors.New("podworker: invalid config")
 	// ErrRunning: Run was called twice.
 	ErrRunning = errors.New("podworker: runner already started")
+	// ErrRuntimeStatus wraps the error of reading a pod's runtime status before a work
+	// (the kubelet's "error determining status"); the work is retried.
+	ErrRuntimeStatus = errors.New("podworker: reading the runtime status failed")
 )
 
 // UpdatePodOptions is one notification to the pod workers. Exactly one of Pod and

@@ -53,8 +53,13 @@ type Config struct {
 	// private generator seeded from Clock. It is called with the runner's lock held.
 	Rand func() float64
 	// OnTransition, if set, is called for every stage change of a pod, in order per pod,
-	// with the runner's lock held: it must be quick and must not call the Runner.
+	// with the runner's lock held: it must be quick and must not call the Runner. Prefer
+	// Hooks.Transition, which is called outside the lock (in the same order) and also
+	// gets the time of the change.
 	OnTransition func(Transition)
+	// Hooks are the runner's observation points (syncs started and finished, stage
+	// changes), each called outside the runner's lock; the zero value observes nothing.
+	Hooks Hooks
 }
 
 // Runner drives a Machine: it owns the lock, the goroutines and the timer, and calls the
@@ -76,6 +81,7 @@ type Runner struct {
 	clock        clock.Clock
 	log          *slog.Logger
 	onTransition func(Transition)
+	hooks        Hooks
 	// expired is an ended context: GetNewerThan with it answers without waiting.
 	expired context.Context
 
@@ -109,6 +115,12 @@ type Runner struct {
 	idle      atomic.Int32
 	maxIdle   int32
 	accepting atomic.Bool
+
+	// hmu guards hq (the transitions not yet delivered to Hooks.Transition, in the
+	// Machine's order) and delivering (a goroutine is calling Hooks.Transition).
+	hmu        sync.Mutex
+	hq         []timedTransition
+	delivering bool
 }
 
 // workItem is a work with its context, handed to an idle worker.
@@ -179,6 +191,7 @@ func New(cfg Config) (*Runner, error) {
 		clock:        clk,
 		log:          log,
 		onTransition: cfg.OnTransition,
+		hooks:        cfg.Hooks,
 		m:            m,
 		cancels:      make(map[types.UID]*workContext),
 		kick:         make(chan struct{}, 1),
@@ -218,12 +231,14 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// unlock releases mu and then applies the completions queued meanwhile, if any.
+// unlock releases mu, then applies the completions queued meanwhile, if any, and
+// delivers the transitions queued for Hooks.Transition.
 func (r *Runner) unlock() {
 	r.mu.Unlock()
 	if r.hasCompletions() {
 		r.combine(false)
 	}
+	r.deliver()
 }
 
 func (r *Runner) hasCompletions() bool {
@@ -253,7 +268,7 @@ func (r *Runner) combine(inline bool) (next Work, nextCtx context.Context, ok bo
 					r.log.Error("pod worker lost its work", "podUID", c.uid, "err", err)
 					continue
 				}
-				w, wctx, got := r.applyLocked(&rd, inline && !ok)
+				w, wctx, got := r.applyLocked(&rd, c.at, inline && !ok)
 				if got {
 					next, nextCtx, ok = w, wctx, true
 				}
@@ -294,7 +309,7 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	if err != nil {
 		return err
 	}
-	r.applyLocked(&rd, false)
+	r.applyLocked(&rd, now, false)
 	return nil
 }
 
@@ -307,7 +322,7 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	r.mu.Lock()
 	defer r.unlock()
 	known, rd := r.m.SyncKnownPods(now, desired)
-	r.applyLocked(&rd, false)
+	r.applyLocked(&rd, now, false)
 	return known
 }
 
@@ -324,18 +339,19 @@ func (r *Runner) closeCompleted(ch chan<- struct{}) {
 	close(ch)
 }
 
-// applyLocked carries out a Ready with r.mu held. With inline, the first work to start
-// is returned to the caller instead of spawned.
-func (r *Runner) applyLocked(rd *Ready, inline bool) (next Work, nextCtx context.Context, ok bool) {
+// applyLocked carries out a Ready, decided at now, with r.mu held. With inline, the
+// first work to start is returned to the caller instead of spawned.
+func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, nextCtx context.Context, ok bool) {
 	debug := r.log.Enabled(context.Background(), slog.LevelDebug)
 	for _, t := range rd.Transitions {
 		if debug {
-			r.log.Debug("pod stage changed", "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
+			r.log.Debug("pod stage changed", "pod", t.PodName(), "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
 		}
 		if r.onTransition != nil {
 			r.onTransition(t)
 		}
 	}
+	r.queueTransitionsLocked(rd.Transitions, now)
 	for _, uid := range rd.Cancel {
 		if c := r.cancels[uid]; c != nil {
 			if debug {
@@ -407,7 +423,9 @@ func (r *Runner) worker(ctx context.Context, w Work) {
 		r.completions = append(r.completions, completion{uid: w.UID, res: res, at: now})
 		r.cmu.Unlock()
 		var ok bool
-		if w, ctx, ok = r.combine(true); ok {
+		w, ctx, ok = r.combine(true)
+		r.deliver()
+		if ok {
 			continue
 		}
 		if !r.accepting.Load() || r.idle.Add(1) > r.maxIdle {
@@ -424,8 +442,27 @@ func (r *Runner) worker(ctx context.Context, w Work) {
 	}
 }
 
-// execute reads the pod's runtime status and calls the PodSyncer, outside any lock.
+// execute reads the pod's runtime status and calls the PodSyncer, outside any lock,
+// between the SyncStarted and SyncFinished hooks.
 func (r *Runner) execute(ctx context.Context, w Work) Result {
+	if r.hooks.SyncStarted == nil && r.hooks.SyncFinished == nil {
+		return r.sync(ctx, w)
+	}
+	s := Sync{UID: w.UID, Pod: w.Pod, RunningPod: w.RunningPod, WorkType: w.WorkType, UpdateType: w.UpdateType,
+		Started: r.clock.Now()}
+	if r.hooks.SyncStarted != nil {
+		r.hooks.SyncStarted(s)
+	}
+	res := r.sync(ctx, w)
+	if r.hooks.SyncFinished != nil {
+		s.Duration, s.Err, s.IsTerminal, s.Cancelled = r.clock.Since(s.Started), res.Err, res.IsTerminal, ctx.Err() != nil
+		r.hooks.SyncFinished(s)
+	}
+	return res
+}
+
+// sync reads the pod's runtime status and calls the PodSyncer.
+func (r *Runner) sync(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
 	if w.RunningPod == nil {
 		refreshed := false
@@ -447,7 +484,7 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 			case err == nil:
 				status, refreshed = s, true
 			case !errors.Is(err, context.Canceled) || ctx.Err() != nil:
-				return Result{Err: fmt.Errorf("podworker: reading the runtime status of pod %s: %w", w.UID, err)}
+				return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
 			default:
 				if sr, ok := r.refresher.(StatusRefresher); ok {
 					if s, err := sr.Refresh(ctx, w.UID); err == nil {
@@ -461,7 +498,7 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 		if r.cache != nil && !refreshed {
 			s, err := r.cache.GetNewerThan(ctx, w.UID, w.StatusNewerThan)
 			if err != nil {
-				return Result{Err: fmt.Errorf("podworker: reading the runtime status of pod %s: %w", w.UID, err)}
+				return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
 			}
 			status = s
 		}
@@ -478,7 +515,7 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 		res.IsTerminal, res.Err = r.syncer.SyncPod(ctx, w.UpdateType, w.Pod, w.MirrorPod, status)
 	}
 	if res.Err != nil && ctx.Err() == nil {
-		r.log.Error("error syncing pod, will retry", "podUID", w.UID, "workType", w.WorkType.String(), "err", res.Err)
+		r.log.ErrorContext(ctx, "error syncing pod, will retry", "pod", w.podName(), "podUID", w.UID, "workType", w.WorkType.String(), "err", res.Err)
 	}
 	return res
 }
@@ -522,7 +559,7 @@ func (r *Runner) tick() {
 	r.mu.Lock()
 	defer r.unlock()
 	rd := r.m.Tick(now)
-	r.applyLocked(&rd, false)
+	r.applyLocked(&rd, now, false)
 }
 
 // Len returns how many pods the runner knows.

@@ -114,6 +114,16 @@ func (s Stage) String() string {
 type Transition struct {
 	UID      types.UID
 	From, To Stage
+	// Namespace and Name are the pod's (or the runtime pod's), when known.
+	Namespace, Name string
+}
+
+// PodName returns namespace/name of the transition's pod, or "" when unknown.
+func (t Transition) PodName() string {
+	if t.Name == "" {
+		return ""
+	}
+	return t.Namespace + "/" + t.Name
 }
 
 // Work is one call of the caller's PodSyncer that the Machine decided to make. The
@@ -144,6 +154,17 @@ type Work struct {
 	// with a shorter grace period), because the previous work changed the runtime and the
 	// next step must not wait for a periodic relist to see it.
 	RefreshStatus bool
+}
+
+// podName returns namespace/name of the work's pod, or "".
+func (w *Work) podName() string {
+	switch {
+	case w.Pod != nil:
+		return w.Pod.Namespace + "/" + w.Pod.Name
+	case w.RunningPod != nil:
+		return w.RunningPod.Namespace + "/" + w.RunningPod.Name
+	}
+	return ""
 }
 
 // Result is the outcome of one Work, reported with Machine.Complete.

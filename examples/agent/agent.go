@@ -81,6 +81,10 @@ type Config struct {
 	Observer func(Step)
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+	// Recorder and Metrics: see node.Config (the kubelet's pod events; the observation
+	// hooks, e.g. package examples/metrics).
+	Recorder node.EventRecorder
+	Metrics  node.Metrics
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
@@ -131,7 +135,7 @@ func New(cfg Config) (*Agent, error) {
 		Clock: cfg.Clock, Logger: cfg.Logger, RelistPeriod: cfg.RelistPeriod,
 		HousekeepingPeriod: cfg.HousekeepingPeriod, StatusSyncPeriod: cfg.StatusSyncPeriod,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs, SerializeByName: cfg.SerializeByName,
-		OnEvent: a.onEvent, OnTransition: onTransition,
+		OnEvent: a.onEvent, OnTransition: onTransition, Recorder: cfg.Recorder, Metrics: cfg.Metrics,
 	})
 	if err != nil {
 		return nil, err

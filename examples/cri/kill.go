@@ -148,7 +148,8 @@ func (r *Runtime) killContainer(ctx context.Context, pod *v1.Pod, c *runtimeapi.
 		elapsed = r.runPreStop(ctx, pod, spec, c.GetId(), gracePeriod)
 	}
 	timeout := StopTimeout(pod, spec, gracePeriod, elapsed)
-	r.event(pod, v1.EventTypeNormal, "Killing", "Stopping container %s", name)
+	// The node records Killing ("Stopping container <name>") when it asks for the kill
+	// (node.EventRecorder): not again here.
 	r.log.Debug("StopContainer", "pod", pod.Namespace+"/"+pod.Name, "container", name, "timeout", timeout)
 	if _, err := r.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.GetId(), Timeout: timeout}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("cri: StopContainer %s of %s/%s: %w", name, pod.Namespace, pod.Name, err)

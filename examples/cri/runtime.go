@@ -93,8 +93,11 @@ type Config struct {
 	// Clock is the time source of the back-off, the preStop hooks and sleeps; nil means
 	// the real clock.
 	Clock clock.Clock
-	// Event, if set, is told of what a user of the pod should see (kubelet events: Pulled,
-	// Created, Started, Killing, BackOff, NetworkNotReady, ...). It must be quick.
+	// Event, if set, is told of what a user of the pod should see (the kubelet runtime's
+	// events: Pulling, Pulled, Created, Started, BackOff, NetworkNotReady,
+	// FailedCreatePodSandBox, FailedPreStopHook, ...). It must not block. Pass the
+	// node's recorder (node.EventRecorder's Event method, e.g. kube.Recorder.Event); the
+	// node records Killing, FailedKillPod and FailedSync itself.
 	Event func(pod *v1.Pod, eventType, reason, message string)
 	// Logger; nil discards.
 	Logger *slog.Logger

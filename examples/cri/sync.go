@@ -178,6 +178,7 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			return "", fmt.Errorf("cri: ImageStatus %s: %w", c.Image, err)
 		}
 		if img := resp.GetImage(); img != nil && img.GetId() != "" {
+			r.event(pod, v1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 			return img.GetId(), nil
 		}
 		if policy == v1.PullNever {

@@ -78,7 +78,12 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cc.CAFile, "ca", "", "with -server: the CA file of the server's certificate")
 	fs.StringVar(&cc.Token, "token", "", "with -server: the bearer token of the node's identity")
 	nodeName := fs.String("node", agent.DefaultNodeName, "with a real cluster: the node whose pods the agent runs")
+	metricsAddr := fs.String("metrics-addr", "", "serve the kubelet's metrics on /metrics and the PLEG health on /healthz at this address (host:port)")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ms, err := newMetricsServer(*metricsAddr)
+	if err != nil {
 		return err
 	}
 	if *useVK && *criEndpoint != "" {
@@ -86,11 +91,10 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	}
 	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
 	if cc.Kubeconfig != "" || cc.Server != "" {
-		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, out)
+		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, ms, out)
 	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
-		var err error
 		if rt, err = cri.New(criCfg); err != nil {
 			return err
 		}
@@ -111,8 +115,8 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	}
 	server := statusmgrtest.NewFakeAPI()
 	cfg := agent.Config{Server: server, RelistPeriod: *relist, Observer: observer}
+	ms.wire(&cfg)
 	var a *agent.Agent
-	var err error
 	if *useVK {
 		// The pods run on an in-memory virtual-kubelet provider that notifies its statuses
 		// and takes -stop-delay to stop a pod (negative: it never does).
@@ -139,6 +143,11 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	defer cancel()
 	agentCtx, stopAgent := context.WithCancel(ctx)
 	defer stopAgent()
+	stopMetrics, err := ms.serve(agentCtx, a, out)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(agentCtx) }()
 
@@ -263,7 +272,7 @@ func newPod(name string, grace int64) *v1.Pod {
 
 // runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
 func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration,
-	criCfg cri.Config, out io.Writer) error {
+	criCfg cri.Config, ms *metricsServer, out io.Writer) error {
 	if nodeName == "" {
 		return fmt.Errorf("-node must not be empty")
 	}
@@ -310,12 +319,18 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 		defer rt.Close()
 		cfg.Runtime, cfg.Backend = nil, rt
 	}
+	ms.wire(&cfg)
 	a, err := agent.New(cfg)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	stopMetrics, err := ms.serve(ctx, a, out)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	mu.Lock()
 	fmt.Fprintf(out, "# running node %s on a real API server for up to %v (interrupt to stop)\n", nodeName, timeout)
 	mu.Unlock()

@@ -1,0 +1,78 @@
+package pleg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
+	testingclock "k8s.io/utils/clock/testing"
+)
+
+// slowRuntime steps the fake clock by delay on every ListPods: a relist that takes time.
+type slowRuntime struct {
+	*fakeRuntime
+	clk   *testingclock.FakeClock
+	delay time.Duration
+}
+
+func (s *slowRuntime) ListPods(ctx context.Context, all bool) ([]*Pod, error) {
+	s.clk.Step(s.delay)
+	return s.fakeRuntime.ListPods(ctx, all)
+}
+
+// TestHooks: every relist reports its duration, the interval since the previous
+// successful one, the last successful start and the health; drops are reported with
+// their count; the hooks run outside the relister's locks (they call its methods).
+func TestHooks(t *testing.T) {
+	fake := newFakeRuntime(mkPod("a", "c:c1:r", "c:c2:r", "c:c3:r"))
+	rt := &slowRuntime{fakeRuntime: fake, delay: 200 * time.Millisecond}
+	var got []string
+	var dropped []int
+	var r *Relister
+	r, _, clk := newTestRelister(t, rt, func(c *Config) {
+		c.EventChannelCapacity = 2
+		c.RelistThreshold = time.Minute
+		c.Hooks = Hooks{
+			Relisted: func(rl Relist) {
+				r.Healthy() // would deadlock under the lock
+				got = append(got, fmt.Sprintf("start=+%v took=%v interval=%v lastSeen=+%v healthy=%v err=%v",
+					rl.Start.Sub(t0), rl.Duration, rl.Interval, rl.LastSeen.Sub(t0), rl.Healthy, rl.Err != nil))
+			},
+			EventsDropped: func(n int) { r.DroppedEvents(); dropped = append(dropped, n) },
+		}
+	})
+	rt.clk = clk
+	ctx := context.Background()
+	if err := r.Relist(ctx); err != nil { // 3 events, room for 2
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	fake.listErr = errors.New("down")
+	_ = r.Relist(ctx)
+	clk.Step(2 * time.Minute)
+	fake.listErr = nil
+	drain(r.Events())
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.PushStatus(&PodStatus{ID: types.UID("b"), ContainerStatuses: []*ContainerStatus{
+		{ID: "x", Name: "x", State: ContainerStateRunning}, {ID: "y", Name: "y", State: ContainerStateRunning},
+		{ID: "z", Name: "z", State: ContainerStateRunning}}}, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"start=+0s took=200ms interval=0s lastSeen=+0s healthy=true err=false",
+		"start=+1.2s took=200ms interval=1.2s lastSeen=+0s healthy=true err=true",
+		"start=+2m1.4s took=200ms interval=2m1.4s lastSeen=+2m1.4s healthy=true err=false",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("relists (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{1, 1}, dropped); diff != "" {
+		t.Errorf("drops (-want +got):\n%s", diff)
+	}
+}
