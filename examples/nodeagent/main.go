@@ -17,7 +17,7 @@
 // which sleeps until SIGTERM; -stop-delay becomes its args' delay before it exits after
 // SIGTERM, negative: it ignores SIGTERM and is killed when the grace period runs out).
 //
-// With -kubeconfig (or -server, -ca and -token) it runs instead as a virtual node of a real
+// With -kubeconfig (or -server, -ca and -token, or -in-cluster in a pod) it runs instead as a virtual node of a real
 // cluster: the agent, with the in-memory runtime, serves the pods bound to -node through the
 // client-go adapters of package kube, printing their timeline until -timeout or an interrupt
 // (with -cri, on real containers: the pods must then be hostNetwork, or get an error and an
@@ -93,6 +93,7 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
 	fs.StringVar(&cc.CAFile, "ca", "", "with -server: the CA file of the server's certificate")
 	fs.StringVar(&cc.Token, "token", "", "with -server: the bearer token of the node's identity")
+	inCluster := fs.Bool("in-cluster", false, "run against the cluster this runs in (rest.InClusterConfig: a pod's service account) instead of the in-memory API")
 	nodeName := fs.String("node", agent.DefaultNodeName, "with a real cluster: the node whose pods the agent runs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -101,7 +102,10 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("-vk and -cri exclude each other")
 	}
 	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
-	if cc.Kubeconfig != "" || cc.Server != "" {
+	if *inCluster && (cc.Kubeconfig != "" || cc.Server != "") {
+		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
+	}
+	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
 		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, out)
 	}
 	var rt *cri.Runtime
