@@ -206,7 +206,7 @@ cmd_stop() {
 	# socket's path on their command line.
 	local p
 	for p in /proc/[0-9]*; do
-		if tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -q -- "containerd-shim.*-address $sock "; then
+		if tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -q -- "containerd-shim.*-address $sock "; then
 			kill -KILL "${p#/proc/}" 2>/dev/null || true
 		fi
 	done

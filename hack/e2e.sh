@@ -17,8 +17,14 @@
 # (socket, root and state under the work directory) and imports the test image
 # (hack/testimage) into it, and sets PODLIFE_E2E_CRI (its CRI endpoint) and PODLIFE_E2E_IMAGE
 # for the CRI tests; PODLIFE_E2E_NO_CRI=1, or not being root, leaves containerd out (those
-# tests then skip). On every exit path it stops containerd (every container first) and
-# kube-apiserver before etcd (stopping etcd first hangs the apiserver).
+# tests then skip). The tests run with -json through e2esummary (hack/e2esummary), which
+# prints what go test prints (everything with -v) and ends with a summary: PASS or FAIL, the
+# top-level tests passed, skipped and failed per package, and the versions of etcd,
+# kube-apiserver, containerd and runc. On every exit path it stops containerd (every
+# container first) and kube-apiserver before etcd (stopping etcd first hangs the
+# apiserver), each with SIGTERM and a wait for it to exit (SIGKILL only if it has not after
+# 30 s), and says how long each took. The servers are disowned jobs: bash never reports them
+# ("Killed", "Terminated"), whoever stops them.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -36,18 +42,23 @@ containerd_dir=""
 alive() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ -n "$st" && "$st" != Z* ]]; }
 
 # stop ends a process (ours, or one apiserver-ctl started): TERM, then KILL if it is still
-# there after $2 seconds.
+# there after $2 seconds; $3 names it in the line saying how long it took.
 stop() {
-	local pid="$1" wait_s="$2" i
+	local pid="$1" wait_s="$2" what="$3" i t0
 	[[ -n "$pid" ]] || return 0
+	alive "$pid" || return 0
+	t0=$(($(date +%s%N) / 1000000))
 	kill -TERM "$pid" 2>/dev/null || return 0
 	for ((i = 0; i < wait_s * 10; i++)); do
-		alive "$pid" || { wait "$pid" 2>/dev/null || true; return 0; }
+		if ! alive "$pid"; then
+			echo "e2e: $what stopped (SIGTERM) in $(($(date +%s%N) / 1000000 - t0)) ms" >&2
+			return 0
+		fi
 		sleep 0.1
 	done
-	echo "e2e: process $pid did not stop in ${wait_s}s; killing it" >&2
+	echo "e2e: $what ($pid) did not stop in ${wait_s}s after SIGTERM; killing it" >&2
 	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do alive "$pid" || return 0; sleep 0.1; done
 }
 
 cleanup() {
@@ -56,14 +67,18 @@ cleanup() {
 	# The apiserver first: it hangs when etcd goes away under it. A test may have restarted
 	# it (apiserver-ctl): the pid file names the current one.
 	if [[ -f "$work/apiserver.pid" ]]; then apiserver_pid="$(cat "$work/apiserver.pid")"; fi
-	stop "$apiserver_pid" 30
-	stop "$etcd_pid" 10
+	stop "$apiserver_pid" 30 kube-apiserver
+	stop "$etcd_pid" 10 etcd
 	if [[ -n "$containerd_dir" ]]; then "$here/containerd.sh" stop "$containerd_dir" || rc=1; fi
+	local summary=""
+	if [[ -f "$work/summary.txt" ]]; then summary="$(cat "$work/summary.txt")"; fi
 	if [[ -n "${PODLIFE_E2E_KEEP:-}" || $rc -ne 0 ]]; then
 		echo "e2e: logs and certificates kept in $work" >&2
 	else
 		rm -rf "$work"
 	fi
+	# The summary last, once everything is stopped.
+	if [[ -n "$summary" ]]; then printf '\n%s\n' "$summary"; fi
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -142,6 +157,7 @@ set -m
 	--initial-cluster "e2e=http://127.0.0.1:$peer_port" --unsafe-no-fsync --log-level warn \
 	>"$work/etcd.log" 2>&1 &
 etcd_pid=$!
+disown "$etcd_pid"
 
 api_args=(
 	--etcd-servers "http://127.0.0.1:$etcd_port"
@@ -163,6 +179,7 @@ echo "$server" >"$work/server.url"
 chmod 600 "$work/admin.token"
 "$bin/kube-apiserver" "${api_args[@]}" >"$work/apiserver.log" 2>&1 &
 apiserver_pid=$!
+disown "$apiserver_pid"
 echo "$apiserver_pid" >"$work/apiserver.pid"
 set +m
 
@@ -195,6 +212,7 @@ start)
 	set -m # its own process group, like the first one
 	"${cmd[@]}" >>"$work/apiserver.log" 2>&1 </dev/null &
 	echo $! >"$work/apiserver.pid"
+	disown $!
 	for ((i = 0; i < 1200; i++)); do
 		if curl -sf --max-time 2 --cacert "$work/ca.crt" -H "Authorization: Bearer $(cat "$work/admin.token")" \
 			"$(cat "$work/server.url")/readyz" >/dev/null 2>&1; then exit 0; fi
@@ -237,5 +255,16 @@ fi
 # --- The suite ------------------------------------------------------------------------------
 export PODLIFE_E2E_APISERVER="$work"
 cd "$root/examples"
+# The summary's versions of what the tests run against.
+components="etcd $("$bin/etcd" --version 2>/dev/null | awk '/^etcd Version/ {print $3}'), kube-apiserver $("$bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}')"
+if [[ -n "$containerd_dir" ]]; then
+	components+=", containerd $(containerd --version | awk '{print $3}'), runc $(runc --version | awk 'NR == 1 {print $3}')"
+else
+	components+=", no containerd (the CRI tests skip)"
+fi
+components+=", $(go env GOVERSION)"
+summary_v=()
+for a in "$@"; do [[ "$a" == -v || "$a" == -v=true || "$a" == -test.v ]] && summary_v=(-v); done
+(cd "$here/e2esummary" && go build -o "$work/e2esummary" .)
 # -p 1: test binaries run one at a time, since every package's agents serve the same node.
-go test -race -count=1 -p 1 -run E2E ./... "$@"
+go test -json -race -count=1 -p 1 -run E2E ./... "$@" | "$work/e2esummary" "${summary_v[@]}" -components "$components" -summary "$work/summary.txt"

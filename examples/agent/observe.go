@@ -80,7 +80,37 @@ func (a *Agent) observeServer(c statusmgrtest.Change) {
 	case "final-delete":
 		k = KindDelete
 	}
-	a.observe(k, c.Pod, "%s", c.Detail)
+	detail := c.Detail
+	if k == KindStatus {
+		detail += killNote(c.Pod)
+	}
+	a.observe(k, c.Pod, "%s", detail)
+}
+
+// ExitCodeKilled is the exit code of a container killed with SIGKILL (128 + 9), as the
+// kubelet reports a container killed when its grace period ran out.
+const ExitCodeKilled = 137
+
+// killNote names, for a status line, the pod's containers that were killed (exit code 137):
+// "at the end of the grace period" when the pod was being deleted, which is when a kill
+// means the container ignored its stop signal.
+func killNote(p *v1.Pod) string {
+	if p == nil {
+		return ""
+	}
+	var note string
+	for _, cs := range p.Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil || t.ExitCode != ExitCodeKilled {
+			continue
+		}
+		when := ""
+		if p.DeletionTimestamp != nil {
+			when = " at the end of the grace period"
+		}
+		note += fmt.Sprintf("; container %s killed%s (exit code %d)", cs.Name, when, t.ExitCode)
+	}
+	return note
 }
 
 // onEvent turns the node's events into steps.

@@ -51,7 +51,7 @@ func (o observingPatcher) PatchPodStatus(ctx context.Context, namespace, name st
 		o.a.observe(KindStatus, named(namespace, name), "patch failed: %v", err)
 		return p, err
 	}
-	o.a.observe(KindStatus, p, "patched status: phase %s (%d bytes)", p.Status.Phase, len(patch))
+	o.a.observe(KindStatus, p, "patched status: phase %s (%d bytes)%s", p.Status.Phase, len(patch), killNote(p))
 	return p, nil
 }
 

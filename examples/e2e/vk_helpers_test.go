@@ -224,6 +224,7 @@ type write struct {
 	Name  string
 	UID   types.UID   // the patch's metadata.uid, or the delete's UID precondition
 	Phase v1.PodPhase // the phase the patch sets ("" if it does not set one)
+	Patch string      // the patch's body
 	// Injected: the call never reached the server; it failed with the injected error.
 	Injected bool
 	// AfterTerminal (delete): a patch setting a terminal phase on this UID had succeeded
@@ -309,7 +310,7 @@ func (p *vkPatcher) PatchPodStatus(ctx context.Context, namespace, name string, 
 	if err := json.Unmarshal(patch, &body); err != nil {
 		return nil, fmt.Errorf("e2e: undecodable status patch %s: %w", patch, err)
 	}
-	w := write{Verb: "patch", Name: name, UID: body.Metadata.UID, Phase: body.Status.Phase, Started: vkClock.Now()}
+	w := write{Verb: "patch", Name: name, UID: body.Metadata.UID, Phase: body.Status.Phase, Patch: string(patch), Started: vkClock.Now()}
 	p.mu.Lock()
 	if p.failTerminal != nil && p.injected == 0 && isTerminal(w.Phase) {
 		p.injected++

@@ -17,7 +17,8 @@ const (
 )
 
 // ClientConfig says how to reach the API server: a kubeconfig file, or a server URL with a
-// CA file and a bearer token.
+// CA file and a bearer token, or, with neither, the in-cluster configuration of a pod
+// (rest.InClusterConfig: the service account's token and CA, KUBERNETES_SERVICE_HOST).
 type ClientConfig struct {
 	// Kubeconfig is the path of a kubeconfig file; it excludes Server, CAFile and Token.
 	Kubeconfig string
@@ -32,6 +33,9 @@ type ClientConfig struct {
 	Burst int
 	// UserAgent, if set, names the client in the server's logs.
 	UserAgent string
+	// InCluster returns the in-cluster configuration when neither Kubeconfig nor Server
+	// is set; nil means rest.InClusterConfig (tests replace it).
+	InCluster func() (*rest.Config, error)
 }
 
 // RESTConfig returns the client-go configuration cfg describes.
@@ -52,8 +56,17 @@ func RESTConfig(cfg ClientConfig) (*rest.Config, error) {
 		}
 		rc = &rest.Config{Host: cfg.Server, BearerToken: cfg.Token,
 			TLSClientConfig: rest.TLSClientConfig{CAFile: cfg.CAFile}}
+	case cfg.Token != "" || cfg.CAFile != "":
+		return nil, fmt.Errorf("%w: a token or CA file without a server", ErrInvalidArgument)
 	default:
-		return nil, fmt.Errorf("%w: neither a kubeconfig nor a server", ErrInvalidArgument)
+		inCluster := cfg.InCluster
+		if inCluster == nil {
+			inCluster = rest.InClusterConfig
+		}
+		var err error
+		if rc, err = inCluster(); err != nil {
+			return nil, fmt.Errorf("%w: neither a kubeconfig nor a server, and not in a cluster: %w", ErrInvalidArgument, err)
+		}
 	}
 	if cfg.QPS < 0 || cfg.Burst < 0 {
 		return nil, fmt.Errorf("%w: negative QPS or burst", ErrInvalidArgument)
@@ -71,7 +84,8 @@ func RESTConfig(cfg ClientConfig) (*rest.Config, error) {
 	return rc, nil
 }
 
-// NewClient returns a clientset for cfg.
+// NewClient returns a clientset for cfg (in-cluster when neither a kubeconfig nor a server
+// is given).
 func NewClient(cfg ClientConfig) (kubernetes.Interface, error) {
 	rc, err := RESTConfig(cfg)
 	if err != nil {

@@ -14,10 +14,16 @@
 //
 // Errors are mapped so that the status manager's rules apply unchanged:
 //   - NotFound means the pod is gone;
-//   - Forbidden also means gone: the node authorizer answers 403, not 404, when a node
-//     identity reads a pod that is no longer bound to it (because it no longer exists), so
-//     a Forbidden becomes an apierrors NotFound (its message keeps the original) and the
-//     status manager forgets the pod;
+//   - one Forbidden means gone: the Node authorizer answers a node identity's GET of a pod
+//     its graph does not connect to the node (because the pod no longer exists) with 403
+//     and "no relationship found between node '<node>' and this object", not 404. GetPod
+//     then lists the node's pods of that name (fieldSelector metadata.name and
+//     spec.nodeName, the one list a node may make): none, and the answer becomes an
+//     apierrors NotFound (its message keeps the original) and the status manager forgets
+//     the pod; the pod itself if the graph only lagged. PATCH of pods/status and DELETE
+//     are not subject to the graph, so their Forbidden is never mapped;
+//   - every other Forbidden (RBAC, admission: a configuration mistake) is returned as it
+//     is, so the status manager reports and retries it, and counted (Patcher.Stats);
 //   - Conflict is passed through (re-read and retry);
 //   - every other error is returned as client-go gave it.
 //
@@ -43,6 +49,7 @@
 // # Clients
 //
 // NewClient builds a clientset from a kubeconfig file, or from a server URL, CA file and
-// bearer token, with QPS and Burst raised above client-go's defaults (5 and 10), which
+// bearer token, or, given neither, from the pod's in-cluster configuration
+// (rest.InClusterConfig), with QPS and Burst raised above client-go's defaults (5 and 10), which
 // would throttle a node's status patches.
 package kube

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -27,6 +30,24 @@ var (
 // for concurrent use.
 type Patcher struct {
 	client kubernetes.Interface
+
+	goneForbidden, forbidden atomic.Uint64
+}
+
+// PatcherStats counts the Forbidden answers a Patcher had, for tests and metrics.
+type PatcherStats struct {
+	// GoneForbidden counts GETs the Node authorizer refused for a pod it no longer relates
+	// to the node, confirmed gone by a list of the node's pods of that name, and returned
+	// as NotFound.
+	GoneForbidden uint64
+	// Forbidden counts every other Forbidden answer, returned as it is (an RBAC or
+	// admission refusal: a configuration mistake that must show).
+	Forbidden uint64
+}
+
+// Stats returns the Patcher's counters.
+func (p *Patcher) Stats() PatcherStats {
+	return PatcherStats{GoneForbidden: p.goneForbidden.Load(), Forbidden: p.forbidden.Load()}
 }
 
 var _ statusmgr.StatusPatcher = (*Patcher)(nil)
@@ -39,17 +60,63 @@ func NewPatcher(client kubernetes.Interface) (*Patcher, error) {
 	return &Patcher{client: client}, nil
 }
 
-// GetPod returns the server's pod namespace/name. A Forbidden answer becomes NotFound (see
-// the package doc).
+// GetPod returns the server's pod namespace/name. The Node authorizer's Forbidden for a
+// pod it relates to no node of the caller's becomes NotFound once a list confirms it (see
+// the package doc); every other Forbidden is returned as it is.
 func (p *Patcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {
 	if namespace == "" || name == "" {
 		return nil, fmt.Errorf("%w: empty namespace or name", ErrInvalidArgument)
 	}
 	pod, err := p.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, mapError(err, name)
+	if err == nil {
+		return pod, nil
 	}
-	return pod, nil
+	node, ok := nodeAuthorizerDenial(err)
+	if !ok {
+		return nil, p.count(err)
+	}
+	// Confirm with the one list a node may make, narrowed to the name: the authorizer's
+	// graph lags the pod store, so the pod may still be there, bound to this node.
+	list, lerr := p.client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.AndSelectors(fields.OneTermEqualSelector("metadata.name", name),
+			fields.OneTermEqualSelector("spec.nodeName", node)).String()})
+	switch {
+	case lerr != nil:
+		return nil, p.count(errors.Join(err, fmt.Errorf("kube: confirming %s/%s is gone: %w", namespace, name, lerr)))
+	case len(list.Items) > 0:
+		return &list.Items[0], nil
+	}
+	p.goneForbidden.Add(1)
+	nf := apierrors.NewNotFound(v1.Resource("pods"), name)
+	nf.ErrStatus.Message = fmt.Sprintf("%s (the Node authorizer answered Forbidden and no pod of node %s has the name: %v)",
+		nf.ErrStatus.Message, node, err)
+	return nil, nf
+}
+
+// nodeAuthorizerRefusal is how the Node authorizer words its refusal of a GET of an object
+// its graph does not connect to the node (plugin/pkg/auth/authorizer/node, 1.37): a pod
+// that no longer exists, or is bound elsewhere.
+var nodeAuthorizerRefusal = regexp.MustCompile(`no relationship found between node '([^']+)' and this object`)
+
+// nodeAuthorizerDenial reports whether err is the Node authorizer's Forbidden for an
+// object unrelated to the node, and the node's name.
+func nodeAuthorizerDenial(err error) (string, bool) {
+	if !apierrors.IsForbidden(err) {
+		return "", false
+	}
+	m := nodeAuthorizerRefusal.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	return m[1], true
+}
+
+// count counts a Forbidden answer and returns err unchanged.
+func (p *Patcher) count(err error) error {
+	if apierrors.IsForbidden(err) {
+		p.forbidden.Add(1)
+	}
+	return err
 }
 
 // PatchPodStatus applies patch, a strategic merge patch, to the pod's status subresource
@@ -61,7 +128,7 @@ func (p *Patcher) PatchPodStatus(ctx context.Context, namespace, name string, pa
 	pod, err := p.client.CoreV1().Pods(namespace).Patch(ctx, name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{}, "status")
 	if err != nil {
-		return nil, mapError(err, name)
+		return nil, p.count(err)
 	}
 	return pod, nil
 }
@@ -76,18 +143,7 @@ func (p *Patcher) DeletePod(ctx context.Context, namespace, name string, uid typ
 		Preconditions:      &metav1.Preconditions{UID: &uid},
 	})
 	if err != nil {
-		return mapError(err, name)
+		return p.count(err)
 	}
 	return nil
-}
-
-// mapError turns a Forbidden into a NotFound that keeps the original message, and returns
-// every other error unchanged.
-func mapError(err error, name string) error {
-	if apierrors.IsForbidden(err) {
-		nf := apierrors.NewNotFound(v1.Resource("pods"), name)
-		nf.ErrStatus.Message = fmt.Sprintf("%s (the server answered Forbidden: %v)", nf.ErrStatus.Message, err)
-		return nf
-	}
-	return err
 }

@@ -86,7 +86,7 @@ func TestPatcherErrorMapping(t *testing.T) {
 		want string
 	}{
 		{name: "not found stays not found", err: apierrors.NewNotFound(gr, "web"), want: "notfound"},
-		{name: "forbidden means gone", err: apierrors.NewForbidden(gr, "web", errors.New("no relationship found between node 'node1' and this object")), want: "notfound"},
+		{name: "an RBAC forbidden passes through", err: apierrors.NewForbidden(gr, "web", errors.New(`User "system:node:node1" cannot get resource "pods"`)), want: "forbidden"},
 		{name: "conflict passes through", err: apierrors.NewConflict(gr, "web", errors.New("uid mismatch")), want: "conflict"},
 		{name: "server timeout passes through", err: apierrors.NewServerTimeout(gr, "patch", 1), want: "other"},
 		{name: "transport error passes through", err: errors.New("connection refused"), want: "other"},
@@ -99,6 +99,8 @@ func TestPatcherErrorMapping(t *testing.T) {
 			return "notfound"
 		case apierrors.IsConflict(err):
 			return "conflict"
+		case apierrors.IsForbidden(err):
+			return "forbidden"
 		}
 		return "other"
 	}
@@ -125,6 +127,86 @@ func TestPatcherErrorMapping(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeDenial is the Node authorizer's answer to a GET of a pod its graph does not connect
+// to node1, as kube-apiserver words it with --authorization-mode Node,RBAC.
+var nodeDenial = apierrors.NewForbidden(v1.Resource("pods"), "web", errors.New(
+	`User "system:node:node1" cannot get resource "pods" in API group "" in the namespace "default": no relationship found between node 'node1' and this object`))
+
+// TestPatcherNodeAuthorizerForbidden: only a GET the Node authorizer refuses for want of a
+// relationship, confirmed by an empty list of node1's pods of that name, means gone; the
+// same refusal of a pod the list still finds (the graph lagged) returns the pod; a patch
+// or delete Forbidden, or a failed confirmation, shows as Forbidden and is counted.
+func TestPatcherNodeAuthorizerForbidden(t *testing.T) {
+	tests := []struct {
+		name      string
+		verbErr   map[string]error // per verb
+		listed    []v1.Pod
+		listErr   error
+		want      []string // get, patch, delete
+		wantStats PatcherStats
+		wantList  string // the confirming list's field selector ("" if none)
+	}{
+		{name: "denied get of a pod gone is NotFound", verbErr: map[string]error{"get": nodeDenial},
+			want: []string{"notfound", "nil", "nil"}, wantStats: PatcherStats{GoneForbidden: 1},
+			wantList: "metadata.name=web,spec.nodeName=node1"},
+		{name: "denied get of a pod still listed returns it", verbErr: map[string]error{"get": nodeDenial},
+			listed: []v1.Pod{*testPod("web", "uid-1")}, want: []string{"nil", "nil", "nil"},
+			wantList: "metadata.name=web,spec.nodeName=node1"},
+		{name: "failed confirmation stays Forbidden", verbErr: map[string]error{"get": nodeDenial},
+			listErr: apierrors.NewServiceUnavailable("etcd"), want: []string{"forbidden", "nil", "nil"},
+			wantStats: PatcherStats{Forbidden: 1}, wantList: "metadata.name=web,spec.nodeName=node1"},
+		{name: "forbidden patch and delete show", verbErr: map[string]error{"patch": nodeDenial, "delete": apierrors.NewForbidden(
+			v1.Resource("pods"), "web", errors.New(`node "node1" can only delete pods with spec.nodeName set to itself`))},
+			want: []string{"nil", "forbidden", "forbidden"}, wantStats: PatcherStats{Forbidden: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(testPod("web", "uid-1"))
+			var selector string
+			client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				selector = a.(k8stesting.ListAction).GetListRestrictions().Fields.String()
+				return true, &v1.PodList{Items: tt.listed}, tt.listErr
+			})
+			client.PrependReactor("*", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if err := tt.verbErr[a.GetVerb()]; err != nil {
+					return true, nil, err
+				}
+				return false, nil, nil
+			})
+			p, err := NewPatcher(client)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			_, getErr := p.GetPod(ctx, "default", "web")
+			_, patchErr := p.PatchPodStatus(ctx, "default", "web", []byte(`{}`))
+			delErr := p.DeletePod(ctx, "default", "web", "uid-1")
+			got := []string{classifyErr(getErr), classifyErr(patchErr), classifyErr(delErr)}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("get, patch, delete errors (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantStats, p.Stats()); diff != "" {
+				t.Errorf("Stats (-want +got):\n%s", diff)
+			}
+			if selector != tt.wantList {
+				t.Errorf("confirming list's field selector = %q, want %q", selector, tt.wantList)
+			}
+		})
+	}
+}
+
+func classifyErr(err error) string {
+	switch {
+	case err == nil:
+		return "nil"
+	case apierrors.IsNotFound(err):
+		return "notfound"
+	case apierrors.IsForbidden(err):
+		return "forbidden"
+	}
+	return "other: " + err.Error()
 }
 
 func TestPatcherBadInput(t *testing.T) {

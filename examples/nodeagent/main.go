@@ -1,7 +1,11 @@
 // Command nodeagent runs podlife's example node agent on an in-memory API server and an
 // in-memory container runtime, creates pods, deletes them gracefully, and prints the
 // timeline of their whole lifecycle: the config ops, the pod workers' work and stages, the
-// PLEG events, the status patches and the final delete.
+// PLEG events, the status patches and the final delete. A legend of the line kinds comes
+// first; the lines are in time order; a container killed at the end of the grace period
+// shows as such, exit code 137; the summary gives the p50/p99 of create to Running, delete
+// to gone and delete to every container stopped. From 100 pods on, a progress line a
+// second replaces the timeline.
 //
 //	go run ./nodeagent                         # one pod, from the examples module
 //	go run ./nodeagent -pods 3 -grace 10 -stop-delay 2s
@@ -13,7 +17,7 @@
 // which sleeps until SIGTERM; -stop-delay becomes its args' delay before it exits after
 // SIGTERM, negative: it ignores SIGTERM and is killed when the grace period runs out).
 //
-// With -kubeconfig (or -server, -ca and -token) it runs instead as a virtual node of a real
+// With -kubeconfig (or -server, -ca and -token, or -in-cluster in a pod) it runs instead as a virtual node of a real
 // cluster: the agent, with the in-memory runtime, serves the pods bound to -node through the
 // client-go adapters of package kube, printing their timeline until -timeout or an interrupt
 // (with -cri, on real containers: the pods must then be hostNetwork, or get an error and an
@@ -26,6 +30,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,6 +42,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
@@ -49,9 +55,18 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "nodeagent:", err)
-		os.Exit(1)
+	os.Exit(exitStatus(run(os.Args[1:], os.Stdout), os.Stderr))
+}
+
+// exitStatus is the command's exit status for run's error, which it prints: 0 for none
+// and for -h (the flag package has printed the usage), 1 for any other.
+func exitStatus(err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
+		fmt.Fprintln(stderr, "nodeagent:", err)
+		return 1
 	}
 }
 
@@ -62,11 +77,12 @@ func run(args []string, out io.Writer) error {
 // runContext is run; with a real cluster it also stops when ctx ends.
 func runContext(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("nodeagent", flag.ContinueOnError)
+	fs.SetOutput(out) // -h prints the usage where the output goes
 	pods := fs.Int("pods", 1, "number of pods to create and then delete")
 	grace := fs.Int64("grace", 30, "terminationGracePeriodSeconds of the pods (the graceful delete uses it)")
 	stopDelay := fs.Duration("stop-delay", time.Second, "how long containers take to exit after the stop signal (negative: they ignore it and are killed when the grace period runs out)")
 	relist := fs.Duration("relist", time.Second, "PLEG relist period")
-	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline")
+	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline (implied from -pods "+fmt.Sprint(progressPods)+" on, which prints a progress line every second instead)")
 	useVK := fs.Bool("vk", false, "run the pods on an in-memory virtual-kubelet provider (package vk) instead of the in-memory container runtime")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long (with a real cluster: run this long)")
 	criEndpoint := fs.String("cri", "", "run the pods as real containers on the CRI runtime at this endpoint (unix:///path/to/containerd.sock) through package cri")
@@ -77,6 +93,7 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
 	fs.StringVar(&cc.CAFile, "ca", "", "with -server: the CA file of the server's certificate")
 	fs.StringVar(&cc.Token, "token", "", "with -server: the bearer token of the node's identity")
+	inCluster := fs.Bool("in-cluster", false, "run against the cluster this runs in (rest.InClusterConfig: a pod's service account) instead of the in-memory API")
 	nodeName := fs.String("node", agent.DefaultNodeName, "with a real cluster: the node whose pods the agent runs")
 	metricsAddr := fs.String("metrics-addr", "", "serve the kubelet's metrics on /metrics and the PLEG health on /healthz at this address (host:port)")
 	if err := fs.Parse(args); err != nil {
@@ -90,7 +107,10 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("-vk and -cri exclude each other")
 	}
 	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
-	if cc.Kubeconfig != "" || cc.Server != "" {
+	if *inCluster && (cc.Kubeconfig != "" || cc.Server != "") {
+		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
+	}
+	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
 		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, ms, out)
 	}
 	var rt *cri.Runtime
@@ -104,17 +124,30 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("-pods must be at least 1")
 	}
 
-	var mu sync.Mutex
-	observer := func(s agent.Step) {
-		if *quiet {
-			return
-		}
-		mu.Lock()
-		fmt.Fprintln(out, s)
-		mu.Unlock()
+	// From progressPods pods on, a line per step would drown the run: a progress line a
+	// second instead, and the summary.
+	progress := time.Duration(0)
+	if *pods >= progressPods {
+		*quiet, progress = true, time.Second
 	}
+	clk := clock.RealClock{}
+	tl := newTimeline(clk, out, *quiet, progress, *pods)
+	closed := false
+	closeTimeline := func() *lifecycleStats {
+		if closed {
+			return tl.stats
+		}
+		closed = true
+		return tl.close()
+	}
+	defer closeTimeline()
+	if !*quiet {
+		fmt.Fprint(out, legend)
+	}
+	origin := clk.Now() // just before the agent's own start: "#" lines fall in place
+	say := func(format string, args ...any) { tl.say(clk.Since(origin), format, args...) }
 	server := statusmgrtest.NewFakeAPI()
-	cfg := agent.Config{Server: server, RelistPeriod: *relist, Observer: observer}
+	cfg := agent.Config{Server: server, RelistPeriod: *relist, Observer: tl.step, Clock: clk}
 	ms.wire(&cfg)
 	var a *agent.Agent
 	if *useVK {
@@ -150,12 +183,14 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	defer stopMetrics()
 	done := make(chan error, 1)
 	go func() { done <- a.Run(agentCtx) }()
+	agentDone := false
+	defer func() {
+		if !agentDone {
+			stopAgent()
+			<-done
+		}
+	}()
 
-	say := func(format string, args ...any) {
-		mu.Lock()
-		fmt.Fprintf(out, format+"\n", args...)
-		mu.Unlock()
-	}
 	start := time.Now()
 	say("# creating %d pod(s) on node %s", *pods, agent.DefaultNodeName)
 	names := make([]string, *pods)
@@ -187,11 +222,14 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		return fmt.Errorf("waiting for the pods to be deleted: %w", err)
 	}
 	total := time.Since(start)
-	// Let housekeeping forget the finished pods before stopping.
+	// Let housekeeping forget the finished pods before stopping: every container has
+	// stopped by then (with -grace 0 the objects go at once, long before).
 	if err := waitForget(ctx, a); err != nil {
 		return err
 	}
+	stopped := time.Since(start)
 	stopAgent()
+	agentDone = true
 	if err := <-done; err != nil {
 		return err
 	}
@@ -202,14 +240,28 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 			_ = rt.RemovePod(ctx, &pleg.Pod{ID: p.UID, Name: p.Name, Namespace: p.Namespace})
 		}
 	}
+	stats := closeTimeline()
 	calls := server.Counts()
-	say("# every pod is gone after %v (deletion took %v); API calls: %d get, %d patch (%d bytes), %d delete",
+	fmt.Fprintf(out, "# every pod is gone after %v (deletion took %v); API calls: %d get, %d patch (%d bytes), %d delete\n",
 		total.Round(time.Millisecond), (total - created).Round(time.Millisecond), calls.Gets, calls.Patches, calls.PatchBytes, calls.Deletes)
+	if *grace == 0 {
+		// The API server deletes a pod with grace 0 at once: its object going says nothing
+		// of its containers, which the agent stops afterwards.
+		fmt.Fprintf(out, "# -grace 0: the objects went at once; the containers really took %v to stop (every pod forgotten after %v)\n",
+			percentile(stats.deleteToStopped(), 100).Round(time.Millisecond), stopped.Round(time.Millisecond))
+	}
+	fmt.Fprintf(out, "# create to Running: %s\n", describe(stats.createToRunning()))
+	fmt.Fprintf(out, "# delete to gone:    %s\n", describe(stats.deleteToGone()))
+	fmt.Fprintf(out, "# delete to every container stopped: %s\n", describe(stats.deleteToStopped()))
 	if rt != nil {
-		say("# CRI (%s) calls: %v", rt.RuntimeVersion(), rt.Stats())
+		fmt.Fprintf(out, "# CRI (%s) calls: %v\n", rt.RuntimeVersion(), rt.Stats())
 	}
 	return nil
 }
+
+// progressPods is the number of pods from which the timeline gives way to a progress line
+// a second (-quiet implied).
+const progressPods = 100
 
 // criPod is a hostNetwork pod of the test image (hack/testimage) that exits stopDelay
 // after SIGTERM, or ignores it when stopDelay is negative.

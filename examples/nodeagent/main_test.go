@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -81,10 +82,15 @@ func TestRunRejectsBadClusterFlags(t *testing.T) {
 		{name: "kubeconfig and server", args: []string{"-kubeconfig", "x", "-server", "https://127.0.0.1:1", "-token", "t"}},
 		{name: "server without token", args: []string{"-server", "https://127.0.0.1:1"}},
 		{name: "missing kubeconfig", args: []string{"-kubeconfig", t.TempDir() + "/nope"}},
+		{name: "in-cluster and kubeconfig", args: []string{"-in-cluster", "-kubeconfig", "x"}},
+		{name: "in-cluster outside a cluster", args: []string{"-in-cluster"}},
 		{name: "empty node", args: []string{"-server", "https://127.0.0.1:1", "-token", "t", "-node", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "in-cluster outside a cluster" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+				t.Skip("running in a cluster")
+			}
 			var out strings.Builder
 			if err := run(tt.args, &out); err == nil {
 				t.Errorf("run %v succeeded", tt.args)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/examples/agent"
@@ -26,8 +27,20 @@ type Config struct {
 	NodeName string
 	// Provider runs the pods. Required.
 	Provider node.PodLifecycleHandler
-	// Client is the API client (the node's identity). Required.
+	// Client is the API client (the node's identity) of the pods, their statuses and
+	// events. Required unless RESTConfig is set.
 	Client kubernetes.Interface
+	// RESTConfig, if set, is the node identity's client configuration: Client (if nil) is
+	// made from it, and the node controller (the Node object's status and the node lease,
+	// the node's heartbeats) gets a clientset of its own, from a copy with its own rate
+	// limiter (LeaseQPS, LeaseBurst), so a burst of status patches held back by Client's
+	// QPS limit cannot delay a lease renewal and get the node marked NotReady. Without it
+	// the node controller shares Client.
+	RESTConfig *rest.Config
+	// LeaseQPS and LeaseBurst bound the node controller's own client (with RESTConfig);
+	// zero takes DefaultLeaseQPS and DefaultLeaseBurst.
+	LeaseQPS   float32
+	LeaseBurst int
 	// Patcher, if set, is what statuses and final deletes go through instead of
 	// kube.NewPatcher(Client) (to wrap it, e.g. for metrics or fault injection).
 	Patcher statusmgr.StatusPatcher
@@ -51,6 +64,35 @@ type Config struct {
 	Observer func(agent.Step)
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+}
+
+// Defaults of the node controller's own client (Config.RESTConfig): a lease renewal every
+// 10 s and a node status update now and then need little, but must never wait.
+const (
+	DefaultLeaseQPS   = 5
+	DefaultLeaseBurst = 10
+)
+
+// heartbeatClient returns the node controller's own clientset: a copy of rc with its own
+// rate limiter and QPS, so other traffic cannot throttle the lease.
+func heartbeatClient(rc *rest.Config, qps float32, burst int) (kubernetes.Interface, *rest.Config, error) {
+	hc := rest.CopyConfig(rc)
+	hc.RateLimiter = nil // a limiter set on rc would be shared
+	hc.QPS, hc.Burst = qps, burst
+	if hc.QPS == 0 {
+		hc.QPS = DefaultLeaseQPS
+	}
+	if hc.Burst == 0 {
+		hc.Burst = DefaultLeaseBurst
+	}
+	if hc.UserAgent != "" {
+		hc.UserAgent += " (node heartbeat)"
+	}
+	c, err := kubernetes.NewForConfig(hc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vk: the node controller's client: %w", err)
+	}
+	return c, hc, nil
 }
 
 // DefaultNode is the Node object Run registers when Config.Node is nil: a Ready node
@@ -92,8 +134,25 @@ func NewAgent(cfg agent.Config, adapter *Adapter) (*agent.Agent, error) {
 // the server). It returns once every goroutine it started has ended, with the first
 // error of either controller.
 func Run(ctx context.Context, cfg Config) error {
-	if cfg.NodeName == "" || cfg.Provider == nil || cfg.Client == nil {
-		return errors.New("vk: NodeName, Provider and Client are required")
+	if cfg.NodeName == "" || cfg.Provider == nil || (cfg.Client == nil && cfg.RESTConfig == nil) {
+		return errors.New("vk: NodeName, Provider and Client (or RESTConfig) are required")
+	}
+	if cfg.LeaseQPS < 0 || cfg.LeaseBurst < 0 {
+		return errors.New("vk: negative LeaseQPS or LeaseBurst")
+	}
+	heartbeats := cfg.Client
+	if cfg.RESTConfig != nil {
+		if cfg.Client == nil {
+			c, err := kubernetes.NewForConfig(cfg.RESTConfig)
+			if err != nil {
+				return fmt.Errorf("vk: client: %w", err)
+			}
+			cfg.Client = c
+		}
+		var err error
+		if heartbeats, _, err = heartbeatClient(cfg.RESTConfig, cfg.LeaseQPS, cfg.LeaseBurst); err != nil {
+			return err
+		}
 	}
 	np := cfg.NodeProvider
 	if np == nil {
@@ -108,9 +167,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	var opts []node.NodeControllerOpt
 	if cfg.LeaseDurationSeconds >= 0 {
-		opts = append(opts, node.WithNodeEnableLeaseV1(cfg.Client.CoordinationV1().Leases(v1.NamespaceNodeLease), cfg.LeaseDurationSeconds))
+		opts = append(opts, node.WithNodeEnableLeaseV1(heartbeats.CoordinationV1().Leases(v1.NamespaceNodeLease), cfg.LeaseDurationSeconds))
 	}
-	nc, err := node.NewNodeController(np, n.DeepCopy(), cfg.Client.CoreV1().Nodes(), opts...)
+	nc, err := node.NewNodeController(np, n.DeepCopy(), heartbeats.CoreV1().Nodes(), opts...)
 	if err != nil {
 		return fmt.Errorf("vk: node controller: %w", err)
 	}
