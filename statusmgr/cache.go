@@ -2,6 +2,7 @@ package statusmgr
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,12 +53,19 @@ type cache struct {
 	// (entry.mirrorUID is the reverse); a mapping whose entry is gone is removed with it.
 	mirrors map[types.UID]types.UID
 	// queue lists, in order, the UIDs whose status changed since their last sync; each at
-	// most once (entry.queued).
+	// most once (entry.queued). queue[qhead:] is live.
 	queue []types.UID
+	qhead int
+	// writing holds the UID of every pod with a sync in flight (at most one per pod), mapped
+	// to whether the pod was taken from the queue meanwhile (then it is queued again when
+	// the sync ends, so its newer version is written after the older one's call returned).
+	// Keyed by UID, not by entry: a forgotten entry's sync still blocks a new one.
+	writing map[types.UID]bool
 }
 
 func newCache() *cache {
-	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID)}
+	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID),
+		writing: make(map[types.UID]bool)}
 }
 
 // checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
@@ -148,14 +156,97 @@ func (c *cache) enqueue(uid types.UID, e *entry) {
 
 // takeQueue returns the queued UIDs and empties the queue.
 func (c *cache) takeQueue() []types.UID {
-	q := c.queue
-	c.queue = nil
+	q := c.queue[c.qhead:]
+	c.queue, c.qhead = nil, 0
 	for _, uid := range q {
 		if e := c.entries[uid]; e != nil {
 			e.queued = false
 		}
 	}
 	return q
+}
+
+// queueAll queues, after the pods already queued, every other pod whose status needs a
+// sync, in UID order (the full sync).
+func (c *cache) queueAll() {
+	var rest []types.UID
+	for uid, e := range c.entries {
+		if !e.queued && e.needsUpdate() {
+			rest = append(rest, uid)
+		}
+	}
+	slices.Sort(rest)
+	for _, uid := range rest {
+		c.enqueue(uid, c.entries[uid])
+	}
+}
+
+// next takes the first queued pod that needs a sync and has none in flight, marks it
+// written and returns its snapshot; false when there is none. A queued pod with a sync in
+// flight is set aside and queued again by done.
+func (c *cache) next() (snapshot, bool) {
+	for c.qhead < len(c.queue) {
+		uid := c.queue[c.qhead]
+		c.queue[c.qhead] = ""
+		c.qhead++
+		e := c.entries[uid]
+		if e == nil || !e.queued {
+			continue
+		}
+		e.queued = false
+		if _, busy := c.writing[uid]; busy {
+			c.writing[uid] = true
+			continue
+		}
+		if !e.needsUpdate() {
+			continue
+		}
+		c.writing[uid] = false
+		return e.snapshot(uid), true
+	}
+	c.queue, c.qhead = c.queue[:0], 0
+	if cap(c.queue) > 4096 {
+		c.queue = nil // a burst does not pin memory
+	}
+	return snapshot{}, false
+}
+
+// claimResult is what claim found.
+type claimResult int
+
+const (
+	// claimed: the snapshot is the caller's to sync; call done when the sync ends.
+	claimed claimResult = iota
+	// claimBusy: a sync of the pod is in flight; wait for it to end and claim again.
+	claimBusy
+	// claimNone: the pod is gone or needs no sync.
+	claimNone
+)
+
+// claim marks the pod with the UID as written and returns its snapshot, if it needs a sync
+// and has none in flight (Sync's way in; the queue is left as it is).
+func (c *cache) claim(uid types.UID) (snapshot, claimResult) {
+	if _, busy := c.writing[uid]; busy {
+		return snapshot{}, claimBusy
+	}
+	e := c.entries[uid]
+	if e == nil || !e.needsUpdate() {
+		return snapshot{}, claimNone
+	}
+	c.writing[uid] = false
+	return e.snapshot(uid), claimed
+}
+
+// done ends the sync in flight of the pod with the UID. It returns true when the pod was
+// queued again (it was taken from the queue while the sync ran and still needs one).
+func (c *cache) done(uid types.UID) bool {
+	again := c.writing[uid]
+	delete(c.writing, uid)
+	if e := c.entries[uid]; again && e != nil && e.needsUpdate() {
+		c.enqueue(uid, e)
+		return true
+	}
+	return false
 }
 
 // needsUpdate reports whether the pod's status must be synced (the kubelet's needsUpdate):

@@ -20,6 +20,9 @@ const DefaultSyncPeriod = 10 * time.Second
 // DefaultMaxConflictRetries is Config.MaxConflictRetries when it is 0.
 const DefaultMaxConflictRetries = 2
 
+// DefaultMaxConcurrentWrites is Config.MaxConcurrentWrites when it is 0.
+const DefaultMaxConcurrentWrites = 16
+
 // Config configures a Manager. Patcher is required; everything else has a default.
 type Config struct {
 	// Patcher is the caller's API client. Required.
@@ -42,12 +45,21 @@ type Config struct {
 	// Conflict before leaving it to the next sync. 0 means DefaultMaxConflictRetries;
 	// negative is an error.
 	MaxConflictRetries int
+	// MaxConcurrentWrites bounds how many pods' statuses are written at once (Run's
+	// immediate and full syncs and Sync together): the StatusPatcher sees at most this
+	// many calls in flight, and never two for one pod. 1 writes one pod at a time, as the
+	// kubelet does. With an API round trip of r and two calls per finished pod (the
+	// terminal status, then the delete), n pods finishing at once are all deleted after
+	// about 2·r·n/MaxConcurrentWrites. 0 means DefaultMaxConcurrentWrites; negative is an
+	// error.
+	MaxConcurrentWrites int
 	// Logger receives the manager's logs. nil discards them.
 	Logger *slog.Logger
 	// ObserveSyncLatency, if set, is called (without the manager's lock) each time a status
 	// reaches the server, with the time since the oldest version it covers was set (the
 	// kubelet's pod status sync duration; an upper bound when newer versions arrived
-	// during the sync). It must not block.
+	// during the sync). It must not block; it is called from the writing goroutines,
+	// several at once.
 	ObserveSyncLatency func(latency time.Duration)
 }
 
@@ -91,16 +103,20 @@ type Manager struct {
 	log         *slog.Logger
 	observe     func(time.Duration)
 
-	// wake has room for one signal: "the queue is not empty".
+	// wake has room for one signal: "the queue may hold a pod to write, or a write ended".
 	wake chan struct{}
-	// syncing holds a token while a batch runs, so batches never overlap.
-	syncing chan struct{}
+	// slots holds a token per write in flight (Run's and Sync's); its capacity is
+	// MaxConcurrentWrites.
+	slots chan struct{}
 
-	mu    sync.Mutex // guards c, stats and running
+	mu    sync.Mutex // guards c, stats, running and idle
 	c     *cache
 	stats Stats
 	// running is true while Run is active.
 	running bool
+	// idle, when not nil, is closed (and set to nil) when a write ends; Sync waits on it
+	// for a pod whose write is in flight.
+	idle chan struct{}
 }
 
 // New validates cfg and returns a Manager. Call Run to start syncing. Every problem (a nil
@@ -124,6 +140,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxConflictRetries < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxConflictRetries %d is negative", ErrInvalidConfig, cfg.MaxConflictRetries))
 	}
+	if cfg.MaxConcurrentWrites < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxConcurrentWrites %d is negative", ErrInvalidConfig, cfg.MaxConcurrentWrites))
+	}
+	if cfg.MaxConcurrentWrites == 0 {
+		cfg.MaxConcurrentWrites = DefaultMaxConcurrentWrites
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -137,7 +159,7 @@ func New(cfg Config) (*Manager, error) {
 		log:         cfg.Logger,
 		observe:     cfg.ObserveSyncLatency,
 		wake:        make(chan struct{}, 1),
-		syncing:     make(chan struct{}, 1),
+		slots:       make(chan struct{}, cfg.MaxConcurrentWrites),
 		c:           newCache(),
 	}
 	if m.clock == nil {

@@ -2,7 +2,6 @@ package statusmgr
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,109 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// Run is the sync loop. It blocks until ctx ends and then returns nil. It syncs the
-// statuses that changed as soon as they change (each batch takes the newest version of
-// every changed pod, so versions set while a batch runs are coalesced) and, every
-// SyncPeriod, every status that still needs it (failed writes, finished pods to delete).
-// A sync that fails leaves the status pending; it is logged, counted and retried by the
-// next full sync. Run returns ErrAlreadyRunning if another Run is active.
-func (m *Manager) Run(ctx context.Context) error {
-	m.mu.Lock()
-	if m.running {
-		m.mu.Unlock()
-		return ErrAlreadyRunning
-	}
-	m.running = true
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.running = false
-		m.mu.Unlock()
-	}()
-
-	timer := m.clock.NewTimer(m.period)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.wake:
-			_ = m.syncBatch(ctx, false)
-		case <-timer.C():
-			_ = m.syncBatch(ctx, true)
-			timer.Reset(m.period)
-		}
-	}
-}
-
-// Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
-// does) and returns the errors of the pods that failed, joined. It waits while a batch of
-// Run is in progress. Useful without Run (tools, tests, examples).
-func (m *Manager) Sync(ctx context.Context) error {
-	return m.syncBatch(ctx, true)
-}
-
-// syncBatch syncs the queued pods (all: every pod that needs an update). Batches never
-// overlap. The lock is taken per pod, never held across a StatusPatcher call.
-func (m *Manager) syncBatch(ctx context.Context, all bool) error {
-	select {
-	case m.syncing <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-m.syncing }()
-
-	if all && m.lookup != nil {
-		m.reconcile()
-	}
-	m.mu.Lock()
-	uids := m.c.takeQueue()
-	if all {
-		seen := make(map[types.UID]bool, len(uids))
-		for _, uid := range uids {
-			seen[uid] = true
-		}
-		var rest []types.UID
-		for uid, e := range m.c.entries {
-			if !seen[uid] && e.needsUpdate() {
-				rest = append(rest, uid)
-			}
-		}
-		slices.Sort(rest)
-		uids = append(uids, rest...)
-	}
-	m.mu.Unlock()
-
-	var errs []error
-	for _, uid := range uids {
-		if ctx.Err() != nil {
-			// Not synced: put the rest back for the next batch.
-			m.mu.Lock()
-			for _, u := range uids {
-				if e := m.c.entries[u]; e != nil && e.needsUpdate() {
-					m.c.enqueue(u, e)
-				}
-			}
-			m.mu.Unlock()
-			return errors.Join(append(errs, ctx.Err())...)
-		}
-		m.mu.Lock()
-		e := m.c.entries[uid]
-		if e == nil || !e.needsUpdate() {
-			m.mu.Unlock()
-			continue
-		}
-		// If the pod was queued again since the queue was taken, this sync sends its newest
-		// version; the next batch finds nothing left to do for it.
-		snap := e.snapshot(uid)
-		m.mu.Unlock()
-		if err := m.syncPod(ctx, snap); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // reconcile runs on every full sync when a PodLookup is configured. It refreshes the cached
 // pod objects (a new deletionTimestamp) and, like the kubelet's needsReconcile, checks that
