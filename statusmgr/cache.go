@@ -86,9 +86,11 @@ func checkPhase(e *entry, p v1.PodPhase) error {
 // pod's status, with the kubelet's updateStatusInternal rules. base is the status to compare
 // against when nothing is cached (the mirror pod's status, else pod.Status). It returns
 // whether a new version was stored; an illegal container transition (ErrIllegalTransition)
-// or phase (ErrInvalidPhase) is an error and stores nothing. An identical status (ignoring conditions other
-// clients own) is skipped unless force.
-func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force, finished bool, now time.Time) (bool, error) {
+// or phase (ErrInvalidPhase) is an error and stores nothing. An identical status (ignoring
+// conditions other clients own) is skipped unless mode is setForced or setFinished;
+// setFinished marks the pod finished.
+func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
+	force, finished := mode != setIfChanged, mode == setFinished
 	e := c.entries[pod.UID]
 	old := base
 	if e != nil {

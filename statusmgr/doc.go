@@ -55,6 +55,16 @@
 // TerminatedStatus, CheckContainerStateTransition, NormalizeStatus, ContainersReadyCondition
 // and PodReadyCondition. The versioned cache is a pure machine inside the Manager.
 //
+// One sync of one pod is a pure step machine too, PodSync: its input is a version of the
+// status and what the runner knows (its copy of the server's pod, the target: the pod
+// itself or a static pod's mirror, whether the node agent still has the pod, whether
+// containers could run); each Step takes the answer to the last call and the time and
+// returns the next StatusPatcher call (GET, PATCH or DELETE) or the Outcome (written, kept
+// for the next full sync, or forgotten, with the reason). It does no IO and reads no
+// clock; the Manager makes the calls around it. Manager.TakeSyncs and FinishSync hand the
+// PodSyncs of a full sync to a caller that makes the calls itself (statusmgrtest's
+// scenario harness steps them one by one; its scripts run against both).
+//
 // The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
 // and wake the loop. Run is the loop: it syncs changed pods at once and, every SyncPeriod
@@ -90,6 +100,13 @@
 // is deleted again, until it is deleted. Run returns when its context ends, once the
 // writes in flight have returned (their calls see the context end); the pods not written
 // stay queued.
+//
+// # Errors
+//
+// Every error the package returns wraps one of its sentinels (errors.go), tested with
+// errors.Is: a failed StatusPatcher call wraps ErrAPI and the call's own error (test it
+// with apierrors.IsConflict and the like), a patch that cannot be encoded ErrEncode, a Sync
+// whose context ended ErrInterrupted and the context's error.
 //
 // # Static pods
 //

@@ -205,26 +205,39 @@ func (m *Manager) baseStatus(pod *v1.Pod) *v1.PodStatus {
 	return &pod.Status
 }
 
+// setMode says when a setter stores a new version.
+type setMode int
+
+const (
+	// setIfChanged stores a new version only if the status changed.
+	setIfChanged setMode = iota
+	// setForced always stores a new version (SetPodStatus of a deleting pod).
+	setForced
+	// setFinished always stores a new version and marks the pod finished (TerminatePod).
+	setFinished
+)
+
+// buildFunc returns the status to store, given the cached one (nil if none); ok false
+// means there is nothing to store.
+type buildFunc func(cached *v1.PodStatus) (status v1.PodStatus, ok bool, err error)
+
 // update is the common path of the setters: store a new version and wake the sync loop.
-func (m *Manager) update(pod *v1.Pod, build func(cached *v1.PodStatus) (v1.PodStatus, error), force, finished bool) error {
+func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 	base := m.baseStatus(pod)
 	m.mu.Lock()
 	var cached *v1.PodStatus
 	if e := m.c.entries[pod.UID]; e != nil {
 		cached = &e.status
 	}
-	status, err := build(cached)
+	status, ok, err := build(cached)
 	var changed bool
-	if err == nil {
-		changed, err = m.c.set(pod, status, base, force, finished, m.clock.Now())
+	if err == nil && ok {
+		changed, err = m.c.set(pod, status, base, mode, m.clock.Now())
 	}
 	if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
 		m.stats.Refused++
 	}
 	m.mu.Unlock()
-	if errors.Is(err, errUnchanged) {
-		return err
-	}
 	if err != nil {
 		m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
 		return err
@@ -258,11 +271,15 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, error) {
+	mode := setIfChanged
+	if pod.DeletionTimestamp != nil {
+		mode = setForced
+	}
+	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, bool, error) {
 		s := *status.DeepCopy()
 		s.ObservedGeneration = pod.Generation
-		return s, nil
-	}, pod.DeletionTimestamp != nil, false)
+		return s, true, nil
+	}, mode)
 }
 
 // TerminatePod makes the final status of a pod whose containers have all stopped (call it
@@ -275,13 +292,14 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, error) {
+	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, bool, error) {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
 		}
-		return TerminatedStatus(pod, *from)
-	}, true, true)
+		s, err := TerminatedStatus(pod, *from)
+		return s, err == nil, err
+	}, setFinished)
 }
 
 // SetContainerReadiness sets the Ready flag of the container with the runtime ID
@@ -314,8 +332,6 @@ func (m *Manager) SetContainerStartup(podUID types.UID, containerID string, star
 	})
 }
 
-var errUnchanged = errors.New("unchanged")
-
 func (m *Manager) setContainer(podUID types.UID, containerID string, change func(*v1.Pod, *v1.PodStatus, *v1.ContainerStatus) bool) error {
 	if podUID == "" {
 		m.mu.Lock()
@@ -333,27 +349,20 @@ func (m *Manager) setContainer(podUID types.UID, containerID string, change func
 	if pod == nil {
 		return fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
 	}
-	err := m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, error) {
+	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, bool, error) {
 		if cached == nil {
-			return v1.PodStatus{}, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
+			return v1.PodStatus{}, false, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
 		}
 		s := *cached.DeepCopy()
 		for _, list := range [...][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
 			for i := range list {
 				if list[i].ContainerID == containerID {
-					if !change(pod, &s, &list[i]) {
-						return s, errUnchanged
-					}
-					return s, nil
+					return s, change(pod, &s, &list[i]), nil
 				}
 			}
 		}
-		return v1.PodStatus{}, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
-	}, false, false)
-	if errors.Is(err, errUnchanged) {
-		return nil
-	}
-	return err
+		return v1.PodStatus{}, false, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
+	}, setIfChanged)
 }
 
 // GetPodStatus returns a copy of the cached status of the pod, if any. A mirror pod's UID

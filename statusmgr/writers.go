@@ -3,6 +3,7 @@ package statusmgr
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -96,6 +97,49 @@ func (m *Manager) release(uid types.UID) {
 	m.mu.Unlock()
 }
 
+// TakeSyncs is Sync's first half, for a caller that makes the API calls itself (a test
+// harness, a runner of its own): it claims every pod that needs a sync and has no write in
+// flight (reconciling first, as a full sync does) and returns their PodSyncs, in the order
+// Sync would write them. The caller steps each one to its end, making the calls it asks
+// for, and hands it back with FinishSync; until then the pod is not written by Run or
+// Sync. A pod whose write is in flight is left to that write's owner (it is written
+// again after it if it still needs it).
+func (m *Manager) TakeSyncs() []*PodSync {
+	if m.lookup != nil {
+		m.reconcile()
+	}
+	m.mu.Lock()
+	m.c.queueAll()
+	var snaps []snapshot
+	for _, uid := range m.c.takeQueue() {
+		switch s, res := m.c.claim(uid); res {
+		case claimed:
+			snaps = append(snaps, s)
+		case claimBusy:
+			m.c.writing[uid] = true // queued again when its write ends
+		}
+	}
+	m.mu.Unlock()
+	out := make([]*PodSync, len(snaps))
+	for i, s := range snaps {
+		out[i] = m.podSync(s)
+	}
+	return out
+}
+
+// FinishSync records the outcome of a PodSync that TakeSyncs returned, once it is done,
+// ends its claim and returns its error (the Outcome's Err). It returns an error wrapping
+// ErrUnknownPod, and changes nothing, for a PodSync that is not done or not from TakeSyncs.
+func (m *Manager) FinishSync(ps *PodSync) error {
+	if ps == nil || ps.snap == nil || !ps.done {
+		return fmt.Errorf("%w: the sync is not done, or not from TakeSyncs", ErrUnknownPod)
+	}
+	err := m.finish(ps)
+	m.release(ps.snap.uid)
+	m.signal()
+	return err
+}
+
 // Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
 // does) and returns the errors of the pods that failed, joined. It writes pods in
 // parallel (up to MaxConcurrentWrites at once, the slots shared with Run's writes) and
@@ -122,7 +166,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 			select {
 			case m.slots <- struct{}{}:
 			case <-ctx.Done():
-				err = ctx.Err()
+				err = fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
 				m.release(uid)
 			}
 		}
@@ -173,7 +217,7 @@ func (m *Manager) claim(ctx context.Context, uid types.UID) (snapshot, bool, err
 		select {
 		case <-idle:
 		case <-ctx.Done():
-			return snapshot{}, false, ctx.Err()
+			return snapshot{}, false, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
 		}
 	}
 }

@@ -238,3 +238,79 @@ func stressWrites(t *testing.T, maxWrites, pods int, fail float64) {
 	}
 	t.Logf("peak %d calls in flight (bound %d); stats %+v", c.peak, bound, m.Stats())
 }
+
+// Sync whose context ends while a pod's write is in flight returns ErrInterrupted (and the
+// context's error); the pods not synced stay pending.
+func TestManagerSyncInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		blocking := statusmgr.StatusPatcherFuncs{
+			GetPodFunc: func(ctx context.Context, ns, name string) (*v1.Pod, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+		}
+		m, err := statusmgr.New(statusmgr.Config{Patcher: blocking, MaxConcurrentWrites: 1})
+		must(t, err)
+		must(t, m.SetPodStatus(testPod("a", "ua"), runningStatus(true)))
+		must(t, m.SetPodStatus(testPod("b", "ub"), runningStatus(true)))
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			synctest.Wait()
+			cancel()
+		}()
+		err = m.Sync(ctx)
+		if !errors.Is(err, statusmgr.ErrInterrupted) || !errors.Is(err, context.Canceled) {
+			t.Errorf("Sync = %v, want ErrInterrupted and context.Canceled", err)
+		}
+		for _, uid := range []types.UID{"ua", "ub"} {
+			if _, ok := m.GetPodStatus(uid); !ok {
+				t.Errorf("status %s lost", uid)
+			}
+		}
+	})
+}
+
+// TakeSyncs and FinishSync: a caller steps the PodSyncs itself; a PodSync not from
+// TakeSyncs, or not done, is refused.
+func TestManagerTakeAndFinishSyncs(t *testing.T) {
+	pod := testPod("p", "u1")
+	api := statusmgrtest.NewFakeAPI(pod)
+	m, err := statusmgr.New(statusmgr.Config{Patcher: api})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	if err := m.FinishSync(statusmgr.NewPodSync(statusmgr.PodSyncInput{Pod: pod})); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("FinishSync of a PodSync of NewPodSync = %v, want ErrUnknownPod", err)
+	}
+	syncs := m.TakeSyncs()
+	if len(syncs) != 1 {
+		t.Fatalf("%d syncs, want 1", len(syncs))
+	}
+	if again := m.TakeSyncs(); len(again) != 0 {
+		t.Errorf("the pod claimed twice: %d syncs", len(again))
+	}
+	ps := syncs[0]
+	if err := m.FinishSync(ps); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("FinishSync before the end = %v, want ErrUnknownPod", err)
+	}
+	var a statusmgr.Answer
+	for st := ps.Step(a, epoch); !st.Done(); st = ps.Step(a, epoch) {
+		switch st.Call.Verb {
+		case statusmgr.VerbGet:
+			a.Pod, a.Err = api.GetPod(t.Context(), st.Call.Namespace, st.Call.Name)
+		case statusmgr.VerbPatch:
+			a.Pod, a.Err = api.PatchPodStatus(t.Context(), st.Call.Namespace, st.Call.Name, st.Call.Patch)
+		default:
+			t.Fatalf("unexpected call %+v", st.Call)
+		}
+	}
+	must(t, m.FinishSync(ps))
+	if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
+		t.Errorf("phase %s on the server", got.Status.Phase)
+	}
+	if s := m.Stats(); s.Gets != 1 || s.Patches != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	if again := m.TakeSyncs(); len(again) != 0 {
+		t.Errorf("%d syncs after the status reached the server", len(again))
+	}
+}

@@ -5,6 +5,10 @@
 // the pods without polling. For a whole node agent it also creates pods, deletes them the
 // way a user does (graceful delete with deletionTimestamp and deletionGracePeriodSeconds),
 // and serves a watch of one node's pods (server.go).
+//
+// RunFile (harness.go) runs scenario scripts against a statusmgr.Manager over a FakeAPI,
+// either stepping each pod's statusmgr.PodSync itself or through Manager.Sync, and prints
+// the calls, so users script their own status-manager scenarios the way podlife's tests do.
 package statusmgrtest
 
 import (
@@ -25,14 +29,14 @@ import (
 	"github.com/podlife/podlife/statusmgr"
 )
 
-// Verb names one of the three calls.
-type Verb string
+// Verb names one of the three calls (statusmgr's Verb).
+type Verb = statusmgr.Verb
 
 // The verbs of FakeAPI's calls.
 const (
-	Get    Verb = "get"
-	Patch  Verb = "patch"
-	Delete Verb = "delete"
+	Get    = statusmgr.VerbGet
+	Patch  = statusmgr.VerbPatch
+	Delete = statusmgr.VerbDelete
 )
 
 // Counts are the calls FakeAPI answered (failed ones included) and the patch bytes received.
