@@ -69,41 +69,79 @@ func newCache() *cache {
 }
 
 // checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
-// cached status (e, may be nil) already has.
-func checkPhase(e *entry, p v1.PodPhase) error {
+// cached status (cached, may be nil) already has.
+func checkPhase(cached *v1.PodStatus, p v1.PodPhase) error {
 	switch p {
 	case "", v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed, v1.PodUnknown:
 	default:
 		return fmt.Errorf("%w: unknown phase %q", ErrInvalidPhase, p)
 	}
-	if e != nil && IsTerminalPhase(e.status.Phase) && p != e.status.Phase {
-		return fmt.Errorf("%w: %s is final, got %q", ErrInvalidPhase, e.status.Phase, p)
+	if cached != nil && IsTerminalPhase(cached.Phase) && p != cached.Phase {
+		return fmt.Errorf("%w: %s is final, got %q", ErrInvalidPhase, cached.Phase, p)
 	}
 	return nil
 }
 
-// set records status (owned by the caller's copy; it is modified) as the newest version of
-// pod's status, with the kubelet's updateStatusInternal rules. base is the status to compare
-// against when nothing is cached (the mirror pod's status, else pod.Status). It returns
-// whether a new version was stored; an illegal container transition (ErrIllegalTransition)
-// or phase (ErrInvalidPhase) is an error and stores nothing. An identical status (ignoring
-// conditions other clients own) is skipped unless mode is setForced or setFinished;
-// setFinished marks the pod finished.
-func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
+// current is what a setter reads of a pod's cache entry under the lock, to compute a new
+// version without it: the entry's identity and version, and a copy of its status (which
+// shares the entry's slices: a stored status is never modified).
+type current struct {
+	e        *entry // nil: nothing cached
+	version  uint64
+	status   v1.PodStatus
+	finished bool
+}
+
+// cached returns the cached status, nil if none.
+func (cur *current) cached() *v1.PodStatus {
+	if cur.e == nil {
+		return nil
+	}
+	return &cur.status
+}
+
+// current returns the pod's entry as it is now.
+func (c *cache) current(uid types.UID) current {
+	e := c.entries[uid]
+	if e == nil {
+		return current{}
+	}
+	return current{e: e, version: e.version, status: e.status, finished: e.podIsFinished}
+}
+
+// newVersion is a status prepared outside the lock from a current, for store.
+type newVersion struct {
+	from     current
+	pod      *v1.Pod
+	status   v1.PodStatus
+	finished bool
+	// skip is true when the status equals the cached one and the set is not forced: only
+	// the pod object is refreshed.
+	skip bool
+	now  time.Time
+}
+
+// prepare applies the kubelet's updateStatusInternal rules to status (owned by the
+// caller's copy; it is modified) as the next version after cur: pure, it reads neither the
+// cache nor the clock. base is the status to compare against when nothing is cached (the
+// mirror pod's status, else pod.Status). An illegal container transition
+// (ErrIllegalTransition) or phase (ErrInvalidPhase) is an error. A status identical to the
+// cached one (ignoring conditions other clients own) is skipped unless mode is setForced
+// or setFinished; setFinished marks the pod finished (for good, unless it is static).
+func prepare(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
 	force, finished := mode != setIfChanged, mode == setFinished
-	e := c.entries[pod.UID]
 	old := base
-	if e != nil {
-		old = &e.status
+	if cur.e != nil {
+		old = &cur.status
 	}
 	if old == nil {
 		old = &pod.Status
 	}
-	if err := checkPhase(e, status.Phase); err != nil {
-		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+	if err := checkPhase(cur.cached(), status.Phase); err != nil {
+		return newVersion{}, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	if err := CheckContainerStateTransition(pod, old, &status); err != nil {
-		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+		return newVersion{}, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	for _, t := range transitionTimeConditions() {
 		setTransitionTime(&status, old, t, now)
@@ -126,27 +164,51 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode s
 	}
 	NormalizeStatus(pod, &status)
 
-	if e != nil && e.podIsFinished && !finished && !IsStaticPod(pod) {
+	if cur.e != nil && cur.finished && !finished && !IsStaticPod(pod) {
 		finished = true
 	}
-	if e != nil && !force && statusEqualByKubelet(&e.status, &status) {
-		e.pod = pod
-		return false, nil
+	nv := newVersion{from: cur, pod: pod, status: status, finished: finished, now: now}
+	nv.skip = cur.e != nil && !force && statusEqualByKubelet(&cur.status, &status)
+	return nv, nil
+}
+
+// store records nv as the newest version of its pod's status, if the entry is still the
+// one nv was prepared from (same entry, same version); stale is true otherwise, and the
+// caller prepares again. changed is whether a new version was stored (not for a skip).
+func (c *cache) store(nv newVersion) (changed, stale bool) {
+	uid := nv.pod.UID
+	e := c.entries[uid]
+	if e != nv.from.e || (e != nil && e.version != nv.from.version) {
+		return false, true
+	}
+	if nv.skip {
+		e.pod = nv.pod
+		return false, false
 	}
 	if e == nil {
 		e = &entry{}
-		c.entries[pod.UID] = e
+		c.entries[uid] = e
 	}
-	e.pod = pod
-	e.status = status
+	e.pod = nv.pod
+	e.status = nv.status
 	e.version++
-	e.podIsFinished = finished
+	e.podIsFinished = nv.finished
 	if e.firstUnsent.IsZero() {
-		e.firstUnsent = now
+		e.firstUnsent = nv.now
 	}
-	e.versionAt = now
-	c.enqueue(pod.UID, e)
-	return true, nil
+	e.versionAt = nv.now
+	c.enqueue(uid, e)
+	return true, false
+}
+
+// set is prepare and store in one, under the caller's lock (tests).
+func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
+	nv, err := prepare(pod, status, base, c.current(pod.UID), mode, now)
+	if err != nil {
+		return false, err
+	}
+	changed, _ := c.store(nv)
+	return changed, nil
 }
 
 func (c *cache) enqueue(uid types.UID, e *entry) {

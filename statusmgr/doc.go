@@ -67,7 +67,8 @@
 //
 // The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
-// and wake the loop. Run is the loop: it syncs changed pods at once and, every SyncPeriod
+// and wake the loop. They prepare the version (copy, compare, normalize) without the
+// manager's lock and take it only to read the pod's entry and to store the result. Run is the loop: it syncs changed pods at once and, every SyncPeriod
 // (default 10 s), every pod that still needs it, in arrival order, each in a goroutine of
 // its own, at most MaxConcurrentWrites at once (the goroutines exist only while a write is
 // in flight and end with Run's context). A pod changed while its write is in flight is

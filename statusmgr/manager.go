@@ -222,30 +222,44 @@ const (
 type buildFunc func(cached *v1.PodStatus) (status v1.PodStatus, ok bool, err error)
 
 // update is the common path of the setters: store a new version and wake the sync loop.
+// The new version is built and prepared (compared, normalized, copied) without the lock,
+// from the entry as it was; the lock is taken only to read the entry and to store the
+// result, which is prepared again if the entry changed meanwhile (another setter of the
+// same pod).
 func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 	base := m.baseStatus(pod)
-	m.mu.Lock()
-	var cached *v1.PodStatus
-	if e := m.c.entries[pod.UID]; e != nil {
-		cached = &e.status
+	for {
+		m.mu.Lock()
+		cur := m.c.current(pod.UID)
+		m.mu.Unlock()
+		status, ok, err := build(cur.cached())
+		if err == nil && !ok {
+			return nil // nothing to store
+		}
+		var nv newVersion
+		if err == nil {
+			nv, err = prepare(pod, status, base, cur, mode, m.clock.Now())
+		}
+		if err != nil {
+			if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
+				m.mu.Lock()
+				m.stats.Refused++
+				m.mu.Unlock()
+			}
+			m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
+			return err
+		}
+		m.mu.Lock()
+		changed, stale := m.c.store(nv)
+		m.mu.Unlock()
+		if stale {
+			continue
+		}
+		if changed {
+			m.signal()
+		}
+		return nil
 	}
-	status, ok, err := build(cached)
-	var changed bool
-	if err == nil && ok {
-		changed, err = m.c.set(pod, status, base, mode, m.clock.Now())
-	}
-	if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
-		m.stats.Refused++
-	}
-	m.mu.Unlock()
-	if err != nil {
-		m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
-		return err
-	}
-	if changed {
-		m.signal()
-	}
-	return nil
 }
 
 func (m *Manager) signal() {
