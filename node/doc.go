@@ -63,7 +63,8 @@
 // The caller calls New, Run (once), Update or Channel (from any goroutine, before or
 // during Run), Ready, and the query methods. The node calls the Runtime (from the pod
 // workers' goroutines and, for ListPods and RemovePod in housekeeping, from the loop), the
-// StatusPatcher (from the status manager's goroutine) and the hooks.
+// StatusPatcher (from the status manager's writers: up to statusmgr.DefaultMaxConcurrentWrites
+// calls at once, one per pod at a time) and the hooks.
 //
 // # Observe it: metrics, events, logs
 //

@@ -79,6 +79,10 @@ type Config struct {
 	EventChannelCapacity int
 	// MaxConcurrentSyncs bounds the runtime actions in flight at once (0: unbounded).
 	MaxConcurrentSyncs int
+	// MaxConcurrentWrites bounds the status manager's API calls in flight at once, one
+	// per pod at a time (statusmgr.Config.MaxConcurrentWrites; 0:
+	// statusmgr.DefaultMaxConcurrentWrites).
+	MaxConcurrentWrites int
 	// SerializeByName: a pod does not start while another pod of the same namespace and
 	// name still runs (podworker.Config.SerializeByName); for runtimes that key pods by
 	// name, like virtual-kubelet providers.
@@ -157,7 +161,8 @@ func New(cfg Config) (*Node, error) {
 		Lookup:                     n.pods,
 		CouldHaveRunningContainers: n.workers.CouldHaveRunningContainers,
 		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
-		ObserveSyncLatency: cfg.Metrics.StatusSyncLatency,
+		MaxConcurrentWrites: cfg.MaxConcurrentWrites,
+		ObserveSyncLatency:  cfg.Metrics.StatusSyncLatency,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -206,6 +211,9 @@ func validateConfig(cfg *Config) error {
 	}
 	if cfg.MaxConcurrentSyncs < 0 {
 		return bad("MaxConcurrentSyncs %d is negative", cfg.MaxConcurrentSyncs)
+	}
+	if cfg.MaxConcurrentWrites < 0 {
+		return bad("MaxConcurrentWrites %d is negative", cfg.MaxConcurrentWrites)
 	}
 	if cfg.Sources == nil {
 		cfg.Sources = []string{SourceAPI}

@@ -54,6 +54,16 @@ func w4Status(pod *v1.Pod, r int, start time.Time) v1.PodStatus {
 // on the server); the fake API answers at once and counts calls. Timed from the first
 // SetPodStatus until the API side has deleted every pod (waited on its count).
 func BenchmarkW4StatusManager(b *testing.B) {
+	benchW4(b, 0)
+}
+
+// BenchmarkW4StatusManager1Writer is W4 with MaxConcurrentWrites 1 (one writer, as before
+// issue 16).
+func BenchmarkW4StatusManager1Writer(b *testing.B) {
+	benchW4(b, 1)
+}
+
+func benchW4(b *testing.B, maxWrites int) {
 	const pods, rounds = 1000, 20
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	seeds := make([]*v1.Pod, pods)
@@ -80,7 +90,7 @@ func BenchmarkW4StatusManager(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		api := statusmgrtest.NewFakeAPI(seeds...)
-		m, err := statusmgr.New(statusmgr.Config{Patcher: api})
+		m, err := statusmgr.New(statusmgr.Config{Patcher: api, MaxConcurrentWrites: maxWrites})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,6 +2,7 @@ package statusmgr
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,48 +53,95 @@ type cache struct {
 	// (entry.mirrorUID is the reverse); a mapping whose entry is gone is removed with it.
 	mirrors map[types.UID]types.UID
 	// queue lists, in order, the UIDs whose status changed since their last sync; each at
-	// most once (entry.queued).
+	// most once (entry.queued). queue[qhead:] is live.
 	queue []types.UID
+	qhead int
+	// writing holds the UID of every pod with a sync in flight (at most one per pod), mapped
+	// to whether the pod was taken from the queue meanwhile (then it is queued again when
+	// the sync ends, so its newer version is written after the older one's call returned).
+	// Keyed by UID, not by entry: a forgotten entry's sync still blocks a new one.
+	writing map[types.UID]bool
 }
 
 func newCache() *cache {
-	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID)}
+	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID),
+		writing: make(map[types.UID]bool)}
 }
 
 // checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
-// cached status (e, may be nil) already has.
-func checkPhase(e *entry, p v1.PodPhase) error {
+// cached status (cached, may be nil) already has.
+func checkPhase(cached *v1.PodStatus, p v1.PodPhase) error {
 	switch p {
 	case "", v1.PodPending, v1.PodRunning, v1.PodSucceeded, v1.PodFailed, v1.PodUnknown:
 	default:
 		return fmt.Errorf("%w: unknown phase %q", ErrInvalidPhase, p)
 	}
-	if e != nil && IsTerminalPhase(e.status.Phase) && p != e.status.Phase {
-		return fmt.Errorf("%w: %s is final, got %q", ErrInvalidPhase, e.status.Phase, p)
+	if cached != nil && IsTerminalPhase(cached.Phase) && p != cached.Phase {
+		return fmt.Errorf("%w: %s is final, got %q", ErrInvalidPhase, cached.Phase, p)
 	}
 	return nil
 }
 
-// set records status (owned by the caller's copy; it is modified) as the newest version of
-// pod's status, with the kubelet's updateStatusInternal rules. base is the status to compare
-// against when nothing is cached (the mirror pod's status, else pod.Status). It returns
-// whether a new version was stored; an illegal container transition (ErrIllegalTransition)
-// or phase (ErrInvalidPhase) is an error and stores nothing. An identical status (ignoring conditions other
-// clients own) is skipped unless force.
-func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force, finished bool, now time.Time) (bool, error) {
-	e := c.entries[pod.UID]
+// current is what a setter reads of a pod's cache entry under the lock, to compute a new
+// version without it: the entry's identity and version, and a copy of its status (which
+// shares the entry's slices: a stored status is never modified).
+type current struct {
+	e        *entry // nil: nothing cached
+	version  uint64
+	status   v1.PodStatus
+	finished bool
+}
+
+// cached returns the cached status, nil if none.
+func (cur *current) cached() *v1.PodStatus {
+	if cur.e == nil {
+		return nil
+	}
+	return &cur.status
+}
+
+// current returns the pod's entry as it is now.
+func (c *cache) current(uid types.UID) current {
+	e := c.entries[uid]
+	if e == nil {
+		return current{}
+	}
+	return current{e: e, version: e.version, status: e.status, finished: e.podIsFinished}
+}
+
+// newVersion is a status prepared outside the lock from a current, for store.
+type newVersion struct {
+	from     current
+	pod      *v1.Pod
+	status   v1.PodStatus
+	finished bool
+	// skip is true when the status equals the cached one and the set is not forced: only
+	// the pod object is refreshed.
+	skip bool
+	now  time.Time
+}
+
+// prepare applies the kubelet's updateStatusInternal rules to status (owned by the
+// caller's copy; it is modified) as the next version after cur: pure, it reads neither the
+// cache nor the clock. base is the status to compare against when nothing is cached (the
+// mirror pod's status, else pod.Status). An illegal container transition
+// (ErrIllegalTransition) or phase (ErrInvalidPhase) is an error. A status identical to the
+// cached one (ignoring conditions other clients own) is skipped unless mode is setForced
+// or setFinished; setFinished marks the pod finished (for good, unless it is static).
+func prepare(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
+	force, finished := mode != setIfChanged, mode == setFinished
 	old := base
-	if e != nil {
-		old = &e.status
+	if cur.e != nil {
+		old = &cur.status
 	}
 	if old == nil {
 		old = &pod.Status
 	}
-	if err := checkPhase(e, status.Phase); err != nil {
-		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+	if err := checkPhase(cur.cached(), status.Phase); err != nil {
+		return newVersion{}, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	if err := CheckContainerStateTransition(pod, old, &status); err != nil {
-		return false, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
+		return newVersion{}, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	for _, t := range transitionTimeConditions() {
 		setTransitionTime(&status, old, t, now)
@@ -116,27 +164,51 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, force,
 	}
 	NormalizeStatus(pod, &status)
 
-	if e != nil && e.podIsFinished && !finished && !IsStaticPod(pod) {
+	if cur.e != nil && cur.finished && !finished && !IsStaticPod(pod) {
 		finished = true
 	}
-	if e != nil && !force && statusEqualByKubelet(&e.status, &status) {
-		e.pod = pod
-		return false, nil
+	nv := newVersion{from: cur, pod: pod, status: status, finished: finished, now: now}
+	nv.skip = cur.e != nil && !force && statusEqualByKubelet(&cur.status, &status)
+	return nv, nil
+}
+
+// store records nv as the newest version of its pod's status, if the entry is still the
+// one nv was prepared from (same entry, same version); stale is true otherwise, and the
+// caller prepares again. changed is whether a new version was stored (not for a skip).
+func (c *cache) store(nv newVersion) (changed, stale bool) {
+	uid := nv.pod.UID
+	e := c.entries[uid]
+	if e != nv.from.e || (e != nil && e.version != nv.from.version) {
+		return false, true
+	}
+	if nv.skip {
+		e.pod = nv.pod
+		return false, false
 	}
 	if e == nil {
 		e = &entry{}
-		c.entries[pod.UID] = e
+		c.entries[uid] = e
 	}
-	e.pod = pod
-	e.status = status
+	e.pod = nv.pod
+	e.status = nv.status
 	e.version++
-	e.podIsFinished = finished
+	e.podIsFinished = nv.finished
 	if e.firstUnsent.IsZero() {
-		e.firstUnsent = now
+		e.firstUnsent = nv.now
 	}
-	e.versionAt = now
-	c.enqueue(pod.UID, e)
-	return true, nil
+	e.versionAt = nv.now
+	c.enqueue(uid, e)
+	return true, false
+}
+
+// set is prepare and store in one, under the caller's lock (tests).
+func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
+	nv, err := prepare(pod, status, base, c.current(pod.UID), mode, now)
+	if err != nil {
+		return false, err
+	}
+	changed, _ := c.store(nv)
+	return changed, nil
 }
 
 func (c *cache) enqueue(uid types.UID, e *entry) {
@@ -148,14 +220,97 @@ func (c *cache) enqueue(uid types.UID, e *entry) {
 
 // takeQueue returns the queued UIDs and empties the queue.
 func (c *cache) takeQueue() []types.UID {
-	q := c.queue
-	c.queue = nil
+	q := c.queue[c.qhead:]
+	c.queue, c.qhead = nil, 0
 	for _, uid := range q {
 		if e := c.entries[uid]; e != nil {
 			e.queued = false
 		}
 	}
 	return q
+}
+
+// queueAll queues, after the pods already queued, every other pod whose status needs a
+// sync, in UID order (the full sync).
+func (c *cache) queueAll() {
+	var rest []types.UID
+	for uid, e := range c.entries {
+		if !e.queued && e.needsUpdate() {
+			rest = append(rest, uid)
+		}
+	}
+	slices.Sort(rest)
+	for _, uid := range rest {
+		c.enqueue(uid, c.entries[uid])
+	}
+}
+
+// next takes the first queued pod that needs a sync and has none in flight, marks it
+// written and returns its snapshot; false when there is none. A queued pod with a sync in
+// flight is set aside and queued again by done.
+func (c *cache) next() (snapshot, bool) {
+	for c.qhead < len(c.queue) {
+		uid := c.queue[c.qhead]
+		c.queue[c.qhead] = ""
+		c.qhead++
+		e := c.entries[uid]
+		if e == nil || !e.queued {
+			continue
+		}
+		e.queued = false
+		if _, busy := c.writing[uid]; busy {
+			c.writing[uid] = true
+			continue
+		}
+		if !e.needsUpdate() {
+			continue
+		}
+		c.writing[uid] = false
+		return e.snapshot(uid), true
+	}
+	c.queue, c.qhead = c.queue[:0], 0
+	if cap(c.queue) > 4096 {
+		c.queue = nil // a burst does not pin memory
+	}
+	return snapshot{}, false
+}
+
+// claimResult is what claim found.
+type claimResult int
+
+const (
+	// claimed: the snapshot is the caller's to sync; call done when the sync ends.
+	claimed claimResult = iota
+	// claimBusy: a sync of the pod is in flight; wait for it to end and claim again.
+	claimBusy
+	// claimNone: the pod is gone or needs no sync.
+	claimNone
+)
+
+// claim marks the pod with the UID as written and returns its snapshot, if it needs a sync
+// and has none in flight (Sync's way in; the queue is left as it is).
+func (c *cache) claim(uid types.UID) (snapshot, claimResult) {
+	if _, busy := c.writing[uid]; busy {
+		return snapshot{}, claimBusy
+	}
+	e := c.entries[uid]
+	if e == nil || !e.needsUpdate() {
+		return snapshot{}, claimNone
+	}
+	c.writing[uid] = false
+	return e.snapshot(uid), claimed
+}
+
+// done ends the sync in flight of the pod with the UID. It returns true when the pod was
+// queued again (it was taken from the queue while the sync ran and still needs one).
+func (c *cache) done(uid types.UID) bool {
+	again := c.writing[uid]
+	delete(c.writing, uid)
+	if e := c.entries[uid]; again && e != nil && e.needsUpdate() {
+		c.enqueue(uid, e)
+		return true
+	}
+	return false
 }
 
 // needsUpdate reports whether the pod's status must be synced (the kubelet's needsUpdate):

@@ -334,7 +334,7 @@ func TestCacheSet(t *testing.T) {
 		{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: "example.com/gate", Status: v1.ConditionTrue}}}
 
 	c := newCache()
-	changed, err := c.set(pod, *readyTrue.DeepCopy(), &pod.Status, false, false, now)
+	changed, err := c.set(pod, *readyTrue.DeepCopy(), &pod.Status, setIfChanged, now)
 	if err != nil || !changed {
 		t.Fatalf("first set: %v %v", changed, err)
 	}
@@ -352,11 +352,11 @@ func TestCacheSet(t *testing.T) {
 	// Identical (pod-owned conditions aside): skipped.
 	same := *readyTrue.DeepCopy()
 	same.Conditions[1].Status = v1.ConditionFalse
-	if changed, _ := c.set(pod, same, nil, false, false, later); changed {
+	if changed, _ := c.set(pod, same, nil, setIfChanged, later); changed {
 		t.Error("identical status made a new version")
 	}
 	// Forced: new version, LastTransitionTime and StartTime kept.
-	if changed, _ := c.set(pod, *readyTrue.DeepCopy(), nil, true, false, later); !changed || e.version != 2 {
+	if changed, _ := c.set(pod, *readyTrue.DeepCopy(), nil, setForced, later); !changed || e.version != 2 {
 		t.Errorf("forced set: changed %v version %d", changed, e.version)
 	}
 	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(now) {
@@ -368,19 +368,19 @@ func TestCacheSet(t *testing.T) {
 	// Ready flips: new LastTransitionTime.
 	notReady := *readyTrue.DeepCopy()
 	notReady.Conditions[0].Status = v1.ConditionFalse
-	c.set(pod, notReady, nil, false, false, later)
+	c.set(pod, notReady, nil, setIfChanged, later)
 	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(later) {
 		t.Errorf("flipped Ready LastTransitionTime = %v, want %v", got, later)
 	}
 	// Finished sticks for a non-static pod.
-	c.set(pod, v1.PodStatus{Phase: v1.PodFailed}, nil, true, true, later)
-	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, Message: "x"}, nil, true, false, later)
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed}, nil, setFinished, later)
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, Message: "x"}, nil, setForced, later)
 	if !e.podIsFinished {
 		t.Error("podIsFinished was reset")
 	}
 	// A higher observed generation is kept.
-	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 5}, nil, true, false, later)
-	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 3}, nil, true, false, later)
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 5}, nil, setForced, later)
+	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 3}, nil, setForced, later)
 	if e.status.ObservedGeneration != 5 {
 		t.Errorf("ObservedGeneration = %d, want 5", e.status.ObservedGeneration)
 	}

@@ -22,8 +22,10 @@
 //   - A pod is deleted (grace 0) only when CanBeDeleted holds on the server's copy: it has a
 //     deletionTimestamp, it is not a mirror pod, its phase on the server is terminal, and
 //     TerminatePod has run for it. Then its status is forgotten.
-//   - The StatusPatcher is never called while the manager holds its lock, and from one
-//     goroutine at a time.
+//   - The StatusPatcher is never called while the manager holds its lock. Up to
+//     Config.MaxConcurrentWrites pods (default 16) are written at once, never two calls
+//     of one pod at a time: a pod's newer version is written after the call writing its
+//     older one has returned, so each pod's writes reach the server in order.
 //
 // # Where it sits in the lifecycle
 //
@@ -53,11 +55,26 @@
 // TerminatedStatus, CheckContainerStateTransition, NormalizeStatus, ContainersReadyCondition
 // and PodReadyCondition. The versioned cache is a pure machine inside the Manager.
 //
+// One sync of one pod is a pure step machine too, PodSync: its input is a version of the
+// status and what the runner knows (its copy of the server's pod, the target: the pod
+// itself or a static pod's mirror, whether the node agent still has the pod, whether
+// containers could run); each Step takes the answer to the last call and the time and
+// returns the next StatusPatcher call (GET, PATCH or DELETE) or the Outcome (written, kept
+// for the next full sync, or forgotten, with the reason). It does no IO and reads no
+// clock; the Manager makes the calls around it. Manager.TakeSyncs and FinishSync hand the
+// PodSyncs of a full sync to a caller that makes the calls itself (statusmgrtest's
+// scenario harness steps them one by one; its scripts run against both).
+//
 // The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
-// and wake the loop. Run is the loop: it syncs changed pods at once and, every SyncPeriod
-// (default 10 s), every pod that still needs it. Sync does one full pass synchronously and
-// returns the errors. A sync of one pod:
+// and wake the loop. They prepare the version (copy, compare, normalize) without the
+// manager's lock and take it only to read the pod's entry and to store the result. Run is the loop: it syncs changed pods at once and, every SyncPeriod
+// (default 10 s), every pod that still needs it, in arrival order, each in a goroutine of
+// its own, at most MaxConcurrentWrites at once (the goroutines exist only while a write is
+// in flight and end with Run's context). A pod changed while its write is in flight is
+// written again once that write returns, with its newest version. Sync does one full pass
+// synchronously, with the same bound (shared with Run's writes), and returns the errors.
+// A sync of one pod:
 //
 //  1. uses the server's pod from the last answer (GET only when it knows nothing, after an
 //     error, or after a Conflict), and forgets the status if the server's UID is another;
@@ -81,8 +98,16 @@
 // within the sync's MaxConflictRetries; else at the next full sync) and that GET decides.
 // NotFound: the pod is gone, the status is forgotten. Another UID: the name belongs to a
 // new pod, the status is forgotten and the new pod is never touched. The same UID: the pod
-// is deleted again, until it is deleted. Run returns when its context ends; a batch in progress
-// stops between pods and keeps the rest queued.
+// is deleted again, until it is deleted. Run returns when its context ends, once the
+// writes in flight have returned (their calls see the context end); the pods not written
+// stay queued.
+//
+// # Errors
+//
+// Every error the package returns wraps one of its sentinels (errors.go), tested with
+// errors.Is: a failed StatusPatcher call wraps ErrAPI and the call's own error (test it
+// with apierrors.IsConflict and the like), a patch that cannot be encoded ErrEncode, a Sync
+// whose context ended ErrInterrupted and the context's error.
 //
 // # Static pods
 //

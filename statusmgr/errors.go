@@ -25,4 +25,13 @@ var (
 	ErrNotImplemented = errors.New("statusmgr: method not implemented")
 	// ErrAlreadyRunning is returned by Run when another Run of the same Manager is active.
 	ErrAlreadyRunning = errors.New("statusmgr: Run already active")
+	// ErrAPI wraps the error of a failed StatusPatcher call (the call's own error is
+	// wrapped too: test it with apierrors.IsConflict and the like), and a call that
+	// answered neither a pod nor an error. The status stays pending and is retried.
+	ErrAPI = errors.New("statusmgr: API call failed")
+	// ErrEncode is returned when a status patch cannot be encoded.
+	ErrEncode = errors.New("statusmgr: cannot encode status patch")
+	// ErrInterrupted is returned by Sync when its context ended before every pod was
+	// synced (the context's error is wrapped too); the rest stay queued.
+	ErrInterrupted = errors.New("statusmgr: sync interrupted")
 )

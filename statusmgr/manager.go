@@ -20,6 +20,9 @@ const DefaultSyncPeriod = 10 * time.Second
 // DefaultMaxConflictRetries is Config.MaxConflictRetries when it is 0.
 const DefaultMaxConflictRetries = 2
 
+// DefaultMaxConcurrentWrites is Config.MaxConcurrentWrites when it is 0.
+const DefaultMaxConcurrentWrites = 16
+
 // Config configures a Manager. Patcher is required; everything else has a default.
 type Config struct {
 	// Patcher is the caller's API client. Required.
@@ -42,12 +45,21 @@ type Config struct {
 	// Conflict before leaving it to the next sync. 0 means DefaultMaxConflictRetries;
 	// negative is an error.
 	MaxConflictRetries int
+	// MaxConcurrentWrites bounds how many pods' statuses are written at once (Run's
+	// immediate and full syncs and Sync together): the StatusPatcher sees at most this
+	// many calls in flight, and never two for one pod. 1 writes one pod at a time, as the
+	// kubelet does. With an API round trip of r and two calls per finished pod (the
+	// terminal status, then the delete), n pods finishing at once are all deleted after
+	// about 2·r·n/MaxConcurrentWrites. 0 means DefaultMaxConcurrentWrites; negative is an
+	// error.
+	MaxConcurrentWrites int
 	// Logger receives the manager's logs. nil discards them.
 	Logger *slog.Logger
 	// ObserveSyncLatency, if set, is called (without the manager's lock) each time a status
 	// reaches the server, with the time since the oldest version it covers was set (the
 	// kubelet's pod status sync duration; an upper bound when newer versions arrived
-	// during the sync). It must not block.
+	// during the sync). It must not block; it is called from the writing goroutines,
+	// several at once.
 	ObserveSyncLatency func(latency time.Duration)
 }
 
@@ -91,16 +103,20 @@ type Manager struct {
 	log         *slog.Logger
 	observe     func(time.Duration)
 
-	// wake has room for one signal: "the queue is not empty".
+	// wake has room for one signal: "the queue may hold a pod to write, or a write ended".
 	wake chan struct{}
-	// syncing holds a token while a batch runs, so batches never overlap.
-	syncing chan struct{}
+	// slots holds a token per write in flight (Run's and Sync's); its capacity is
+	// MaxConcurrentWrites.
+	slots chan struct{}
 
-	mu    sync.Mutex // guards c, stats and running
+	mu    sync.Mutex // guards c, stats, running and idle
 	c     *cache
 	stats Stats
 	// running is true while Run is active.
 	running bool
+	// idle, when not nil, is closed (and set to nil) when a write ends; Sync waits on it
+	// for a pod whose write is in flight.
+	idle chan struct{}
 }
 
 // New validates cfg and returns a Manager. Call Run to start syncing. Every problem (a nil
@@ -124,6 +140,12 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxConflictRetries < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxConflictRetries %d is negative", ErrInvalidConfig, cfg.MaxConflictRetries))
 	}
+	if cfg.MaxConcurrentWrites < 0 {
+		errs = append(errs, fmt.Errorf("%w: MaxConcurrentWrites %d is negative", ErrInvalidConfig, cfg.MaxConcurrentWrites))
+	}
+	if cfg.MaxConcurrentWrites == 0 {
+		cfg.MaxConcurrentWrites = DefaultMaxConcurrentWrites
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
@@ -137,7 +159,7 @@ func New(cfg Config) (*Manager, error) {
 		log:         cfg.Logger,
 		observe:     cfg.ObserveSyncLatency,
 		wake:        make(chan struct{}, 1),
-		syncing:     make(chan struct{}, 1),
+		slots:       make(chan struct{}, cfg.MaxConcurrentWrites),
 		c:           newCache(),
 	}
 	if m.clock == nil {
@@ -183,34 +205,61 @@ func (m *Manager) baseStatus(pod *v1.Pod) *v1.PodStatus {
 	return &pod.Status
 }
 
+// setMode says when a setter stores a new version.
+type setMode int
+
+const (
+	// setIfChanged stores a new version only if the status changed.
+	setIfChanged setMode = iota
+	// setForced always stores a new version (SetPodStatus of a deleting pod).
+	setForced
+	// setFinished always stores a new version and marks the pod finished (TerminatePod).
+	setFinished
+)
+
+// buildFunc returns the status to store, given the cached one (nil if none); ok false
+// means there is nothing to store.
+type buildFunc func(cached *v1.PodStatus) (status v1.PodStatus, ok bool, err error)
+
 // update is the common path of the setters: store a new version and wake the sync loop.
-func (m *Manager) update(pod *v1.Pod, build func(cached *v1.PodStatus) (v1.PodStatus, error), force, finished bool) error {
+// The new version is built and prepared (compared, normalized, copied) without the lock,
+// from the entry as it was; the lock is taken only to read the entry and to store the
+// result, which is prepared again if the entry changed meanwhile (another setter of the
+// same pod).
+func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 	base := m.baseStatus(pod)
-	m.mu.Lock()
-	var cached *v1.PodStatus
-	if e := m.c.entries[pod.UID]; e != nil {
-		cached = &e.status
+	for {
+		m.mu.Lock()
+		cur := m.c.current(pod.UID)
+		m.mu.Unlock()
+		status, ok, err := build(cur.cached())
+		if err == nil && !ok {
+			return nil // nothing to store
+		}
+		var nv newVersion
+		if err == nil {
+			nv, err = prepare(pod, status, base, cur, mode, m.clock.Now())
+		}
+		if err != nil {
+			if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
+				m.mu.Lock()
+				m.stats.Refused++
+				m.mu.Unlock()
+			}
+			m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
+			return err
+		}
+		m.mu.Lock()
+		changed, stale := m.c.store(nv)
+		m.mu.Unlock()
+		if stale {
+			continue
+		}
+		if changed {
+			m.signal()
+		}
+		return nil
 	}
-	status, err := build(cached)
-	var changed bool
-	if err == nil {
-		changed, err = m.c.set(pod, status, base, force, finished, m.clock.Now())
-	}
-	if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
-		m.stats.Refused++
-	}
-	m.mu.Unlock()
-	if errors.Is(err, errUnchanged) {
-		return err
-	}
-	if err != nil {
-		m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
-		return err
-	}
-	if changed {
-		m.signal()
-	}
-	return nil
 }
 
 func (m *Manager) signal() {
@@ -236,11 +285,15 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, error) {
+	mode := setIfChanged
+	if pod.DeletionTimestamp != nil {
+		mode = setForced
+	}
+	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, bool, error) {
 		s := *status.DeepCopy()
 		s.ObservedGeneration = pod.Generation
-		return s, nil
-	}, pod.DeletionTimestamp != nil, false)
+		return s, true, nil
+	}, mode)
 }
 
 // TerminatePod makes the final status of a pod whose containers have all stopped (call it
@@ -253,13 +306,14 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, error) {
+	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, bool, error) {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
 		}
-		return TerminatedStatus(pod, *from)
-	}, true, true)
+		s, err := TerminatedStatus(pod, *from)
+		return s, err == nil, err
+	}, setFinished)
 }
 
 // SetContainerReadiness sets the Ready flag of the container with the runtime ID
@@ -292,8 +346,6 @@ func (m *Manager) SetContainerStartup(podUID types.UID, containerID string, star
 	})
 }
 
-var errUnchanged = errors.New("unchanged")
-
 func (m *Manager) setContainer(podUID types.UID, containerID string, change func(*v1.Pod, *v1.PodStatus, *v1.ContainerStatus) bool) error {
 	if podUID == "" {
 		m.mu.Lock()
@@ -311,27 +363,20 @@ func (m *Manager) setContainer(podUID types.UID, containerID string, change func
 	if pod == nil {
 		return fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
 	}
-	err := m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, error) {
+	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, bool, error) {
 		if cached == nil {
-			return v1.PodStatus{}, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
+			return v1.PodStatus{}, false, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
 		}
 		s := *cached.DeepCopy()
 		for _, list := range [...][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
 			for i := range list {
 				if list[i].ContainerID == containerID {
-					if !change(pod, &s, &list[i]) {
-						return s, errUnchanged
-					}
-					return s, nil
+					return s, change(pod, &s, &list[i]), nil
 				}
 			}
 		}
-		return v1.PodStatus{}, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
-	}, false, false)
-	if errors.Is(err, errUnchanged) {
-		return nil
-	}
-	return err
+		return v1.PodStatus{}, false, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
+	}, setIfChanged)
 }
 
 // GetPodStatus returns a copy of the cached status of the pod, if any. A mirror pod's UID

@@ -330,7 +330,9 @@ func TestNewValidates(t *testing.T) {
 		{"no patcher", statusmgr.Config{}, false},
 		{"negative period", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}, SyncPeriod: -1}, false},
 		{"negative retries", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}, MaxConflictRetries: -1}, false},
+		{"negative writes", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}, MaxConcurrentWrites: -1}, false},
 		{"minimal", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}}, true},
+		{"one writer", statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{}, MaxConcurrentWrites: 1}, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

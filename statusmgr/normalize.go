@@ -3,6 +3,7 @@ package statusmgr
 import (
 	"cmp"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,6 +88,27 @@ func normalizeState(s *v1.ContainerState, budget int) {
 
 func truncTime(t *metav1.Time) {
 	if t != nil && !t.IsZero() {
-		*t = t.Rfc3339Copy()
+		*t = rfc3339Copy(*t)
 	}
+}
+
+// rfc3339Copy is metav1.Time.Rfc3339Copy (format as RFC 3339, parse back) without the
+// format and parse for what the manager sees: times in UTC, or in Local while the local
+// offset is 0 (both come back in UTC, truncated to the second). Anything else (another
+// zone, whose offset RFC 3339 may not keep to the second, or a year outside 0-9999, which
+// it cannot write) takes the slow path, so the result is always Rfc3339Copy's.
+func rfc3339Copy(t metav1.Time) metav1.Time {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return t.Rfc3339Copy()
+	}
+	switch loc := t.Location(); {
+	case loc == time.UTC:
+	case loc == time.Local:
+		if _, off := t.Zone(); off != 0 {
+			return t.Rfc3339Copy()
+		}
+	default:
+		return t.Rfc3339Copy()
+	}
+	return metav1.Time{Time: t.Truncate(time.Second).UTC()}
 }

@@ -246,10 +246,10 @@ func TestParityFinishedSticks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := newCache()
-			if _, err := c.set(tc.pod, v1.PodStatus{Phase: v1.PodFailed}, nil, true, true, parNow); err != nil {
+			if _, err := c.set(tc.pod, v1.PodStatus{Phase: v1.PodFailed}, nil, setFinished, parNow); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.set(tc.pod, v1.PodStatus{Phase: v1.PodFailed, Message: "again"}, nil, true, false, parNow); err != nil {
+			if _, err := c.set(tc.pod, v1.PodStatus{Phase: v1.PodFailed, Message: "again"}, nil, setForced, parNow); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, c.entries[tc.pod.UID].podIsFinished); diff != "" {

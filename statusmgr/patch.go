@@ -98,7 +98,7 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 	}
 	data, err := json.Marshal(nf.Interface())
 	if err != nil {
-		return fmt.Errorf("statusmgr: encode status field %s: %w", f.Name, err)
+		return fmt.Errorf("%w: status field %s: %w", ErrEncode, f.Name, err)
 	}
 	// The value replaces the field whole (or fills an empty one): a null member inside it
 	// means the same as an absent one, so it is dropped (zero times encode as null).
@@ -361,7 +361,7 @@ func writeKey(b *bytes.Buffer, name string) {
 func writeJSON(b *bytes.Buffer, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("statusmgr: encode patch: %w", err)
+		return fmt.Errorf("%w: %w", ErrEncode, err)
 	}
 	b.Write(data)
 	return nil

@@ -14,8 +14,12 @@ import (
 // incarnation (the manager re-reads it and retries); any other error is reported and the
 // status stays pending and is retried.
 //
-// The manager never calls a StatusPatcher while holding its lock, and calls it from one
-// goroutine at a time (the sync loop, or Sync).
+// The manager never calls a StatusPatcher while holding its lock. It calls it from several
+// goroutines at once (Run's writers and Sync's): at most Config.MaxConcurrentWrites calls
+// are in flight together, and at most one per pod (per pod UID: the calls of one pod's
+// sync follow each other, and the next sync of the pod starts after the last call of the
+// previous one returned). An implementation must be safe for concurrent use; client-go's
+// clientset is.
 type StatusPatcher interface {
 	// GetPod returns the server's pod by namespace and name.
 	GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error)

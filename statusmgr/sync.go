@@ -2,119 +2,14 @@ package statusmgr
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// Run is the sync loop. It blocks until ctx ends and then returns nil. It syncs the
-// statuses that changed as soon as they change (each batch takes the newest version of
-// every changed pod, so versions set while a batch runs are coalesced) and, every
-// SyncPeriod, every status that still needs it (failed writes, finished pods to delete).
-// A sync that fails leaves the status pending; it is logged, counted and retried by the
-// next full sync. Run returns ErrAlreadyRunning if another Run is active.
-func (m *Manager) Run(ctx context.Context) error {
-	m.mu.Lock()
-	if m.running {
-		m.mu.Unlock()
-		return ErrAlreadyRunning
-	}
-	m.running = true
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.running = false
-		m.mu.Unlock()
-	}()
-
-	timer := m.clock.NewTimer(m.period)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-m.wake:
-			_ = m.syncBatch(ctx, false)
-		case <-timer.C():
-			_ = m.syncBatch(ctx, true)
-			timer.Reset(m.period)
-		}
-	}
-}
-
-// Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
-// does) and returns the errors of the pods that failed, joined. It waits while a batch of
-// Run is in progress. Useful without Run (tools, tests, examples).
-func (m *Manager) Sync(ctx context.Context) error {
-	return m.syncBatch(ctx, true)
-}
-
-// syncBatch syncs the queued pods (all: every pod that needs an update). Batches never
-// overlap. The lock is taken per pod, never held across a StatusPatcher call.
-func (m *Manager) syncBatch(ctx context.Context, all bool) error {
-	select {
-	case m.syncing <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	defer func() { <-m.syncing }()
-
-	if all && m.lookup != nil {
-		m.reconcile()
-	}
-	m.mu.Lock()
-	uids := m.c.takeQueue()
-	if all {
-		seen := make(map[types.UID]bool, len(uids))
-		for _, uid := range uids {
-			seen[uid] = true
-		}
-		var rest []types.UID
-		for uid, e := range m.c.entries {
-			if !seen[uid] && e.needsUpdate() {
-				rest = append(rest, uid)
-			}
-		}
-		slices.Sort(rest)
-		uids = append(uids, rest...)
-	}
-	m.mu.Unlock()
-
-	var errs []error
-	for _, uid := range uids {
-		if ctx.Err() != nil {
-			// Not synced: put the rest back for the next batch.
-			m.mu.Lock()
-			for _, u := range uids {
-				if e := m.c.entries[u]; e != nil && e.needsUpdate() {
-					m.c.enqueue(u, e)
-				}
-			}
-			m.mu.Unlock()
-			return errors.Join(append(errs, ctx.Err())...)
-		}
-		m.mu.Lock()
-		e := m.c.entries[uid]
-		if e == nil || !e.needsUpdate() {
-			m.mu.Unlock()
-			continue
-		}
-		// If the pod was queued again since the queue was taken, this sync sends its newest
-		// version; the next batch finds nothing left to do for it.
-		snap := e.snapshot(uid)
-		m.mu.Unlock()
-		if err := m.syncPod(ctx, snap); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // reconcile runs on every full sync when a PodLookup is configured. It refreshes the cached
 // pod objects (a new deletionTimestamp) and, like the kubelet's needsReconcile, checks that
@@ -174,192 +69,90 @@ func (m *Manager) reconcile() {
 	}
 }
 
-// syncPod writes one snapshot to the server and deletes the pod when it can; no lock held.
+// syncPod writes one snapshot to the server and deletes the pod when it can: it runs the
+// snapshot's PodSync, making the calls it asks for; no lock held.
 func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
-	ns, name := s.pod.Namespace, s.pod.Name
-	log := m.log.With("pod", ns+"/"+name, "podUID", s.uid, "version", s.version)
+	return m.drive(ctx, m.podSync(s))
+}
 
-	var wantUID types.UID // the UID the server's pod must have; "" = any mirror pod
-	static := IsStaticPod(s.pod)
-	if !static {
-		wantUID = s.uid
-	} else if m.lookup != nil {
-		mirror, ok := m.lookup.GetMirrorPodByPod(s.pod)
-		if !ok || mirror == nil {
-			m.count(func(st *Stats) { st.NoMirror++ })
-			log.Debug("static pod has no mirror pod; not synced")
-			return nil
-		}
-		wantUID = mirror.UID
+// podSync builds the PodSync of a snapshot, asking the callbacks (CouldHaveRunningContainers,
+// the PodLookup) what it needs; no lock held.
+func (m *Manager) podSync(s snapshot) *PodSync {
+	in := PodSyncInput{Pod: s.pod, Status: s.status, Finished: s.finished, CouldRunContainers: !s.finished,
+		Server: s.server, MaxConflictRetries: m.maxConflict}
+	if m.couldRun != nil {
+		in.CouldRunContainers = m.couldRun(s.uid)
 	}
+	var mirror *v1.Pod
+	found := true
+	if m.lookup != nil {
+		if IsStaticPod(s.pod) {
+			mirror, found = m.lookup.GetMirrorPodByPod(s.pod)
+			found = found && mirror != nil
+		}
+		p, ok := m.lookup.GetPodByUID(s.uid)
+		in.Desired = ok && p != nil && p.UID == s.uid
+	}
+	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
+	ps := NewPodSync(in)
+	ps.snap = &s
+	return ps
+}
 
-	server := s.server
-	conflicts := 0
-	refreshed := false
-	sent := false
+// drive runs ps to its end, making its calls, and records its outcome.
+func (m *Manager) drive(ctx context.Context, ps *PodSync) error {
+	var a Answer
 	for {
-		if server == nil {
-			pod, err := m.patcher.GetPod(ctx, ns, name)
-			m.count(func(st *Stats) { st.Gets++ })
-			if err != nil {
-				return m.callFailed(s, "get", err, log)
-			}
-			if pod == nil {
-				return m.callFailed(s, "get", apierrors.NewNotFound(v1.Resource("pods"), name), log)
-			}
-			server = pod
-			refreshed = true
+		st := ps.Step(a, m.clock.Now())
+		if st.Done() {
+			return m.finish(ps)
 		}
-		if static && wantUID == "" && !IsMirrorPod(server) {
-			// Without a lookup, a static pod's status waits for a mirror pod of its name.
-			m.count(func(st *Stats) { st.NoMirror++ })
-			m.commit(s, false, nil)
-			log.Debug("server's pod is not a mirror pod; static pod not synced", "serverUID", server.UID)
-			return nil
-		}
-		if (wantUID != "" && server.UID != wantUID) || (static && !IsMirrorPod(server)) {
-			m.forget(s, func(st *Stats) { st.Recreated++ })
-			log.Info("pod was deleted and recreated; status forgotten", "serverUID", server.UID)
-			return nil
-		}
-
-		couldRun := !s.finished
-		if m.couldRun != nil {
-			couldRun = m.couldRun(s.uid)
-		}
-		merged := MergePodStatusAt(server, server.Status, s.status, couldRun, m.clock.Now())
-		patch, unchanged, err := StatusPatch(server.UID, &server.Status, &merged)
-		if err != nil {
-			m.count(func(st *Stats) { st.Errors++ })
-			return fmt.Errorf("statusmgr: pod %s/%s: %w", ns, name, err)
-		}
-		if !unchanged {
-			patched, err := m.patcher.PatchPodStatus(ctx, ns, name, patch)
-			m.count(func(st *Stats) { st.Patches++; st.PatchBytes += len(patch) })
-			if err == nil && patched == nil {
-				err = fmt.Errorf("statusmgr: patcher returned no pod")
-			}
-			if apierrors.IsConflict(err) && conflicts < m.maxConflict {
-				conflicts++
-				m.count(func(st *Stats) { st.Conflicts++ })
-				log.Debug("conflict patching status; re-reading the pod", "err", err)
-				server = nil
-				continue
-			}
-			if err != nil {
-				return m.callFailed(s, "patch", err, log)
-			}
-			log.Debug("patched status", "patch", string(patch))
-			server = patched
-		}
-		sent = true
-
-		if CanBeDeleted(server, s.status, s.finished) {
-			err := m.patcher.DeletePod(ctx, ns, name, server.UID)
-			m.count(func(st *Stats) { st.Deletes++ })
-			if err == nil {
-				m.forget(s, func(st *Stats) { st.Deleted++ })
-				log.Debug("pod fully terminated and deleted")
-				return nil
-			}
-			if apierrors.IsConflict(err) && conflicts < m.maxConflict {
-				// The UID precondition failed or the object changed: the pod may have been
-				// recreated, or not. Never guess: read it again, forget the status only if
-				// the server's pod is gone or has another UID, else delete it again.
-				conflicts++
-				m.count(func(st *Stats) { st.Conflicts++ })
-				log.Debug("conflict deleting the pod; re-reading it", "err", err)
-				server = nil
-				continue
-			}
-			// The status is on the server; the delete is retried from a fresh GET.
-			m.commit(s, sent, server)
-			err = m.callFailed(s, "delete", err, log)
-			m.mu.Lock()
-			m.c.retryDelete(s)
-			m.mu.Unlock()
-			return err
-		}
-		if s.finished && !refreshed && !static && s.pod.DeletionTimestamp != nil && server.DeletionTimestamp == nil {
-			// Our copy of the server's pod predates the deletion: read it again.
-			server = nil
-			continue
-		}
-		m.commit(s, sent, server)
-		return nil
+		a = m.call(ctx, st.Call)
 	}
 }
 
-// callFailed handles a failed API call: NotFound forgets the status unless the Lookup still
-// has the pod (then it waits for the next full sync, as any failed call does); anything
-// else drops the server copy (its state is unknown) and is counted, logged and returned.
-func (m *Manager) callFailed(s snapshot, verb string, err error, log *slog.Logger) error {
-	if apierrors.IsNotFound(err) && IsStaticPod(s.pod) && verb == "get" {
-		// A static pod's mirror pod may not exist yet: keep the status for later.
-		m.mu.Lock()
-		m.stats.NotFounds++
-		m.stats.NoMirror++
-		_, _ = m.c.commit(s, false, nil)
-		m.mu.Unlock()
-		log.Debug("static pod has no mirror pod on the server yet; not synced")
-		return nil
+// call makes one StatusPatcher call.
+func (m *Manager) call(ctx context.Context, c Call) Answer {
+	var a Answer
+	switch c.Verb {
+	case VerbGet:
+		a.Pod, a.Err = m.patcher.GetPod(ctx, c.Namespace, c.Name)
+	case VerbPatch:
+		a.Pod, a.Err = m.patcher.PatchPodStatus(ctx, c.Namespace, c.Name, c.Patch)
+	case VerbDelete:
+		a.Err = m.patcher.DeletePod(ctx, c.Namespace, c.Name, c.UID)
+	default:
+		a.Err = fmt.Errorf("%w: unknown call %q", ErrAPI, c.Verb)
 	}
-	if apierrors.IsNotFound(err) && m.stillDesired(s) {
-		// The node still has the pod: the server's answer is older than the pod (a node
-		// identity's authorizer may not know a just-bound pod yet) or the pod was deleted
-		// and its removal has not reached the node. Keep the status, as the kubelet does,
-		// for the next full sync; RemoveOrphanedStatuses drops it once the pod is gone.
-		m.mu.Lock()
-		m.stats.NotFounds++
-		_, _ = m.c.commit(s, false, nil)
-		m.mu.Unlock()
-		log.Info("pod not found on the server but still desired; status kept for the next sync", "call", verb, "err", err)
-		return nil
+	return a
+}
+
+// finish records the outcome of a PodSync of the Manager (a snapshot's) in the cache, logs
+// it, and returns its error. Not for a PodSync of NewPodSync (ErrUnknownPod).
+func (m *Manager) finish(ps *PodSync) error {
+	o, done := ps.Outcome()
+	if ps.snap == nil || !done {
+		return fmt.Errorf("%w: the sync is not a Manager's, or not done", ErrUnknownPod)
 	}
-	if apierrors.IsNotFound(err) {
-		m.forget(s, func(st *Stats) { st.NotFounds++; st.Gone++ })
-		log.Info("pod not found on the server; status forgotten", "call", verb)
-		return nil
-	}
+	s := *ps.snap
+	var again bool
+	var setAt time.Time
 	m.mu.Lock()
-	if apierrors.IsConflict(err) {
-		m.stats.Conflicts++
+	m.stats.add(ps.calls)
+	if o.Result == ResultForgotten {
+		if o.Sent {
+			_, setAt = m.c.commit(s, true, nil)
+		}
+		if m.c.forget(s) {
+			m.stats.add(o.Stats)
+		}
 	} else {
-		m.stats.Errors++
+		again, setAt = m.c.commit(s, o.Sent, o.Server)
+		if o.Reason == ReasonDeleteFailed {
+			m.c.retryDelete(s)
+		}
+		m.stats.add(o.Stats)
 	}
-	_, _ = m.c.commit(s, false, nil)
-	m.mu.Unlock()
-	log.Error("status sync failed; will retry", "call", verb, "err", err)
-	return fmt.Errorf("statusmgr: %s pod %s/%s: %w", verb, s.pod.Namespace, s.pod.Name, err)
-}
-
-// stillDesired reports whether the Lookup (if any) still has the pod of the snapshot, with
-// its UID.
-func (m *Manager) stillDesired(s snapshot) bool {
-	if m.lookup == nil {
-		return false
-	}
-	p, ok := m.lookup.GetPodByUID(s.uid)
-	return ok && p != nil && p.UID == s.uid
-}
-
-func (m *Manager) count(f func(*Stats)) {
-	m.mu.Lock()
-	f(&m.stats)
-	m.mu.Unlock()
-}
-
-func (m *Manager) forget(s snapshot, f func(*Stats)) {
-	m.mu.Lock()
-	if m.c.forget(s) {
-		f(&m.stats)
-	}
-	m.mu.Unlock()
-}
-
-func (m *Manager) commit(s snapshot, sent bool, server *v1.Pod) {
-	m.mu.Lock()
-	again, setAt := m.c.commit(s, sent, server)
 	m.mu.Unlock()
 	if m.observe != nil && !setAt.IsZero() {
 		m.observe(m.clock.Since(setAt))
@@ -367,4 +160,22 @@ func (m *Manager) commit(s snapshot, sent bool, server *v1.Pod) {
 	if again {
 		m.signal()
 	}
+	log := m.log.With("pod", s.pod.Namespace+"/"+s.pod.Name, "podUID", s.uid, "version", s.version)
+	switch o.Reason {
+	case ReasonSynced:
+		log.Debug("status synced")
+	case ReasonNoMirror:
+		log.Debug("static pod has no mirror pod; not synced")
+	case ReasonNotFoundDesired:
+		log.Info("pod not found on the server but still desired; status kept for the next sync")
+	case ReasonFailed, ReasonDeleteFailed:
+		log.Error("status sync failed; will retry", "reason", o.Reason, "err", o.Err)
+	case ReasonDeleted:
+		log.Debug("pod fully terminated and deleted")
+	case ReasonGone:
+		log.Info("pod not found on the server; status forgotten")
+	case ReasonRecreated:
+		log.Info("pod was deleted and recreated; status forgotten")
+	}
+	return o.Err
 }

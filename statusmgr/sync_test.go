@@ -65,8 +65,8 @@ func TestManagerSyncReturnsErrors(t *testing.T) {
 		must(t, err)
 		must(t, m.SetPodStatus(pod, runningStatus(true)))
 		err = m.Sync(t.Context())
-		if !apierrors.IsServiceUnavailable(err) {
-			t.Fatalf("Sync error = %v, want ServiceUnavailable", err)
+		if !apierrors.IsServiceUnavailable(err) || !errors.Is(err, statusmgr.ErrAPI) {
+			t.Fatalf("Sync error = %v, want ServiceUnavailable wrapped in ErrAPI", err)
 		}
 		api.SetReactor(nil)
 		must(t, m.Sync(t.Context()))

@@ -32,6 +32,7 @@ func TestPatcherAndSource(t *testing.T) {
 
 		h.create("web", 30, v1.RestartPolicyAlways, nil)
 		h.waitPhase("web", v1.PodRunning)
+		synctest.Wait() // the write of the Running status returns and is observed
 		if err := server.Delete("default", "web", nil); err != nil {
 			t.Fatal(err)
 		}

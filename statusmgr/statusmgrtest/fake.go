@@ -5,6 +5,10 @@
 // the pods without polling. For a whole node agent it also creates pods, deletes them the
 // way a user does (graceful delete with deletionTimestamp and deletionGracePeriodSeconds),
 // and serves a watch of one node's pods (server.go).
+//
+// RunFile (harness.go) runs scenario scripts against a statusmgr.Manager over a FakeAPI,
+// either stepping each pod's statusmgr.PodSync itself or through Manager.Sync, and prints
+// the calls, so users script their own status-manager scenarios the way podlife's tests do.
 package statusmgrtest
 
 import (
@@ -25,14 +29,14 @@ import (
 	"github.com/podlife/podlife/statusmgr"
 )
 
-// Verb names one of the three calls.
-type Verb string
+// Verb names one of the three calls (statusmgr's Verb).
+type Verb = statusmgr.Verb
 
 // The verbs of FakeAPI's calls.
 const (
-	Get    Verb = "get"
-	Patch  Verb = "patch"
-	Delete Verb = "delete"
+	Get    = statusmgr.VerbGet
+	Patch  = statusmgr.VerbPatch
+	Delete = statusmgr.VerbDelete
 )
 
 // Counts are the calls FakeAPI answered (failed ones included) and the patch bytes received.
@@ -235,20 +239,58 @@ func (f *FakeAPI) GetPod(_ context.Context, namespace, name string) (*v1.Pod, er
 
 // PatchPodStatus applies a strategic merge patch to the stored pod's status, as the status
 // subresource does: only the status changes. A metadata.uid in the patch that differs from
-// the pod's UID gives Conflict; a missing pod NotFound; a malformed patch BadRequest.
+// the pod's UID gives Conflict; a missing pod NotFound; a malformed patch BadRequest. The
+// patch is applied outside FakeAPI's lock, so calls for different pods run in parallel, as
+// on an API server; the result is stored only if the pod did not change meanwhile (else
+// it is applied again to the new copy).
 func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.counts.Patches++
 	f.counts.PatchBytes += len(patch)
-	defer f.notify()
-	if err := f.react(Patch, namespace, name); err != nil {
+	err := f.react(Patch, namespace, name)
+	p := f.pods[key(namespace, name)]
+	f.mu.Unlock()
+	if err != nil {
+		f.done()
 		return nil, err
 	}
-	p, ok := f.pods[key(namespace, name)]
-	if !ok {
-		return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+	for {
+		if p == nil {
+			f.done()
+			return nil, apierrors.NewNotFound(v1.Resource("pods"), name)
+		}
+		status, err := applyStatusPatch(p, name, patch)
+		if err != nil {
+			f.done()
+			return nil, err
+		}
+		f.mu.Lock()
+		if cur := f.pods[key(namespace, name)]; cur != p {
+			p = cur // changed meanwhile: apply the patch to the new copy
+			f.mu.Unlock()
+			continue
+		}
+		// Stored pods are never modified in place, so the new version may share the spec.
+		np := &v1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: p.Spec, Status: *status}
+		f.store(Modified, np, "patch", fmt.Sprintf("patched status: phase %s (%d bytes)", np.Status.Phase, len(patch)))
+		f.notify()
+		out := np.DeepCopy() // under the lock: a later removal stamps np's resourceVersion
+		f.mu.Unlock()
+		return out, nil
 	}
+}
+
+// done wakes WaitFor after a call that changed nothing but the counts.
+func (f *FakeAPI) done() {
+	f.mu.Lock()
+	f.notify()
+	f.mu.Unlock()
+}
+
+// applyStatusPatch returns p's status with the status patch applied (p is not modified).
+// FakeAPI's lock need not be held: a stored pod's UID and status are never modified in
+// place.
+func applyStatusPatch(p *v1.Pod, name string, patch []byte) (*v1.PodStatus, error) {
 	var meta struct {
 		Metadata struct {
 			UID types.UID `json:"uid"`
@@ -261,7 +303,9 @@ func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patc
 		return nil, apierrors.NewConflict(v1.Resource("pods"), name,
 			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", meta.Metadata.UID, p.UID))
 	}
-	orig, err := json.Marshal(&v1.Pod{ObjectMeta: p.ObjectMeta, Status: p.Status})
+	// Only the status (and the UID the patch carries) matters: the rest of the object is
+	// kept as it is.
+	orig, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: p.UID}, Status: p.Status})
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -273,10 +317,7 @@ func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patc
 	if err := json.Unmarshal(out, &patched); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("patched pod: %v", err))
 	}
-	// Stored pods are never modified in place, so the new version may share the spec.
-	np := &v1.Pod{TypeMeta: p.TypeMeta, ObjectMeta: *p.ObjectMeta.DeepCopy(), Spec: p.Spec, Status: patched.Status}
-	f.store(Modified, np, "patch", fmt.Sprintf("patched status: phase %s (%d bytes)", np.Status.Phase, len(patch)))
-	return np.DeepCopy(), nil
+	return &patched.Status, nil
 }
 
 // DeletePod removes the pod if its UID is uid (else Conflict; a missing pod NotFound).

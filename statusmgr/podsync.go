@@ -1,0 +1,443 @@
+package statusmgr
+
+import (
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Verb names one of the StatusPatcher's calls.
+type Verb string
+
+// The StatusPatcher's calls.
+const (
+	VerbGet    Verb = "get"    // GetPod
+	VerbPatch  Verb = "patch"  // PatchPodStatus
+	VerbDelete Verb = "delete" // DeletePod
+)
+
+// Call is the StatusPatcher call a PodSync asks for.
+type Call struct {
+	// Verb is the call; "" when the sync is done (see Step).
+	Verb            Verb
+	Namespace, Name string
+	// Patch is PatchPodStatus's patch (VerbPatch).
+	Patch []byte
+	// UID is DeletePod's UID precondition (VerbDelete).
+	UID types.UID
+}
+
+// Answer is what the StatusPatcher returned for a Call: the pod (GetPod, PatchPodStatus)
+// and the error.
+type Answer struct {
+	Pod *v1.Pod
+	Err error
+}
+
+// Target says which of the server's pods a sync may write.
+type Target int
+
+const (
+	// TargetPod: the pod's own object (a pod from the API server): the server's pod must
+	// have the pod's UID.
+	TargetPod Target = iota
+	// TargetMirror: a static pod's mirror pod. The server's pod must be a mirror pod, with
+	// PodSyncInput.MirrorUID if that is set (the PodLookup's mirror pod), else any.
+	TargetMirror
+	// TargetNoMirror: a static pod whose mirror pod the PodLookup does not know: nothing is
+	// written until it does.
+	TargetNoMirror
+)
+
+// String returns "pod", "mirror" or "no-mirror".
+func (t Target) String() string {
+	switch t {
+	case TargetPod:
+		return "pod"
+	case TargetMirror:
+		return "mirror"
+	case TargetNoMirror:
+		return "no-mirror"
+	}
+	return fmt.Sprintf("Target(%d)", int(t))
+}
+
+// TargetOf is the target of a sync of pod's status: TargetPod for a pod that is not
+// static; for a static pod TargetMirror, with the UID of mirror when the PodLookup found
+// one (found), or of any mirror pod when there is no PodLookup (mirror nil, found true);
+// TargetNoMirror when the PodLookup has no mirror pod for it (found false).
+func TargetOf(pod *v1.Pod, mirror *v1.Pod, found bool) (Target, types.UID) {
+	switch {
+	case !IsStaticPod(pod):
+		return TargetPod, ""
+	case !found:
+		return TargetNoMirror, ""
+	case mirror == nil:
+		return TargetMirror, ""
+	}
+	return TargetMirror, mirror.UID
+}
+
+// PodSyncInput is what one sync of one pod starts from: a version of the pod's status and
+// what the runner knows (its copy of the server's pod, what its callbacks answered).
+type PodSyncInput struct {
+	// Pod is the node agent's pod (its namespace, name, UID, annotations and
+	// deletionTimestamp are used). Required.
+	Pod *v1.Pod
+	// Status is the version to write (normalized, as the Manager stores it).
+	Status v1.PodStatus
+	// Finished is true once TerminatePod has run for the pod (CanBeDeleted's
+	// podIsFinished).
+	Finished bool
+	// CouldRunContainers is MergePodStatusAt's couldHaveRunningContainers: while true, a
+	// terminal phase is not written.
+	CouldRunContainers bool
+	// Server is the runner's copy of the server's pod from its last call; nil when unknown:
+	// the sync reads the pod first.
+	Server *v1.Pod
+	// Target and MirrorUID say which server pod may be written (TargetOf).
+	Target    Target
+	MirrorUID types.UID
+	// Desired is true when the node agent still has the pod (its PodLookup says so): a
+	// NotFound then keeps the status for the next full sync instead of forgetting it.
+	Desired bool
+	// MaxConflictRetries is how often a Conflict makes the sync re-read the pod and try
+	// again before it gives up (the status stays pending).
+	MaxConflictRetries int
+}
+
+// Result is how a sync of one pod ended.
+type Result int
+
+const (
+	// ResultWritten: the version is on the server (written now, or it was already there),
+	// and the pod was not deleted.
+	ResultWritten Result = iota
+	// ResultKept: the version is not on the server (or the final delete failed); the status
+	// stays pending for the next full sync.
+	ResultKept
+	// ResultForgotten: the status is forgotten: the pod was deleted, is gone, or its name
+	// belongs to another pod.
+	ResultForgotten
+)
+
+// String returns "written", "kept" or "forgotten".
+func (r Result) String() string {
+	switch r {
+	case ResultWritten:
+		return "written"
+	case ResultKept:
+		return "kept"
+	case ResultForgotten:
+		return "forgotten"
+	}
+	return fmt.Sprintf("Result(%d)", int(r))
+}
+
+// Reason says why a sync ended as it did.
+type Reason int
+
+const (
+	// ReasonSynced: the server has the version (ResultWritten).
+	ReasonSynced Reason = iota
+	// ReasonNoMirror: a static pod without a mirror pod on the server (ResultKept).
+	ReasonNoMirror
+	// ReasonNotFoundDesired: the server has no such pod but the node agent still has it;
+	// the answer may predate the pod (ResultKept).
+	ReasonNotFoundDesired
+	// ReasonFailed: a call failed, or the patch could not be built (ResultKept; see
+	// Outcome.Err).
+	ReasonFailed
+	// ReasonDeleteFailed: the status is on the server but the final delete failed; the
+	// next sync reads the pod again and decides (ResultKept; see Outcome.Err).
+	ReasonDeleteFailed
+	// ReasonDeleted: the final delete succeeded (ResultForgotten).
+	ReasonDeleted
+	// ReasonGone: the server has no such pod (ResultForgotten).
+	ReasonGone
+	// ReasonRecreated: the server's pod of that name is another pod (ResultForgotten).
+	ReasonRecreated
+)
+
+var reasonNames = [...]string{"synced", "no-mirror", "not-found-desired", "failed", "delete-failed",
+	"deleted", "gone", "recreated"}
+
+// String returns the reason in a few words ("synced", "deleted", ...).
+func (r Reason) String() string {
+	if r >= 0 && int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+// Outcome is the end of a sync of one pod: what the runner records.
+type Outcome struct {
+	Result Result
+	Reason Reason
+	// Sent is true when the version reached the server (it may then be forgotten, or its
+	// delete have failed).
+	Sent bool
+	// Server is the server's pod as the sync last saw it (ResultWritten); nil when unknown.
+	Server *v1.Pod
+	// Err is the error of a failed call or patch (ReasonFailed, ReasonDeleteFailed); it
+	// wraps ErrAPI (and the call's error) or ErrEncode.
+	Err error
+	// Stats are the counters the outcome adds (for ResultForgotten, only if the status is
+	// still the one the sync started from).
+	Stats Stats
+}
+
+// Step is what a PodSync does next: a call to make, or, once Call.Verb is "", the outcome.
+type Step struct {
+	Call    Call
+	Outcome Outcome
+	// Stats are the counters this step adds: the call just answered, a Conflict retried.
+	Stats Stats
+}
+
+// Done reports whether the sync is over (Outcome is set).
+func (s Step) Done() bool { return s.Call.Verb == "" }
+
+// PodSync is the pure machine of one sync of one pod's status, the status manager's
+// per-pod decisions: which server pod it may write (the pod's UID, a static pod's mirror),
+// the merge with the server's status, whether to patch, re-reading the pod after a
+// Conflict (at most MaxConflictRetries times) or when the copy at hand predates a
+// deletion, the final delete once CanBeDeleted holds, and what a failed call means
+// (NotFound: gone, unless the node agent still has the pod; after a failed delete the pod
+// is read again and only NotFound or another UID forgets the status).
+//
+// It does no IO, reads no clock and starts no goroutine: Step takes the answer to the
+// last call and the time, and returns the next call or the outcome. Not safe for
+// concurrent use. The Manager is its runner; a test drives it with answers of its own:
+//
+//	ps := statusmgr.NewPodSync(in)
+//	var a statusmgr.Answer
+//	for st := ps.Step(a, now); !st.Done(); st = ps.Step(a, now) {
+//		a = call(st.Call) // the StatusPatcher call
+//	}
+type PodSync struct {
+	in PodSyncInput
+	// waiting is the call whose answer the next Step takes ("" before the first Step).
+	waiting Verb
+	patchN  int // bytes of the patch in flight
+	done    bool
+	out     Outcome
+	// server is the server's pod as last seen (nil: unknown, read it).
+	server *v1.Pod
+	// refreshed is true once server comes from a read (or write) of this sync.
+	refreshed bool
+	// sent is true once the version is on the server.
+	sent      bool
+	conflicts int
+	// calls sums the Stats of the steps so far.
+	calls Stats
+
+	// snap is the Manager's snapshot the sync started from (nil for a PodSync of
+	// NewPodSync).
+	snap *snapshot
+}
+
+// NewPodSync returns the machine of one sync starting from in.
+func NewPodSync(in PodSyncInput) *PodSync {
+	return &PodSync{in: in, server: in.Server}
+}
+
+// Input returns what the sync started from.
+func (p *PodSync) Input() PodSyncInput { return p.in }
+
+// Outcome returns the outcome once the sync is done.
+func (p *PodSync) Outcome() (Outcome, bool) { return p.out, p.done }
+
+// Stats returns the sum of the Stats of the steps so far (the calls answered and the
+// Conflicts retried; not the outcome's).
+func (p *PodSync) Stats() Stats { return p.calls }
+
+// Step takes the answer to the call the previous Step asked for (ignored on the first
+// Step) and the time now (for the conditions' transition times), and returns the next call
+// or, once the sync is done, its outcome. Steps after the end repeat the outcome.
+func (p *PodSync) Step(a Answer, now time.Time) Step {
+	if p.done {
+		return Step{Outcome: p.out}
+	}
+	st := p.step(a, now)
+	p.calls.add(st.Stats)
+	return st
+}
+
+func (p *PodSync) step(a Answer, now time.Time) Step {
+	var st Step
+	verb := p.waiting
+	p.waiting = ""
+	switch verb {
+	case "":
+		if p.in.Target == TargetNoMirror {
+			return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NoMirror: 1}})
+		}
+	case VerbGet:
+		st.Stats.Gets++
+		if a.Err == nil && a.Pod == nil {
+			a.Err = apierrors.NewNotFound(v1.Resource("pods"), p.in.Pod.Name)
+		}
+		if a.Err != nil {
+			return p.failed(st, VerbGet, a.Err)
+		}
+		p.server, p.refreshed = a.Pod, true
+	case VerbPatch:
+		st.Stats.Patches++
+		st.Stats.PatchBytes += p.patchN
+		if a.Err == nil && a.Pod == nil {
+			a.Err = fmt.Errorf("%w: PatchPodStatus returned neither a pod nor an error", ErrAPI)
+		}
+		if apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
+			p.conflicts++
+			st.Stats.Conflicts++
+			p.server = nil // read it again
+			break
+		}
+		if a.Err != nil {
+			return p.failed(st, VerbPatch, a.Err)
+		}
+		p.server, p.refreshed, p.sent = a.Pod, true, true
+		return p.afterWrite(st)
+	case VerbDelete:
+		st.Stats.Deletes++
+		if a.Err == nil {
+			return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonDeleted, Stats: Stats{Deleted: 1}})
+		}
+		if apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
+			// The UID precondition failed or the object changed: the pod may have been
+			// recreated, or not. Never guess: read it again; only NotFound or another UID
+			// forgets the status, the same UID is deleted again.
+			p.conflicts++
+			st.Stats.Conflicts++
+			p.server = nil
+			break
+		}
+		o := p.failure(VerbDelete, a.Err)
+		if o.Result == ResultKept {
+			o.Reason = ReasonDeleteFailed
+		}
+		return p.finish(st, o)
+	}
+	return p.decide(st, now)
+}
+
+// decide writes the version to the server's pod at hand (read first if unknown).
+func (p *PodSync) decide(st Step, now time.Time) Step {
+	if p.server == nil {
+		return p.call(st, Call{Verb: VerbGet})
+	}
+	server := p.server
+	static := p.in.Target != TargetPod
+	if static && p.in.MirrorUID == "" && !IsMirrorPod(server) {
+		// Without a lookup, a static pod's status waits for a mirror pod of its name.
+		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NoMirror: 1}})
+	}
+	want := p.in.Pod.UID
+	if static {
+		want = p.in.MirrorUID
+	}
+	if (want != "" && server.UID != want) || (static && !IsMirrorPod(server)) {
+		if !p.refreshed {
+			p.server = nil // decide on a fresh read only
+			return p.call(st, Call{Verb: VerbGet})
+		}
+		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
+	}
+	merged := MergePodStatusAt(server, server.Status, p.in.Status, p.in.CouldRunContainers, now)
+	patch, unchanged, err := StatusPatch(server.UID, &server.Status, &merged)
+	if err != nil {
+		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
+			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})
+	}
+	if !unchanged {
+		p.patchN = len(patch)
+		return p.call(st, Call{Verb: VerbPatch, Patch: patch})
+	}
+	p.sent = true
+	return p.afterWrite(st)
+}
+
+// afterWrite runs once the server has the version: the final delete, or a fresh read when
+// the copy at hand predates a deletion the node agent saw, or the end.
+func (p *PodSync) afterWrite(st Step) Step {
+	server := p.server
+	if CanBeDeleted(server, p.in.Status, p.in.Finished) {
+		return p.call(st, Call{Verb: VerbDelete, UID: server.UID})
+	}
+	if p.in.Finished && !p.refreshed && p.in.Target == TargetPod && p.in.Pod.DeletionTimestamp != nil && server.DeletionTimestamp == nil {
+		// The copy at hand predates the deletion: read the pod again.
+		p.server = nil
+		return p.call(st, Call{Verb: VerbGet})
+	}
+	return p.finish(st, Outcome{Result: ResultWritten, Reason: ReasonSynced, Sent: true, Server: server})
+}
+
+// failed ends the sync after a failed call.
+func (p *PodSync) failed(st Step, verb Verb, err error) Step {
+	return p.finish(st, p.failure(verb, err))
+}
+
+// failure is the outcome of a failed call: NotFound forgets the status (the pod is gone)
+// unless the pod is a static pod's mirror not created yet or the node agent still has the
+// pod; anything else keeps the status, unknown server copy, for the next full sync.
+func (p *PodSync) failure(verb Verb, err error) Outcome {
+	if apierrors.IsNotFound(err) {
+		switch {
+		case p.in.Target != TargetPod && verb == VerbGet:
+			// A static pod's mirror pod may not exist yet: keep the status for later.
+			return Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NotFounds: 1, NoMirror: 1}}
+		case p.in.Desired:
+			// The node still has the pod: the server's answer is older than the pod (a node
+			// identity's authorizer may not know a just-bound pod yet) or the pod was deleted
+			// and its removal has not reached the node. Keep the status, as the kubelet
+			// does, for the next full sync; RemoveOrphanedStatuses drops it once it is gone.
+			return Outcome{Result: ResultKept, Reason: ReasonNotFoundDesired, Stats: Stats{NotFounds: 1}}
+		}
+		return Outcome{Result: ResultForgotten, Reason: ReasonGone, Stats: Stats{NotFounds: 1, Gone: 1}}
+	}
+	o := Outcome{Result: ResultKept, Reason: ReasonFailed,
+		Err: fmt.Errorf("%w: %s pod %s/%s: %w", ErrAPI, verb, p.in.Pod.Namespace, p.in.Pod.Name, err)}
+	if apierrors.IsConflict(err) {
+		o.Stats.Conflicts = 1
+	} else {
+		o.Stats.Errors = 1
+	}
+	return o
+}
+
+func (p *PodSync) call(st Step, c Call) Step {
+	c.Namespace, c.Name = p.in.Pod.Namespace, p.in.Pod.Name
+	p.waiting = c.Verb
+	st.Call = c
+	return st
+}
+
+func (p *PodSync) finish(st Step, o Outcome) Step {
+	o.Sent = o.Sent || p.sent // whatever came after, the version is on the server
+	p.done, p.out = true, o
+	st.Outcome = o
+	return st
+}
+
+// add adds every counter of d to s.
+func (s *Stats) add(d Stats) {
+	s.Gets += d.Gets
+	s.Patches += d.Patches
+	s.Deletes += d.Deletes
+	s.PatchBytes += d.PatchBytes
+	s.Conflicts += d.Conflicts
+	s.NotFounds += d.NotFounds
+	s.Errors += d.Errors
+	s.Refused += d.Refused
+	s.Invalid += d.Invalid
+	s.Recreated += d.Recreated
+	s.Gone += d.Gone
+	s.Deleted += d.Deleted
+	s.Orphaned += d.Orphaned
+	s.NoMirror += d.NoMirror
+	s.Reconciled += d.Reconciled
+}

@@ -1,0 +1,316 @@
+package statusmgr_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
+)
+
+// checkedAPI is a StatusPatcher over a FakeAPI that takes a random time for every call
+// (0-2 ms on the clock), fails some calls at random, and checks the writers' contract: at
+// most max calls in flight, never two for one pod, and the versions each pod's patches
+// leave on the server never go backwards.
+type checkedAPI struct {
+	t    *testing.T
+	api  *statusmgrtest.FakeAPI
+	clk  clock.Clock
+	max  int
+	fail float64 // probability of an injected error per call
+
+	mu       sync.Mutex
+	rnd      *rand.Rand
+	inFlight int
+	peak     int
+	busy     map[string]bool
+	written  map[string]int // the version the pod's last successful patch left
+	deletes  map[string]int // successful final deletes per pod
+}
+
+func (c *checkedAPI) enter(name string) (time.Duration, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.busy[name] {
+		c.t.Errorf("pod %s: two calls in flight at once", name)
+	}
+	c.busy[name] = true
+	c.inFlight++
+	c.peak = max(c.peak, c.inFlight)
+	if c.inFlight > c.max {
+		c.t.Errorf("%d calls in flight, bound %d", c.inFlight, c.max)
+	}
+	d := time.Duration(c.rnd.Int64N(int64(2*time.Millisecond) + 1))
+	var err error
+	switch r := c.rnd.Float64(); {
+	case r < c.fail/2:
+		err = apierrors.NewInternalError(errors.New("injected"))
+	case r < c.fail:
+		err = apierrors.NewConflict(v1.Resource("pods"), name, errors.New("injected"))
+	}
+	return d, err
+}
+
+func (c *checkedAPI) leave(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.busy[name] = false
+	c.inFlight--
+}
+
+func (c *checkedAPI) GetPod(ctx context.Context, ns, name string) (*v1.Pod, error) {
+	d, err := c.enter(name)
+	defer c.leave(name)
+	c.clk.Sleep(d)
+	if err != nil {
+		return nil, err
+	}
+	return c.api.GetPod(ctx, ns, name)
+}
+
+func (c *checkedAPI) PatchPodStatus(ctx context.Context, ns, name string, patch []byte) (*v1.Pod, error) {
+	d, err := c.enter(name)
+	defer c.leave(name)
+	c.clk.Sleep(d)
+	if err != nil {
+		return nil, err
+	}
+	p, err := c.api.PatchPodStatus(ctx, ns, name, patch)
+	if err == nil {
+		v, _ := strconv.Atoi(p.Status.Message)
+		c.mu.Lock()
+		if v < c.written[name] {
+			c.t.Errorf("pod %s: version %d written after version %d", name, v, c.written[name])
+		}
+		c.written[name] = v
+		c.mu.Unlock()
+	}
+	return p, err
+}
+
+func (c *checkedAPI) DeletePod(ctx context.Context, ns, name string, uid types.UID) error {
+	d, err := c.enter(name)
+	defer c.leave(name)
+	c.clk.Sleep(d)
+	if err != nil {
+		return err
+	}
+	err = c.api.DeletePod(ctx, ns, name, uid)
+	if err == nil {
+		c.mu.Lock()
+		c.deletes[name]++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+// TestManagerParallelWritesStress: many pods, each setting a run of numbered statuses
+// while the API answers after a random 0-2 ms and fails 10% of the calls, with Sync called
+// beside Run; half the pods are then deleted and terminated. The patcher checks the bound
+// on calls in flight, one call per pod at a time and that no pod's written version goes
+// backwards; at the end every pod's last status is on the server and every terminated pod
+// was deleted exactly once, with its last status.
+func TestManagerParallelWritesStress(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		maxWrites, pods int
+		fail            float64
+	}{
+		{"default bound", 0, 300, 0.1},
+		{"bound 4", 4, 200, 0.1},
+		{"one writer", 1, 50, 0.1},
+		{"no failures", 8, 300, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { stressWrites(t, tc.maxWrites, tc.pods, tc.fail) })
+		})
+	}
+}
+
+func stressWrites(t *testing.T, maxWrites, pods int, fail float64) {
+	bound := maxWrites
+	if bound == 0 {
+		bound = statusmgr.DefaultMaxConcurrentWrites
+	}
+	clk := clock.RealClock{} // virtual time inside the bubble
+	var list []*v1.Pod
+	for i := range pods {
+		list = append(list, testPod(fmt.Sprintf("p%03d", i), types.UID(fmt.Sprintf("u%03d", i))))
+	}
+	api := statusmgrtest.NewFakeAPI(list...)
+	c := &checkedAPI{t: t, api: api, clk: clk, max: bound, fail: fail, rnd: rand.New(rand.NewPCG(1, 2)),
+		busy: map[string]bool{}, written: map[string]int{}, deletes: map[string]int{}}
+	m, err := statusmgr.New(statusmgr.Config{Patcher: c, Clock: clk, MaxConcurrentWrites: maxWrites})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	const versions = 20
+	last := make([]int, pods)
+	var wg sync.WaitGroup
+	for i, p := range list {
+		rnd := rand.New(rand.NewPCG(uint64(i), 7))
+		wg.Go(func() {
+			for v := 1; v <= versions; v++ {
+				st := runningStatus(v%2 == 0)
+				st.Message = strconv.Itoa(v)
+				if err := m.SetPodStatus(p, st); err != nil {
+					t.Error(err)
+				}
+				last[i] = v
+				clk.Sleep(time.Duration(rnd.Int64N(int64(3 * time.Millisecond))))
+			}
+		})
+	}
+	wg.Go(func() { // Sync beside Run
+		for range 5 {
+			clk.Sleep(7 * time.Millisecond)
+			_ = m.Sync(ctx)
+		}
+	})
+	wg.Wait()
+
+	// Half the pods are deleted and their containers stop.
+	for i, p := range list {
+		if i%2 == 1 {
+			continue
+		}
+		d := deleting(p)
+		api.MarkDeleted(d.Namespace, d.Name, *d.DeletionTimestamp, 30)
+		if err := m.TerminatePod(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Enough full syncs for every injected failure to be retried.
+	for range 20 {
+		clk.Sleep(statusmgr.DefaultSyncPeriod)
+	}
+	synctest.Wait()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+
+	deleted := map[string]*v1.Pod{}
+	for _, p := range api.DeletedPods() {
+		deleted[p.Name] = p
+	}
+	for i, p := range list {
+		want := strconv.Itoa(last[i])
+		if i%2 == 0 {
+			d, ok := deleted[p.Name]
+			switch {
+			case c.deletes[p.Name] != 1:
+				t.Errorf("pod %s: %d final deletes, want 1", p.Name, c.deletes[p.Name])
+			case !ok || d.Status.Message != want || d.Status.Phase != v1.PodFailed:
+				t.Errorf("pod %s deleted with %+v, want phase Failed and version %s", p.Name, d, want)
+			}
+			if _, ok := m.GetPodStatus(p.UID); ok {
+				t.Errorf("pod %s: status kept after the final delete", p.Name)
+			}
+			continue
+		}
+		got, ok := api.Pod(p.Namespace, p.Name)
+		if !ok || got.Status.Message != want {
+			t.Errorf("pod %s: server has %v, want version %s", p.Name, got, want)
+		}
+		if c.deletes[p.Name] != 0 {
+			t.Errorf("pod %s deleted", p.Name)
+		}
+	}
+	if bound > 1 && c.peak < 2 {
+		t.Errorf("peak %d calls in flight: no parallel writes", c.peak)
+	}
+	t.Logf("peak %d calls in flight (bound %d); stats %+v", c.peak, bound, m.Stats())
+}
+
+// Sync whose context ends while a pod's write is in flight returns ErrInterrupted (and the
+// context's error); the pods not synced stay pending.
+func TestManagerSyncInterrupted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		blocking := statusmgr.StatusPatcherFuncs{
+			GetPodFunc: func(ctx context.Context, ns, name string) (*v1.Pod, error) {
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+		}
+		m, err := statusmgr.New(statusmgr.Config{Patcher: blocking, MaxConcurrentWrites: 1})
+		must(t, err)
+		must(t, m.SetPodStatus(testPod("a", "ua"), runningStatus(true)))
+		must(t, m.SetPodStatus(testPod("b", "ub"), runningStatus(true)))
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() {
+			synctest.Wait()
+			cancel()
+		}()
+		err = m.Sync(ctx)
+		if !errors.Is(err, statusmgr.ErrInterrupted) || !errors.Is(err, context.Canceled) {
+			t.Errorf("Sync = %v, want ErrInterrupted and context.Canceled", err)
+		}
+		for _, uid := range []types.UID{"ua", "ub"} {
+			if _, ok := m.GetPodStatus(uid); !ok {
+				t.Errorf("status %s lost", uid)
+			}
+		}
+	})
+}
+
+// TakeSyncs and FinishSync: a caller steps the PodSyncs itself; a PodSync not from
+// TakeSyncs, or not done, is refused.
+func TestManagerTakeAndFinishSyncs(t *testing.T) {
+	pod := testPod("p", "u1")
+	api := statusmgrtest.NewFakeAPI(pod)
+	m, err := statusmgr.New(statusmgr.Config{Patcher: api})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	if err := m.FinishSync(statusmgr.NewPodSync(statusmgr.PodSyncInput{Pod: pod})); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("FinishSync of a PodSync of NewPodSync = %v, want ErrUnknownPod", err)
+	}
+	syncs := m.TakeSyncs()
+	if len(syncs) != 1 {
+		t.Fatalf("%d syncs, want 1", len(syncs))
+	}
+	if again := m.TakeSyncs(); len(again) != 0 {
+		t.Errorf("the pod claimed twice: %d syncs", len(again))
+	}
+	ps := syncs[0]
+	if err := m.FinishSync(ps); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("FinishSync before the end = %v, want ErrUnknownPod", err)
+	}
+	var a statusmgr.Answer
+	for st := ps.Step(a, epoch); !st.Done(); st = ps.Step(a, epoch) {
+		switch st.Call.Verb {
+		case statusmgr.VerbGet:
+			a.Pod, a.Err = api.GetPod(t.Context(), st.Call.Namespace, st.Call.Name)
+		case statusmgr.VerbPatch:
+			a.Pod, a.Err = api.PatchPodStatus(t.Context(), st.Call.Namespace, st.Call.Name, st.Call.Patch)
+		default:
+			t.Fatalf("unexpected call %+v", st.Call)
+		}
+	}
+	must(t, m.FinishSync(ps))
+	if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
+		t.Errorf("phase %s on the server", got.Status.Phase)
+	}
+	if s := m.Stats(); s.Gets != 1 || s.Patches != 1 {
+		t.Errorf("stats %+v", s)
+	}
+	if again := m.TakeSyncs(); len(again) != 0 {
+		t.Errorf("%d syncs after the status reached the server", len(again))
+	}
+}
