@@ -27,7 +27,8 @@ const DefaultPollPeriod = time.Second
 
 // ErrNameTaken is wrapped by StartPod's error when the provider holds another pod (another
 // UID) under the pod's namespace and name: the pod cannot be created until that one is
-// gone (the agent retries with backoff; housekeeping stops a pod nothing desires).
+// gone. StartPod returns it at once, without waiting; the pod worker retries with its
+// backoff, and housekeeping stops a provider pod nothing desires.
 var ErrNameTaken = errors.New("vk: the provider holds another pod under this name")
 
 // AdapterConfig configures an Adapter. Zero values take their defaults.
@@ -197,7 +198,10 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	a.mu.Unlock()
 	if sent == nil {
 		// First time this agent sees the pod: the provider may hold it from before a restart.
-		got, err := a.awaitName(ctx, pod)
+		// If it holds another pod under the name (one whose stop was given up at the end
+		// of its grace period), fail at once: the pod worker retries with its backoff,
+		// and no concurrency slot is held while the name is taken.
+		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
 		if err != nil {
 			return err
 		}
@@ -221,32 +225,6 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// nameWait bounds how long StartPod waits for the provider to release a pod's name held
-// by another pod (typically the previous pod of that name, whose grace period ran out
-// before the provider reported it stopped) before it fails with ErrNameTaken.
-const nameWait = 30 * time.Second
-
-// awaitName returns the provider's pod of the pod's name if it is this pod, or nil if the
-// provider holds nothing under the name; while another pod holds the name it asks again
-// every poll period, up to nameWait, so a pod recreated under the same name starts as soon
-// as the old one is gone rather than after a retry's backoff.
-func (a *Adapter) awaitName(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
-	deadline := a.clock.Now().Add(nameWait)
-	for {
-		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
-		if !errors.Is(err, ErrNameTaken) || !a.clock.Now().Before(deadline) {
-			return got, err
-		}
-		t := a.clock.NewTimer(a.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C():
-		}
-	}
-}
-
 func (a *Adapter) setSent(pod *v1.Pod) {
 	a.mu.Lock()
 	a.record(pod.UID, pod.Namespace, pod.Name).sent = pod
@@ -263,7 +241,8 @@ func sameDesire(prev, next *v1.Pod) bool {
 }
 
 // StopPod calls DeletePod and waits until the provider reports the pod stopped, a
-// notification or a poll at a time, or the grace period is over.
+// notification or a poll at a time, or the grace period is over. A pod DeletePod answers
+// NotFound for is stopped: StopPod returns at once.
 func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Duration) error {
 	a.mu.Lock()
 	r := a.record(pod.UID, pod.Namespace, pod.Name)
@@ -283,7 +262,10 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 			return err
 		}
 	}
-	if err := a.p.DeletePod(ctx, pod.DeepCopy()); err != nil && !isNotFound(err) {
+	switch err := a.p.DeletePod(ctx, pod.DeepCopy()); {
+	case isNotFound(err):
+		return nil // the provider holds nothing of the pod: stopped
+	case err != nil:
 		return fmt.Errorf("vk: DeletePod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	waitedForNotice := false
