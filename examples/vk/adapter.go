@@ -43,7 +43,21 @@ type AdapterConfig struct {
 	PollPeriod time.Duration
 	// Logger receives the adapter's logs; nil discards them.
 	Logger *slog.Logger
+	// Recorder, if set, gets virtual-kubelet's pod controller's warning events of the
+	// provider's failures (ProviderCreateFailed, ProviderUpdateFailed, with the provider's
+	// error as message).
+	Recorder plnode.EventRecorder
 }
+
+// Reasons of virtual-kubelet's pod controller (node/pod.go) the adapter uses.
+const (
+	// ReasonProviderFailed is the status reason of a pod whose CreatePod failed.
+	ReasonProviderFailed = "ProviderFailed"
+	// ReasonProviderCreateFailed and ReasonProviderUpdateFailed are the reasons of the
+	// warning events of a failed CreatePod and UpdatePod.
+	ReasonProviderCreateFailed = "ProviderCreateFailed"
+	ReasonProviderUpdateFailed = "ProviderUpdateFailed"
+)
 
 // Adapter runs the pods of a podlife node (a node.Runtime of package
 // github.com/podlife/podlife/node) on a virtual-kubelet provider:
@@ -72,6 +86,7 @@ type Adapter struct {
 	clock    clock.Clock
 	poll     time.Duration
 	log      *slog.Logger
+	rec      plnode.EventRecorder
 
 	mu sync.Mutex
 	// pods is what the adapter keeps per pod UID.
@@ -87,6 +102,9 @@ type podRecord struct {
 	status *v1.PodStatus
 	// wake is signalled when the provider notifies a change (for a waiting StopPod).
 	wake chan struct{}
+	// createErr is the error of the last CreatePod, if it failed ("": none): until the
+	// provider holds the pod, its status says so (ReasonProviderFailed).
+	createErr string
 	// abandoned: StopPod's grace period ran out before the provider reported the pod
 	// stopped. A provider has no SIGKILL; like virtual-kubelet, the adapter then takes
 	// the pod as stopped, and its runtime view shows the containers exited (137).
@@ -132,7 +150,7 @@ func NewAdapter(cfg AdapterConfig) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Adapter{p: cfg.Provider, clock: cfg.Clock, poll: cfg.PollPeriod, log: log,
+	a := &Adapter{p: cfg.Provider, clock: cfg.Clock, poll: cfg.PollPeriod, log: log, rec: cfg.Recorder,
 		pods: map[types.UID]*podRecord{}}
 	a.notifier, _ = cfg.Provider.(node.PodNotifier)
 	return a, nil
@@ -207,6 +225,7 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 		}
 		if got == nil {
 			if err := a.p.CreatePod(ctx, pod.DeepCopy()); err != nil {
+				a.providerFailed(pod, err)
 				return fmt.Errorf("vk: CreatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
 			a.setSent(pod)
@@ -219,6 +238,7 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 		return nil
 	}
 	if err := a.p.UpdatePod(ctx, pod.DeepCopy()); err != nil {
+		a.event(pod, ReasonProviderUpdateFailed, err.Error())
 		return fmt.Errorf("vk: UpdatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	a.setSent(pod)
@@ -227,8 +247,29 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 
 func (a *Adapter) setSent(pod *v1.Pod) {
 	a.mu.Lock()
-	a.record(pod.UID, pod.Namespace, pod.Name).sent = pod
+	r := a.record(pod.UID, pod.Namespace, pod.Name)
+	r.sent, r.createErr = pod, ""
 	a.mu.Unlock()
+}
+
+// providerFailed keeps a CreatePod's error for the pod's status and records the warning
+// event, as virtual-kubelet's handleProviderError.
+func (a *Adapter) providerFailed(pod *v1.Pod, err error) {
+	msg := err.Error()
+	if msg == "" {
+		msg = "CreatePod failed"
+	}
+	a.mu.Lock()
+	a.record(pod.UID, pod.Namespace, pod.Name).createErr = msg
+	a.mu.Unlock()
+	a.event(pod, ReasonProviderCreateFailed, msg)
+}
+
+// event records a warning event about the pod, if there is a recorder.
+func (a *Adapter) event(pod *v1.Pod, reason, message string) {
+	if a.rec != nil {
+		a.rec.Event(pod, v1.EventTypeWarning, reason, message)
+	}
 }
 
 // sameDesire reports whether the provider need not hear of next: nothing it acts on
@@ -514,9 +555,18 @@ func (a *Adapter) apiStatus(pod *v1.Pod, podIsTerminal bool) v1.PodStatus {
 	if r.status != nil {
 		st = *r.status.DeepCopy()
 	}
+	createErr := r.createErr
 	a.mu.Unlock()
 	switch {
 	case st.Phase != "":
+	case createErr != "":
+		// CreatePod failed (virtual-kubelet's handleProviderError): Pending with the
+		// provider's error while the pod worker retries, Failed if the pod never restarts.
+		st = pendingStatus(pod, metav1.NewTime(now))
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			st.Phase = v1.PodFailed
+		}
+		st.Reason, st.Message = ReasonProviderFailed, createErr
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// Finished before this agent's time (a restart): the server's status stands.
 		st = *pod.Status.DeepCopy()

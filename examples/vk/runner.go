@@ -18,6 +18,7 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
+	plnode "github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/statusmgr"
 )
 
@@ -64,6 +65,10 @@ type Config struct {
 	Observer func(agent.Step)
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+	// Recorder, if set, gets the pod events: the kubelet's (agent.Config.Recorder) and
+	// virtual-kubelet's provider failures (AdapterConfig.Recorder). kube.NewRecorder
+	// writes them to the API server.
+	Recorder plnode.EventRecorder
 }
 
 // Defaults of the node controller's own client (Config.RESTConfig): a lease renewal every
@@ -173,7 +178,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("vk: node controller: %w", err)
 	}
-	adapter, err := NewAdapter(AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod, Logger: cfg.Logger})
+	adapter, err := NewAdapter(AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod,
+		Logger: cfg.Logger, Recorder: cfg.Recorder})
 	if err != nil {
 		return err
 	}
@@ -188,7 +194,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher, Source: source,
-		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger}, adapter)
+		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger,
+		Recorder: cfg.Recorder}, adapter)
 	if err != nil {
 		return err
 	}
