@@ -65,6 +65,9 @@ type Config struct {
 	Observer func(agent.Step)
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+	// PodFilter, if set, selects the node's pods podlife runs (FilterSource): the pods it
+	// rejects are left alone, neither run nor their statuses written.
+	PodFilter func(*v1.Pod) bool
 	// Recorder, if set, gets the pod events: the kubelet's (agent.Config.Recorder) and
 	// virtual-kubelet's provider failures (AdapterConfig.Recorder). kube.NewRecorder
 	// writes them to the API server.
@@ -193,7 +196,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher, Source: source,
+	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher, Source: FilterSource(source, cfg.PodFilter),
 		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger,
 		Recorder: cfg.Recorder}, adapter)
 	if err != nil {

@@ -132,6 +132,8 @@ type env struct {
 	handler  node.PodLifecycleHandler
 	log      *log
 	events   events
+	// filter, if set, is the agents' pod filter (vk.FilterSource).
+	filter func(*v1.Pod) bool
 }
 
 // events are the warning and normal events the agent and the adapter recorded.
@@ -195,7 +197,7 @@ func (e *env) start(patcher statusmgr.StatusPatcher) *running {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	a, err := vk.NewAgent(agent.Config{Server: e.server, Patcher: patcher, Recorder: &e.events, Observer: func(s agent.Step) {
+	a, err := vk.NewAgent(agent.Config{Server: e.server, Source: vk.FilterSource(e.server, e.filter), Patcher: patcher, Recorder: &e.events, Observer: func(s agent.Step) {
 		e.log.step(s)
 		if debug {
 			e.t.Log(s)
@@ -625,6 +627,53 @@ func TestCreateFailureInStatus(t *testing.T) {
 			t.Errorf("a minute later the job is %s (%s), want Failed (%s)", st.Phase, st.Reason, vk.ReasonProviderFailed)
 		}
 		e.provider.FailTimes(vktest.Create, 0, nil)
+		r.stop(t)
+	})
+}
+
+// TestPodFilter (virtual-kubelet's PodEventFilterFunc): the pods the filter rejects are
+// never created in the provider and their statuses are left alone; a rejected pod that
+// changes so that the filter accepts it then runs.
+func TestPodFilter(t *testing.T) {
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{})
+		e.filter = func(p *v1.Pod) bool { return p.Labels["podlife"] != "skip" }
+		mk := func(name string) *v1.Pod {
+			grace := int64(30)
+			p, err := e.server.Create(&v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"podlife": "skip"}},
+				Spec: v1.PodSpec{NodeName: agent.DefaultNodeName, TerminationGracePeriodSeconds: &grace,
+					Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		early := mk("early") // in the agent's initial list
+		r := e.start(nil)
+		late := mk("late") // a watch event
+		web := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		time.Sleep(time.Minute)
+		for _, p := range []*v1.Pod{early, late} {
+			if n := e.provider.CountFor(p.UID, vktest.Create); n != 0 {
+				t.Errorf("%s, rejected by the filter, was created %d time(s) in the provider", p.Name, n)
+			}
+			if cur := e.pod(p.Name); cur == nil || cur.Status.StartTime != nil || len(cur.Status.Conditions) != 0 {
+				t.Errorf("%s, rejected by the filter, has the status %+v; want the server's, left alone", p.Name, cur.Status)
+			}
+		}
+		relabelled := e.pod("late")
+		relabelled.Labels = map[string]string{"podlife": "run"}
+		e.server.Put(relabelled)
+		e.waitFor("late", phaseIs(v1.PodRunning))
+		if n := e.provider.CountFor(late.UID, vktest.Create); n != 1 {
+			t.Errorf("late, accepted once relabelled: %d CreatePod calls, want 1", n)
+		}
+		if n := e.provider.CountFor(web.UID, vktest.Create); n != 1 {
+			t.Errorf("web: %d CreatePod calls, want 1", n)
+		}
 		r.stop(t)
 	})
 }
