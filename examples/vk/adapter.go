@@ -47,6 +47,17 @@ type AdapterConfig struct {
 	// provider's failures (ProviderCreateFailed, ProviderUpdateFailed, with the provider's
 	// error as message).
 	Recorder plnode.EventRecorder
+	// Env, if set, resolves the environment of every container before CreatePod and
+	// UpdatePod, as virtual-kubelet's pod controller does (see ClientEnvSource): the
+	// provider gets plain env values (envFrom, ConfigMap and Secret keys, fieldRef and
+	// resourceFieldRef resolved). A mandatory reference that cannot be resolved refuses
+	// the create: the container waits with reason CreateContainerConfigError and the
+	// message, a warning event tells why, and the pod worker retries with backoff. nil:
+	// the provider gets the pod as it is.
+	Env EnvSource
+	// Allocatable is the node's allocatable resources: the value of a resourceFieldRef to
+	// a limit the container does not set.
+	Allocatable v1.ResourceList
 }
 
 // Reasons of virtual-kubelet's pod controller (node/pod.go) the adapter uses.
@@ -87,6 +98,7 @@ type Adapter struct {
 	poll     time.Duration
 	log      *slog.Logger
 	rec      plnode.EventRecorder
+	env      *envResolver
 
 	mu sync.Mutex
 	// pods is what the adapter keeps per pod UID.
@@ -105,6 +117,9 @@ type podRecord struct {
 	// createErr is the error of the last CreatePod, if it failed ("": none): until the
 	// provider holds the pod, its status says so (ReasonProviderFailed).
 	createErr string
+	// configErr is the error resolving the environment of a container (configFor) the
+	// last time the pod was to be created ("": none).
+	configErr, configFor string
 	// abandoned: StopPod's grace period ran out before the provider reported the pod
 	// stopped. A provider has no SIGKILL; like virtual-kubelet, the adapter then takes
 	// the pod as stopped, and its runtime view shows the containers exited (137).
@@ -153,6 +168,11 @@ func NewAdapter(cfg AdapterConfig) (*Adapter, error) {
 	a := &Adapter{p: cfg.Provider, clock: cfg.Clock, poll: cfg.PollPeriod, log: log, rec: cfg.Recorder,
 		pods: map[types.UID]*podRecord{}}
 	a.notifier, _ = cfg.Provider.(node.PodNotifier)
+	if cfg.Env != nil {
+		a.env = &envResolver{src: cfg.Env, allocatable: cfg.Allocatable, event: func(pod *v1.Pod, reason, message string) {
+			a.event(pod, reason, message)
+		}}
+	}
 	return a, nil
 }
 
@@ -224,12 +244,23 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 			return err
 		}
 		if got == nil {
-			if err := a.p.CreatePod(ctx, pod.DeepCopy()); err != nil {
+			want, err := a.resolve(ctx, pod)
+			if err != nil {
+				return err
+			}
+			if err := a.p.CreatePod(ctx, want); err != nil {
 				a.providerFailed(pod, err)
 				return fmt.Errorf("vk: CreatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
 			a.setSent(pod)
 			return nil
+		}
+		// Adopted: the provider's pod carries the resolved environment.
+		if a.env != nil {
+			if want, err := a.env.resolve(ctx, pod); err == nil && sameDesire(got, want) {
+				a.setSent(pod)
+				return nil
+			}
 		}
 		sent = got
 	}
@@ -237,7 +268,11 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 		a.setSent(pod)
 		return nil
 	}
-	if err := a.p.UpdatePod(ctx, pod.DeepCopy()); err != nil {
+	want, err := a.resolve(ctx, pod)
+	if err != nil {
+		return err
+	}
+	if err := a.p.UpdatePod(ctx, want); err != nil {
 		a.event(pod, ReasonProviderUpdateFailed, err.Error())
 		return fmt.Errorf("vk: UpdatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -245,10 +280,31 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
+// resolve returns the pod to give the provider: a copy, with its environment resolved
+// if the adapter resolves it. An environment that cannot be resolved is kept for the
+// pod's status (CreateContainerConfigError) and returned as an error wrapping ErrEnv.
+func (a *Adapter) resolve(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if a.env == nil {
+		return pod.DeepCopy(), nil
+	}
+	want, err := a.env.resolve(ctx, pod)
+	if err != nil {
+		var ee *EnvError
+		if errors.As(err, &ee) {
+			a.mu.Lock()
+			r := a.record(pod.UID, pod.Namespace, pod.Name)
+			r.configErr, r.configFor, r.createErr = ee.Msg, ee.Container, ""
+			a.mu.Unlock()
+		}
+		return nil, fmt.Errorf("vk: the environment of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return want, nil
+}
+
 func (a *Adapter) setSent(pod *v1.Pod) {
 	a.mu.Lock()
 	r := a.record(pod.UID, pod.Namespace, pod.Name)
-	r.sent, r.createErr = pod, ""
+	r.sent, r.createErr, r.configErr, r.configFor = pod, "", "", ""
 	a.mu.Unlock()
 }
 
@@ -260,7 +316,8 @@ func (a *Adapter) providerFailed(pod *v1.Pod, err error) {
 		msg = "CreatePod failed"
 	}
 	a.mu.Lock()
-	a.record(pod.UID, pod.Namespace, pod.Name).createErr = msg
+	r := a.record(pod.UID, pod.Namespace, pod.Name)
+	r.createErr, r.configErr, r.configFor = msg, "", ""
 	a.mu.Unlock()
 	a.event(pod, ReasonProviderCreateFailed, msg)
 }
@@ -555,7 +612,7 @@ func (a *Adapter) apiStatus(pod *v1.Pod, podIsTerminal bool) v1.PodStatus {
 	if r.status != nil {
 		st = *r.status.DeepCopy()
 	}
-	createErr := r.createErr
+	createErr, configErr, configFor := r.createErr, r.configErr, r.configFor
 	a.mu.Unlock()
 	switch {
 	case st.Phase != "":
@@ -567,6 +624,14 @@ func (a *Adapter) apiStatus(pod *v1.Pod, podIsTerminal bool) v1.PodStatus {
 			st.Phase = v1.PodFailed
 		}
 		st.Reason, st.Message = ReasonProviderFailed, createErr
+	case configErr != "":
+		// The environment cannot be resolved (the kubelet's CreateContainerConfigError).
+		st = pendingStatus(pod, metav1.NewTime(now))
+		for i := range st.ContainerStatuses {
+			if cs := &st.ContainerStatuses[i]; cs.Name == configFor {
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: ReasonCreateContainerConfigError, Message: configErr}
+			}
+		}
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// Finished before this agent's time (a restart): the server's status stands.
 		st = *pod.Status.DeepCopy()

@@ -67,6 +67,11 @@ type Config struct {
 	Observer func(agent.Step)
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+	// SkipEnvResolution: the provider gets the pods as they are. By default, every
+	// container's environment is resolved before CreatePod and UpdatePod, as
+	// virtual-kubelet's pod controller does (AdapterConfig.Env, with ConfigMaps and
+	// Secrets read through Client).
+	SkipEnvResolution bool
 	// PodFilter, if set, selects the node's pods podlife runs (FilterSource): the pods it
 	// rejects are left alone, neither run nor their statuses written.
 	PodFilter func(*v1.Pod) bool
@@ -205,8 +210,12 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vk: node controller: %w", err)
 	}
-	adapter, err := NewAdapter(AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod,
-		Logger: cfg.Logger, Recorder: cfg.Recorder})
+	acfg := AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod,
+		Logger: cfg.Logger, Recorder: cfg.Recorder}
+	if !cfg.SkipEnvResolution {
+		acfg.Env, acfg.Allocatable = ClientEnvSource(cfg.Client), n.Status.Allocatable
+	}
+	adapter, err := NewAdapter(acfg)
 	if err != nil {
 		return nil, err
 	}

@@ -134,6 +134,8 @@ type env struct {
 	events   events
 	// filter, if set, is the agents' pod filter (vk.FilterSource).
 	filter func(*v1.Pod) bool
+	// envSrc, if set, is the adapters' EnvSource.
+	envSrc *mapEnv
 }
 
 // events are the warning and normal events the agent and the adapter recorded.
@@ -193,7 +195,11 @@ type running struct {
 // for status writes.
 func (e *env) start(patcher statusmgr.StatusPatcher) *running {
 	e.t.Helper()
-	ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: e.handler, Recorder: &e.events})
+	acfg := vk.AdapterConfig{Provider: e.handler, Recorder: &e.events}
+	if e.envSrc != nil {
+		acfg.Env = e.envSrc
+	}
+	ad, err := vk.NewAdapter(acfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
