@@ -80,7 +80,8 @@ func (e *EnvError) Unwrap() error { return ErrEnv }
 // gets its env from envFrom (ConfigMaps, Secrets, with prefix) and env (values with
 // $(VAR) expanded, ConfigMap and Secret keys, fieldRef, resourceFieldRef) as plain
 // values, env overriding envFrom, and no envFrom. A missing optional reference is
-// skipped with a warning event; a missing mandatory one fails the pod's resolution.
+// skipped with a warning event; a missing mandatory one, or any object that cannot be
+// read (not NotFound: the kubelet's rule), fails the pod's resolution.
 // Unlike virtual-kubelet, the order of env is kept (envFrom's keys sorted first, then
 // env's in order) and resourceFieldRef is resolved (an unset limit is the node's
 // allocatable, as the kubelet's); service links are not added.
@@ -260,17 +261,20 @@ func (r *envResolver) missing(pod *v1.Pod, kind, name, envName string, optional 
 	notFound := apierrors.IsNotFound(err)
 	isCM := kind == "configmap"
 	if optional != nil && *optional {
-		reason := pick(isCM, notFound, ReasonOptionalConfigMapNotFound, ReasonFailedToReadOptionalConfigMap,
-			ReasonOptionalSecretNotFound, ReasonFailedToReadOptionalSecret)
-		what := fmt.Sprintf("%s %q not found", kind, name)
-		if !notFound {
-			what = fmt.Sprintf("failed to read %s %q", kind, name)
+		if notFound {
+			what := fmt.Sprintf("%s %q not found", kind, name)
+			if envName != "" {
+				what = fmt.Sprintf("skipping optional envvar %q: %s", envName, what)
+			}
+			r.event(pod, pick(isCM, true, ReasonOptionalConfigMapNotFound, "", ReasonOptionalSecretNotFound, ""), what)
+			return nil
 		}
-		if envName != "" {
-			what = fmt.Sprintf("skipping optional envvar %q: %s", envName, what)
-		}
-		r.event(pod, reason, what)
-		return nil
+		// Unlike virtual-kubelet, which skips it, an optional object that cannot be read
+		// (e.g. the Node authorizer not yet relating it to the pod) fails the
+		// resolution, as the kubelet's: it is retried rather than left out for good.
+		r.event(pod, pick(isCM, false, "", ReasonFailedToReadOptionalConfigMap, "", ReasonFailedToReadOptionalSecret),
+			fmt.Sprintf("failed to read %s %q", kind, name))
+		return fmt.Errorf("failed to read %s %q: %v", kind, name, err)
 	}
 	reason := pick(isCM, notFound, ReasonMandatoryConfigMapNotFound, ReasonFailedToReadMandatoryConfigMap,
 		ReasonMandatorySecretNotFound, ReasonFailedToReadMandatorySecret)

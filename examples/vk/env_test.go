@@ -287,3 +287,36 @@ func TestEnvMissingSecretScenario(t *testing.T) {
 		r.stop(t)
 	})
 }
+
+// failingEnv fails every read with a server error.
+type failingEnv struct{}
+
+func (failingEnv) GetConfigMap(context.Context, string, string) (*v1.ConfigMap, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "c", errors.New("no relationship found"))
+}
+
+func (failingEnv) GetSecret(context.Context, string, string) (*v1.Secret, error) {
+	return nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "s", errors.New("no relationship found"))
+}
+
+// TestEnvOptionalUnreadable: an optional Secret that cannot be read (Forbidden, not
+// NotFound) is not skipped: the create is refused and retried (the kubelet's rule), with
+// a FailedToReadOptionalSecret event.
+func TestEnvOptionalUnreadable(t *testing.T) {
+	var ev events
+	p := vktest.New(vktest.Config{})
+	ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p, Env: failingEnv{}, Recorder: &ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	yes := true
+	pod := namedPod("u1")
+	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "s"}, Key: "k", Optional: &yes}}}}
+	if err := ad.StartPod(context.Background(), pod); !errors.Is(err, vk.ErrEnv) {
+		t.Fatalf("StartPod = %v, want ErrEnv", err)
+	}
+	if p.Count(vktest.Create) != 0 || ev.find(vk.ReasonFailedToReadOptionalSecret) == "" {
+		t.Errorf("%d CreatePod calls, events:\n%s; want none and FailedToReadOptionalSecret", p.Count(vktest.Create), strings.Join(ev.lines, "\n"))
+	}
+}
