@@ -413,11 +413,21 @@ func (e *vkEnv) run(label string, cfg vktest.Config, failTerminal error) (*vkPro
 // subtest.
 func (e *vkEnv) startRunner(label string, p *vkProvider, patcher *vkPatcher) *vkRunner {
 	e.t.Helper()
+	return e.startRunnerWith(label, p, patcher, nil)
+}
+
+// startRunnerWith is startRunner with the configuration changed by mod (if set) before
+// vk.Run starts.
+func (e *vkEnv) startRunnerWith(label string, p *vkProvider, patcher *vkPatcher, mod func(*vk.Config)) *vkRunner {
+	e.t.Helper()
 	r := &vkRunner{done: make(chan error, 1), changed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	cfg := vk.Config{NodeName: node, Provider: p.handler, Client: e.nodeClient, Patcher: patcher,
 		Observer: r.record, Logger: slog.New(slog.NewTextHandler(&r.logs, nil))}
+	if mod != nil {
+		mod(&cfg)
+	}
 	go func() { r.done <- vk.Run(ctx, cfg) }()
 	e.t.Cleanup(func() {
 		if err := r.stop(); err != nil {

@@ -27,7 +27,8 @@ const DefaultPollPeriod = time.Second
 
 // ErrNameTaken is wrapped by StartPod's error when the provider holds another pod (another
 // UID) under the pod's namespace and name: the pod cannot be created until that one is
-// gone (the agent retries with backoff; housekeeping stops a pod nothing desires).
+// gone. StartPod returns it at once, without waiting; the pod worker retries with its
+// backoff, and housekeeping stops a provider pod nothing desires.
 var ErrNameTaken = errors.New("vk: the provider holds another pod under this name")
 
 // AdapterConfig configures an Adapter. Zero values take their defaults.
@@ -42,7 +43,32 @@ type AdapterConfig struct {
 	PollPeriod time.Duration
 	// Logger receives the adapter's logs; nil discards them.
 	Logger *slog.Logger
+	// Recorder, if set, gets virtual-kubelet's pod controller's warning events of the
+	// provider's failures (ProviderCreateFailed, ProviderUpdateFailed, with the provider's
+	// error as message).
+	Recorder plnode.EventRecorder
+	// Env, if set, resolves the environment of every container before CreatePod and
+	// UpdatePod, as virtual-kubelet's pod controller does (see ClientEnvSource): the
+	// provider gets plain env values (envFrom, ConfigMap and Secret keys, fieldRef and
+	// resourceFieldRef resolved). A mandatory reference that cannot be resolved refuses
+	// the create: the container waits with reason CreateContainerConfigError and the
+	// message, a warning event tells why, and the pod worker retries with backoff. nil:
+	// the provider gets the pod as it is.
+	Env EnvSource
+	// Allocatable is the node's allocatable resources: the value of a resourceFieldRef to
+	// a limit the container does not set.
+	Allocatable v1.ResourceList
 }
+
+// Reasons of virtual-kubelet's pod controller (node/pod.go) the adapter uses.
+const (
+	// ReasonProviderFailed is the status reason of a pod whose CreatePod failed.
+	ReasonProviderFailed = "ProviderFailed"
+	// ReasonProviderCreateFailed and ReasonProviderUpdateFailed are the reasons of the
+	// warning events of a failed CreatePod and UpdatePod.
+	ReasonProviderCreateFailed = "ProviderCreateFailed"
+	ReasonProviderUpdateFailed = "ProviderUpdateFailed"
+)
 
 // Adapter runs the pods of a podlife node (a node.Runtime of package
 // github.com/podlife/podlife/node) on a virtual-kubelet provider:
@@ -71,6 +97,8 @@ type Adapter struct {
 	clock    clock.Clock
 	poll     time.Duration
 	log      *slog.Logger
+	rec      plnode.EventRecorder
+	env      *envResolver
 
 	mu sync.Mutex
 	// pods is what the adapter keeps per pod UID.
@@ -86,6 +114,12 @@ type podRecord struct {
 	status *v1.PodStatus
 	// wake is signalled when the provider notifies a change (for a waiting StopPod).
 	wake chan struct{}
+	// createErr is the error of the last CreatePod, if it failed ("": none): until the
+	// provider holds the pod, its status says so (ReasonProviderFailed).
+	createErr string
+	// configErr is the error resolving the environment of a container (configFor) the
+	// last time the pod was to be created ("": none).
+	configErr, configFor string
 	// abandoned: StopPod's grace period ran out before the provider reported the pod
 	// stopped. A provider has no SIGKILL; like virtual-kubelet, the adapter then takes
 	// the pod as stopped, and its runtime view shows the containers exited (137).
@@ -131,9 +165,14 @@ func NewAdapter(cfg AdapterConfig) (*Adapter, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	a := &Adapter{p: cfg.Provider, clock: cfg.Clock, poll: cfg.PollPeriod, log: log,
+	a := &Adapter{p: cfg.Provider, clock: cfg.Clock, poll: cfg.PollPeriod, log: log, rec: cfg.Recorder,
 		pods: map[types.UID]*podRecord{}}
 	a.notifier, _ = cfg.Provider.(node.PodNotifier)
+	if cfg.Env != nil {
+		a.env = &envResolver{src: cfg.Env, allocatable: cfg.Allocatable, event: func(pod *v1.Pod, reason, message string) {
+			a.event(pod, reason, message)
+		}}
+	}
 	return a, nil
 }
 
@@ -197,16 +236,31 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	a.mu.Unlock()
 	if sent == nil {
 		// First time this agent sees the pod: the provider may hold it from before a restart.
-		got, err := a.awaitName(ctx, pod)
+		// If it holds another pod under the name (one whose stop was given up at the end
+		// of its grace period), fail at once: the pod worker retries with its backoff,
+		// and no concurrency slot is held while the name is taken.
+		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
 		if err != nil {
 			return err
 		}
 		if got == nil {
-			if err := a.p.CreatePod(ctx, pod.DeepCopy()); err != nil {
+			want, err := a.resolve(ctx, pod)
+			if err != nil {
+				return err
+			}
+			if err := a.p.CreatePod(ctx, want); err != nil {
+				a.providerFailed(pod, err)
 				return fmt.Errorf("vk: CreatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
 			a.setSent(pod)
 			return nil
+		}
+		// Adopted: the provider's pod carries the resolved environment.
+		if a.env != nil {
+			if want, err := a.env.resolve(ctx, pod); err == nil && sameDesire(got, want) {
+				a.setSent(pod)
+				return nil
+			}
 		}
 		sent = got
 	}
@@ -214,43 +268,65 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 		a.setSent(pod)
 		return nil
 	}
-	if err := a.p.UpdatePod(ctx, pod.DeepCopy()); err != nil {
+	want, err := a.resolve(ctx, pod)
+	if err != nil {
+		return err
+	}
+	if err := a.p.UpdatePod(ctx, want); err != nil {
+		a.event(pod, ReasonProviderUpdateFailed, err.Error())
 		return fmt.Errorf("vk: UpdatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	a.setSent(pod)
 	return nil
 }
 
-// nameWait bounds how long StartPod waits for the provider to release a pod's name held
-// by another pod (typically the previous pod of that name, whose grace period ran out
-// before the provider reported it stopped) before it fails with ErrNameTaken.
-const nameWait = 30 * time.Second
-
-// awaitName returns the provider's pod of the pod's name if it is this pod, or nil if the
-// provider holds nothing under the name; while another pod holds the name it asks again
-// every poll period, up to nameWait, so a pod recreated under the same name starts as soon
-// as the old one is gone rather than after a retry's backoff.
-func (a *Adapter) awaitName(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
-	deadline := a.clock.Now().Add(nameWait)
-	for {
-		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
-		if !errors.Is(err, ErrNameTaken) || !a.clock.Now().Before(deadline) {
-			return got, err
-		}
-		t := a.clock.NewTimer(a.poll)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
-		case <-t.C():
-		}
+// resolve returns the pod to give the provider: a copy, with its environment resolved
+// if the adapter resolves it. An environment that cannot be resolved is kept for the
+// pod's status (CreateContainerConfigError) and returned as an error wrapping ErrEnv.
+func (a *Adapter) resolve(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if a.env == nil {
+		return pod.DeepCopy(), nil
 	}
+	want, err := a.env.resolve(ctx, pod)
+	if err != nil {
+		var ee *EnvError
+		if errors.As(err, &ee) {
+			a.mu.Lock()
+			r := a.record(pod.UID, pod.Namespace, pod.Name)
+			r.configErr, r.configFor, r.createErr = ee.Msg, ee.Container, ""
+			a.mu.Unlock()
+		}
+		return nil, fmt.Errorf("vk: the environment of %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	return want, nil
 }
 
 func (a *Adapter) setSent(pod *v1.Pod) {
 	a.mu.Lock()
-	a.record(pod.UID, pod.Namespace, pod.Name).sent = pod
+	r := a.record(pod.UID, pod.Namespace, pod.Name)
+	r.sent, r.createErr, r.configErr, r.configFor = pod, "", "", ""
 	a.mu.Unlock()
+}
+
+// providerFailed keeps a CreatePod's error for the pod's status and records the warning
+// event, as virtual-kubelet's handleProviderError.
+func (a *Adapter) providerFailed(pod *v1.Pod, err error) {
+	msg := err.Error()
+	if msg == "" {
+		msg = "CreatePod failed"
+	}
+	a.mu.Lock()
+	r := a.record(pod.UID, pod.Namespace, pod.Name)
+	r.createErr, r.configErr, r.configFor = msg, "", ""
+	a.mu.Unlock()
+	a.event(pod, ReasonProviderCreateFailed, msg)
+}
+
+// event records a warning event about the pod, if there is a recorder.
+func (a *Adapter) event(pod *v1.Pod, reason, message string) {
+	if a.rec != nil {
+		a.rec.Event(pod, v1.EventTypeWarning, reason, message)
+	}
 }
 
 // sameDesire reports whether the provider need not hear of next: nothing it acts on
@@ -263,7 +339,8 @@ func sameDesire(prev, next *v1.Pod) bool {
 }
 
 // StopPod calls DeletePod and waits until the provider reports the pod stopped, a
-// notification or a poll at a time, or the grace period is over.
+// notification or a poll at a time, or the grace period is over. A pod DeletePod answers
+// NotFound for is stopped: StopPod returns at once.
 func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Duration) error {
 	a.mu.Lock()
 	r := a.record(pod.UID, pod.Namespace, pod.Name)
@@ -283,7 +360,10 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 			return err
 		}
 	}
-	if err := a.p.DeletePod(ctx, pod.DeepCopy()); err != nil && !isNotFound(err) {
+	switch err := a.p.DeletePod(ctx, pod.DeepCopy()); {
+	case isNotFound(err):
+		return nil // the provider holds nothing of the pod: stopped
+	case err != nil:
 		return fmt.Errorf("vk: DeletePod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	waitedForNotice := false
@@ -532,9 +612,26 @@ func (a *Adapter) apiStatus(pod *v1.Pod, podIsTerminal bool) v1.PodStatus {
 	if r.status != nil {
 		st = *r.status.DeepCopy()
 	}
+	createErr, configErr, configFor := r.createErr, r.configErr, r.configFor
 	a.mu.Unlock()
 	switch {
 	case st.Phase != "":
+	case createErr != "":
+		// CreatePod failed (virtual-kubelet's handleProviderError): Pending with the
+		// provider's error while the pod worker retries, Failed if the pod never restarts.
+		st = pendingStatus(pod, metav1.NewTime(now))
+		if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+			st.Phase = v1.PodFailed
+		}
+		st.Reason, st.Message = ReasonProviderFailed, createErr
+	case configErr != "":
+		// The environment cannot be resolved (the kubelet's CreateContainerConfigError).
+		st = pendingStatus(pod, metav1.NewTime(now))
+		for i := range st.ContainerStatuses {
+			if cs := &st.ContainerStatuses[i]; cs.Name == configFor {
+				cs.State.Waiting = &v1.ContainerStateWaiting{Reason: ReasonCreateContainerConfigError, Message: configErr}
+			}
+		}
 	case pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed:
 		// Finished before this agent's time (a restart): the server's status stands.
 		st = *pod.Status.DeepCopy()

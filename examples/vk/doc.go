@@ -7,6 +7,11 @@
 // manager patches the provider's statuses to the API server and deletes a pod object only
 // once the provider has stopped the pod and its terminal phase is on the server.
 //
+// Like virtual-kubelet's pod controller, Run resolves each container's environment before
+// CreatePod (AdapterConfig.Env; Config.SkipEnvResolution), shows a failing CreatePod in the
+// pod's status (ProviderFailed) and as events (Config.Recorder), and runs only the pods
+// Config.PodFilter accepts; NewRunner gives Ready, Done and Err.
+//
 // Run replaces virtual-kubelet's pod controller while keeping its node controller (the
 // Node object, its status and its lease): pods come from a list+watch of the node's pods
 // (examples/kube) and statuses go out as patches. NewAgent assembles the same agent on any
@@ -21,6 +26,8 @@
 //   - a pod recreated under the same name waits until the old one has stopped in the
 //     provider, and the old one's termination never touches it (#867);
 //   - a restart never re-creates a pod that has finished (#762);
+//   - a pod whose name the provider still holds for another pod is not created: StartPod
+//     fails at once with ErrNameTaken and the pod worker retries with its backoff;
 //   - a graceful delete keeps the object until the provider has stopped the pod and the
 //     terminal status is written, then deletes it at once (#587, #681, #690), instead of at
 //     deletion + grace.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/virtual-kubelet/virtual-kubelet/node"
@@ -18,7 +19,9 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
+	plnode "github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // Config configures Run. Zero values take their defaults.
@@ -64,6 +67,18 @@ type Config struct {
 	Observer func(agent.Step)
 	// Logger receives the components' logs; nil discards them.
 	Logger *slog.Logger
+	// SkipEnvResolution: the provider gets the pods as they are. By default, every
+	// container's environment is resolved before CreatePod and UpdatePod, as
+	// virtual-kubelet's pod controller does (AdapterConfig.Env, with ConfigMaps and
+	// Secrets read through Client).
+	SkipEnvResolution bool
+	// PodFilter, if set, selects the node's pods podlife runs (FilterSource): the pods it
+	// rejects are left alone, neither run nor their statuses written.
+	PodFilter func(*v1.Pod) bool
+	// Recorder, if set, gets the pod events: the kubelet's (agent.Config.Recorder) and
+	// virtual-kubelet's provider failures (AdapterConfig.Recorder). kube.NewRecorder
+	// writes them to the API server.
+	Recorder plnode.EventRecorder
 }
 
 // Defaults of the node controller's own client (Config.RESTConfig): a lease renewal every
@@ -132,26 +147,48 @@ func NewAgent(cfg agent.Config, adapter *Adapter) (*agent.Agent, error) {
 // patched so other writers' conditions survive, the final delete with grace 0 and the
 // UID precondition only after the provider stopped the pod and its terminal phase is on
 // the server). It returns once every goroutine it started has ended, with the first
-// error of either controller.
+// error of either controller. It is NewRunner and Runner.Run.
 func Run(ctx context.Context, cfg Config) error {
+	r, err := NewRunner(cfg)
+	if err != nil {
+		return err
+	}
+	return r.Run(ctx)
+}
+
+// Runner is a virtual node run by Run, with the readiness and the end of the run to wait
+// on (virtual-kubelet's NodeController and PodController have Ready, Done and Err too).
+type Runner struct {
+	nc     *node.NodeController
+	agent  *agent.Agent
+	listed chan struct{} // closed once the pod source has listed the node's pods
+	ready  chan struct{}
+	done   chan struct{}
+	ran    atomic.Bool
+	err    error // set before done is closed
+}
+
+// NewRunner validates cfg and assembles the node controller and the agent of a virtual
+// node. It starts nothing; Run runs them.
+func NewRunner(cfg Config) (*Runner, error) {
 	if cfg.NodeName == "" || cfg.Provider == nil || (cfg.Client == nil && cfg.RESTConfig == nil) {
-		return errors.New("vk: NodeName, Provider and Client (or RESTConfig) are required")
+		return nil, errors.New("vk: NodeName, Provider and Client (or RESTConfig) are required")
 	}
 	if cfg.LeaseQPS < 0 || cfg.LeaseBurst < 0 {
-		return errors.New("vk: negative LeaseQPS or LeaseBurst")
+		return nil, errors.New("vk: negative LeaseQPS or LeaseBurst")
 	}
 	heartbeats := cfg.Client
 	if cfg.RESTConfig != nil {
 		if cfg.Client == nil {
 			c, err := kubernetes.NewForConfig(cfg.RESTConfig)
 			if err != nil {
-				return fmt.Errorf("vk: client: %w", err)
+				return nil, fmt.Errorf("vk: client: %w", err)
 			}
 			cfg.Client = c
 		}
 		var err error
 		if heartbeats, _, err = heartbeatClient(cfg.RESTConfig, cfg.LeaseQPS, cfg.LeaseBurst); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	np := cfg.NodeProvider
@@ -163,7 +200,7 @@ func Run(ctx context.Context, cfg Config) error {
 		n = DefaultNode(cfg.NodeName)
 	}
 	if n.Name != cfg.NodeName {
-		return fmt.Errorf("vk: Node is named %q, NodeName is %q", n.Name, cfg.NodeName)
+		return nil, fmt.Errorf("vk: Node is named %q, NodeName is %q", n.Name, cfg.NodeName)
 	}
 	var opts []node.NodeControllerOpt
 	if cfg.LeaseDurationSeconds >= 0 {
@@ -171,33 +208,51 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	nc, err := node.NewNodeController(np, n.DeepCopy(), heartbeats.CoreV1().Nodes(), opts...)
 	if err != nil {
-		return fmt.Errorf("vk: node controller: %w", err)
+		return nil, fmt.Errorf("vk: node controller: %w", err)
 	}
-	adapter, err := NewAdapter(AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod, Logger: cfg.Logger})
+	acfg := AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod,
+		Logger: cfg.Logger, Recorder: cfg.Recorder}
+	if !cfg.SkipEnvResolution {
+		acfg.Env, acfg.Allocatable = ClientEnvSource(cfg.Client), n.Status.Allocatable
+	}
+	adapter, err := NewAdapter(acfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	patcher := cfg.Patcher
 	if patcher == nil {
 		if patcher, err = kube.NewPatcher(cfg.Client); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	source, err := kube.NewSource(kube.SourceConfig{Client: cfg.Client, Clock: cfg.Clock, Logger: cfg.Logger})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher, Source: source,
-		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger}, adapter)
+	r := &Runner{nc: nc, listed: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
+	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher,
+		Source:       &listedSource{src: FilterSource(source, cfg.PodFilter), listed: r.listed},
+		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger,
+		Recorder: cfg.Recorder}, adapter)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	r.agent = a
+	return r, nil
+}
 
+// Run runs the node controller and the agent until ctx ends or either fails, and returns
+// once every goroutine it started has ended, with the first error of either. A Runner
+// runs once: a second Run returns an error at once.
+func (r *Runner) Run(ctx context.Context) error {
+	if !r.ran.CompareAndSwap(false, true) {
+		return errors.New("vk: Runner.Run called twice")
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	for _, run := range []func(context.Context) error{nc.Run, a.Run} {
+	for _, run := range []func(context.Context) error{r.nc.Run, r.agent.Run} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -207,11 +262,55 @@ func Run(ctx context.Context, cfg Config) error {
 			cancel() // either one ending stops the other
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for _, ch := range []<-chan struct{}{r.nc.Ready(), r.listed} {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(r.ready)
+	}()
 	wg.Wait()
 	select {
-	case err := <-errs:
-		return err
+	case r.err = <-errs:
+	default:
+	}
+	close(r.done)
+	return r.err
+}
+
+// Ready is closed once the node is registered (the node controller is ready) and the pod
+// source has listed the node's pods; never if Run ends first.
+func (r *Runner) Ready() <-chan struct{} { return r.ready }
+
+// Done is closed once Run has returned.
+func (r *Runner) Done() <-chan struct{} { return r.done }
+
+// Err is Run's error, once Done is closed (nil before).
+func (r *Runner) Err() error {
+	select {
+	case <-r.done:
+		return r.err
 	default:
 		return nil
 	}
+}
+
+// listedSource closes listed once src has listed the node's pods.
+type listedSource struct {
+	src    agent.Source
+	listed chan struct{}
+	once   sync.Once
+}
+
+func (l *listedSource) Watch(ctx context.Context, nodeName string) ([]*v1.Pod, <-chan statusmgrtest.Event) {
+	pods, events := l.src.Watch(ctx, nodeName)
+	if ctx.Err() == nil {
+		l.once.Do(func() { close(l.listed) })
+	}
+	return pods, events
 }

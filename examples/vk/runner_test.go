@@ -2,13 +2,16 @@ package vk_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
@@ -75,5 +78,70 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		if err := vk.Run(context.Background(), cfg); err == nil {
 			t.Errorf("Run(%+v) = nil, want an error", cfg)
 		}
+		if _, err := vk.NewRunner(cfg); err == nil {
+			t.Errorf("NewRunner(%+v) = nil error, want an error", cfg)
+		}
 	}
+}
+
+// TestRunnerReadyDoneErr: Ready is closed once the Node object is registered and the pods
+// are listed (the pod listed before is then known); Done and Err report the end of Run;
+// a second Run fails.
+func TestRunnerReadyDoneErr(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset()
+		r, err := vk.NewRunner(vk.Config{NodeName: "vnode", Provider: vktest.New(vktest.Config{}), Client: client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- r.Run(ctx) }()
+		<-r.Ready()
+		select {
+		case <-r.Done():
+			t.Fatal("Done closed while running")
+		default:
+		}
+		if r.Err() != nil {
+			t.Errorf("Err while running = %v", r.Err())
+		}
+		if _, err := client.CoreV1().Nodes().Get(ctx, "vnode", metav1.GetOptions{}); err != nil {
+			t.Errorf("the Node object once Ready: %v", err)
+		}
+		if err := r.Run(ctx); err == nil {
+			t.Error("a second Run = nil, want an error")
+		}
+		cancel()
+		<-r.Done()
+		if err := <-done; err != nil || r.Err() != nil {
+			t.Fatalf("Run = %v, Err = %v; want nil", err, r.Err())
+		}
+	})
+}
+
+// TestRunnerNodeFailure: a node controller that cannot register the node ends Run with
+// its error; Ready is never closed.
+func TestRunnerNodeFailure(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client := fake.NewClientset()
+		refused := errors.New("node registration refused")
+		client.PrependReactor("create", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, refused
+		})
+		r, err := vk.NewRunner(vk.Config{NodeName: "vnode", Provider: vktest.New(vktest.Config{}), Client: client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go r.Run(context.Background())
+		<-r.Done()
+		if err := r.Err(); !errors.Is(err, refused) {
+			t.Errorf("Err = %v, want the node controller's %v", err, refused)
+		}
+		select {
+		case <-r.Ready():
+			t.Error("Ready closed, but the node was never registered")
+		default:
+		}
+	})
 }

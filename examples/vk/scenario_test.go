@@ -2,6 +2,7 @@ package vk_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -130,6 +131,39 @@ type env struct {
 	provider *vktest.Provider
 	handler  node.PodLifecycleHandler
 	log      *log
+	events   events
+	// filter, if set, is the agents' pod filter (vk.FilterSource).
+	filter func(*v1.Pod) bool
+	// envSrc, if set, is the adapters' EnvSource.
+	envSrc *mapEnv
+}
+
+// events are the warning and normal events the agent and the adapter recorded.
+type events struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (ev *events) Event(pod *v1.Pod, eventType, reason, message string) {
+	ev.mu.Lock()
+	ev.lines = append(ev.lines, fmt.Sprintf("%s %s %s %s: %s", pod.UID, eventType, reason, pod.Name, message))
+	ev.mu.Unlock()
+}
+
+// find returns the first event containing every part, or "".
+func (ev *events) find(parts ...string) string {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+next:
+	for _, l := range ev.lines {
+		for _, p := range parts {
+			if !strings.Contains(l, p) {
+				continue next
+			}
+		}
+		return l
+	}
+	return ""
 }
 
 func newEnv(t *testing.T, kind providerKind, cfg vktest.Config) *env {
@@ -161,11 +195,15 @@ type running struct {
 // for status writes.
 func (e *env) start(patcher statusmgr.StatusPatcher) *running {
 	e.t.Helper()
-	ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: e.handler})
+	acfg := vk.AdapterConfig{Provider: e.handler, Recorder: &e.events}
+	if e.envSrc != nil {
+		acfg.Env = e.envSrc
+	}
+	ad, err := vk.NewAdapter(acfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	a, err := vk.NewAgent(agent.Config{Server: e.server, Patcher: patcher, Observer: func(s agent.Step) {
+	a, err := vk.NewAgent(agent.Config{Server: e.server, Source: vk.FilterSource(e.server, e.filter), Patcher: patcher, Recorder: &e.events, Observer: func(s agent.Step) {
 		e.log.step(s)
 		if debug {
 			e.t.Log(s)
@@ -551,5 +589,97 @@ func TestRestartAdoptsRunning(t *testing.T) {
 		e.waitFor("web", gone)
 		r.stop(t)
 		e.wantFinal(kind, p.UID)
+	})
+}
+
+// TestCreateFailureInStatus (virtual-kubelet's handleProviderError): a failing CreatePod
+// shows in the pod's status, reason ProviderFailed with the provider's error, and in a
+// warning event ProviderCreateFailed. A pod that restarts stays Pending and is created
+// once CreatePod succeeds again (the pod worker's backoff); a pod that never restarts
+// is Failed and never created again.
+func TestCreateFailureInStatus(t *testing.T) {
+	const msg = "no capacity left in the fleet"
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{})
+		e.provider.FailTimes(vktest.Create, 3, errors.New(msg))
+		r := e.start(nil)
+		web := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", func(p *v1.Pod) bool { return p != nil && p.Status.Reason == vk.ReasonProviderFailed })
+		if st := e.pod("web").Status; st.Phase != v1.PodPending || st.Message != msg {
+			t.Errorf("after a failed CreatePod: phase %s, message %q; want Pending, %q", st.Phase, st.Message, msg)
+		}
+		if ev := e.events.find(string(web.UID), v1.EventTypeWarning, vk.ReasonProviderCreateFailed, msg); ev == "" {
+			t.Errorf("no ProviderCreateFailed warning event for web:\n%s", strings.Join(e.events.lines, "\n"))
+		}
+		e.waitFor("web", func(p *v1.Pod) bool { return p != nil && p.Status.Phase == v1.PodRunning })
+		if st := e.pod("web").Status; st.Reason != "" || st.Message != "" {
+			t.Errorf("running after the retries: reason %q, message %q; want both cleared", st.Reason, st.Message)
+		}
+		if n := e.provider.CountFor(web.UID, vktest.Create); n != 4 {
+			t.Errorf("CreatePod of web: %d calls, want 4 (3 failed)", n)
+		}
+
+		e.provider.FailTimes(vktest.Create, -1, errors.New(msg))
+		job := e.create("job", 30, v1.RestartPolicyNever)
+		e.waitFor("job", func(p *v1.Pod) bool { return p != nil && p.Status.Phase == v1.PodFailed })
+		if st := e.pod("job").Status; st.Reason != vk.ReasonProviderFailed || st.Message != msg {
+			t.Errorf("job: reason %q, message %q; want %s, %q", st.Reason, st.Message, vk.ReasonProviderFailed, msg)
+		}
+		time.Sleep(time.Minute)
+		if n := e.provider.CountFor(job.UID, vktest.Create); n != 1 {
+			t.Errorf("CreatePod of the job that never restarts: %d calls, want 1", n)
+		}
+		if st := e.pod("job").Status; st.Phase != v1.PodFailed || st.Reason != vk.ReasonProviderFailed {
+			t.Errorf("a minute later the job is %s (%s), want Failed (%s)", st.Phase, st.Reason, vk.ReasonProviderFailed)
+		}
+		e.provider.FailTimes(vktest.Create, 0, nil)
+		r.stop(t)
+	})
+}
+
+// TestPodFilter (virtual-kubelet's PodEventFilterFunc): the pods the filter rejects are
+// never created in the provider and their statuses are left alone; a rejected pod that
+// changes so that the filter accepts it then runs.
+func TestPodFilter(t *testing.T) {
+	eachProvider(t, func(t *testing.T, kind providerKind) {
+		e := newEnv(t, kind, vktest.Config{})
+		e.filter = func(p *v1.Pod) bool { return p.Labels["podlife"] != "skip" }
+		mk := func(name string) *v1.Pod {
+			grace := int64(30)
+			p, err := e.server.Create(&v1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"podlife": "skip"}},
+				Spec: v1.PodSpec{NodeName: agent.DefaultNodeName, TerminationGracePeriodSeconds: &grace,
+					Containers: []v1.Container{{Name: "app", Image: "busybox"}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return p
+		}
+		early := mk("early") // in the agent's initial list
+		r := e.start(nil)
+		late := mk("late") // a watch event
+		web := e.create("web", 30, v1.RestartPolicyAlways)
+		e.waitFor("web", phaseIs(v1.PodRunning))
+		time.Sleep(time.Minute)
+		for _, p := range []*v1.Pod{early, late} {
+			if n := e.provider.CountFor(p.UID, vktest.Create); n != 0 {
+				t.Errorf("%s, rejected by the filter, was created %d time(s) in the provider", p.Name, n)
+			}
+			if cur := e.pod(p.Name); cur == nil || cur.Status.StartTime != nil || len(cur.Status.Conditions) != 0 {
+				t.Errorf("%s, rejected by the filter, has the status %+v; want the server's, left alone", p.Name, cur.Status)
+			}
+		}
+		relabelled := e.pod("late")
+		relabelled.Labels = map[string]string{"podlife": "run"}
+		e.server.Put(relabelled)
+		e.waitFor("late", phaseIs(v1.PodRunning))
+		if n := e.provider.CountFor(late.UID, vktest.Create); n != 1 {
+			t.Errorf("late, accepted once relabelled: %d CreatePod calls, want 1", n)
+		}
+		if n := e.provider.CountFor(web.UID, vktest.Create); n != 1 {
+			t.Errorf("web: %d CreatePod calls, want 1", n)
+		}
+		r.stop(t)
 	})
 }

@@ -97,6 +97,7 @@ type Provider struct {
 	queue     []*v1.Pod
 	wake      chan struct{}
 	errs      map[string]error
+	errTimes  map[string]int
 	// gen makes each pod's timers act only on the pod they were set for.
 	gen uint64
 }
@@ -116,7 +117,7 @@ func New(cfg Config) *Provider {
 		cfg.Clock = clock.RealClock{}
 	}
 	return &Provider{cfg: cfg, clock: cfg.Clock, pods: map[string]*pod{}, counts: map[string]int{},
-		byUID: map[types.UID]map[string]int{}, errs: map[string]error{}, wake: make(chan struct{}, 1)}
+		byUID: map[types.UID]map[string]int{}, errs: map[string]error{}, errTimes: map[string]int{}, wake: make(chan struct{}, 1)}
 }
 
 // NotifyingProvider is a Provider that also reports every status change through
@@ -175,16 +176,35 @@ func (p *Provider) record(c Call) {
 }
 
 // FailNext makes the next call of verb fail with err.
-func (p *Provider) FailNext(verb string, err error) {
+func (p *Provider) FailNext(verb string, err error) { p.FailTimes(verb, 1, err) }
+
+// FailTimes makes the next n calls of verb fail with err; n < 0: every call, until the
+// next FailTimes or FailNext of verb (n 0 or err nil clears the injected error).
+func (p *Provider) FailTimes(verb string, n int, err error) {
 	p.mu.Lock()
-	p.errs[verb] = err
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	if n == 0 || err == nil {
+		delete(p.errs, verb)
+		delete(p.errTimes, verb)
+		return
+	}
+	p.errs[verb], p.errTimes[verb] = err, n
 }
 
-// failing returns and clears the injected error of verb. p.mu must be held.
+// failing returns the injected error of verb, if any, and counts it. p.mu must be held.
 func (p *Provider) failing(verb string) error {
 	err := p.errs[verb]
-	delete(p.errs, verb)
+	if err == nil {
+		return nil
+	}
+	if n := p.errTimes[verb]; n > 0 {
+		if n == 1 {
+			delete(p.errs, verb)
+			delete(p.errTimes, verb)
+		} else {
+			p.errTimes[verb] = n - 1
+		}
+	}
 	return err
 }
 
