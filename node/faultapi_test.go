@@ -96,7 +96,7 @@ type uidState struct {
 	staleAttempts int
 }
 
-// call is the StatusPatcher call in flight through faultAPI (at most one: callMu).
+// call is the StatusPatcher call in flight through faultAPI (at most one: callSem).
 type call struct {
 	verb     statusmgrtest.Verb
 	uid      types.UID // DeletePod's precondition, or the patch's metadata.uid
@@ -114,10 +114,13 @@ type faultAPI struct {
 	faults *faults
 	rate   float64 // share of calls that fail
 
-	// callMu serializes the calls, so the reactor (which runs on the calling goroutine
-	// under FakeAPI's lock) knows the call in flight: cur.
-	callMu sync.Mutex
-	cur    call
+	// callSem (a semaphore of one) serializes the applying of calls, so the reactor
+	// (which runs on the calling goroutine under FakeAPI's lock) knows the call in
+	// flight: cur. It is a channel, not a mutex, and never held while an injected delay
+	// runs: the status manager calls from several writers at once, and a writer parked
+	// on a mutex would stop a synctest bubble's clock.
+	callSem chan struct{}
+	cur     call
 
 	mu         sync.Mutex // guards everything below; never held while calling FakeAPI
 	server     map[types.NamespacedName]*v1.Pod
@@ -132,7 +135,7 @@ type faultAPI struct {
 var _ statusmgr.StatusPatcher = (*faultAPI)(nil)
 
 func newFaultAPI(api *statusmgrtest.FakeAPI, mem *plegtest.Runtime, f *faults, rate float64) *faultAPI {
-	fa := &faultAPI{api: api, mem: mem, faults: f, rate: rate,
+	fa := &faultAPI{api: api, mem: mem, faults: f, rate: rate, callSem: make(chan struct{}, 1),
 		server: map[types.NamespacedName]*v1.Pod{}, uids: map[types.UID]*uidState{},
 		seen: map[types.NamespacedName]map[types.UID]bool{}, stats: map[string]int{}}
 	api.SetObserver(fa.observe)
@@ -202,8 +205,6 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // do runs one call through FakeAPI with its fault; apply makes the call and returns the
 // pod it answered with (nil for DeletePod).
 func (fa *faultAPI) do(ctx context.Context, c call, key types.NamespacedName, apply func() (*v1.Pod, error)) (*v1.Pod, error) {
-	fa.callMu.Lock()
-	defer fa.callMu.Unlock()
 	ferr, before, delay := fa.fault(c.verb, key)
 	if before {
 		c.beforeEr = ferr
@@ -211,9 +212,15 @@ func (fa *faultAPI) do(ctx context.Context, c call, key types.NamespacedName, ap
 			return nil, err
 		}
 	}
+	select {
+	case fa.callSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	fa.cur = c
 	pod, err := apply()
 	fa.cur = call{}
+	<-fa.callSem
 	if before {
 		return nil, err // the reactor returned the injected error
 	}
