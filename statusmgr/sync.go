@@ -167,15 +167,15 @@ func (m *Manager) finish(ps *PodSync) error {
 	case ReasonNoMirror:
 		log.Debug("static pod has no mirror pod; not synced")
 	case ReasonNotFoundDesired:
-		log.Info("pod not found on the server but still desired; status kept for the next sync")
+		log.Debug("pod not found on the server but still desired; status kept for the next sync")
 	case ReasonFailed, ReasonDeleteFailed:
 		log.Error("status sync failed; will retry", "reason", o.Reason, "err", o.Err)
 	case ReasonDeleted:
 		log.Debug("pod fully terminated and deleted")
 	case ReasonGone:
-		log.Info("pod not found on the server; status forgotten")
+		log.Debug("pod not found on the server; status forgotten")
 	case ReasonRecreated:
-		log.Info("pod was deleted and recreated; status forgotten")
+		log.Debug("pod was deleted and recreated; status forgotten")
 	}
 	return o.Err
 }

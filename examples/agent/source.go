@@ -47,7 +47,12 @@ func (o observingPatcher) GetPod(ctx context.Context, namespace, name string) (*
 
 func (o observingPatcher) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
 	p, err := o.next.PatchPodStatus(ctx, namespace, name, patch)
-	if err != nil {
+	switch {
+	case apierrors.IsNotFound(err):
+		// Deleted meanwhile (a force delete): the status manager forgets the status.
+		o.a.observe(KindStatus, named(namespace, name), "patch: the pod is gone (%v)", err)
+		return p, err
+	case err != nil:
 		o.a.observe(KindStatus, named(namespace, name), "patch failed: %v", err)
 		return p, err
 	}
