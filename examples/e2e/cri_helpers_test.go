@@ -80,29 +80,7 @@ func eventWriter(t *testing.T, nodeClient kubernetes.Interface) *kube.EventWrite
 // test ends (the containers stay: a test removes its pods' leftovers with removeLeftovers).
 func startCRIAgent(t *testing.T, nodeClient kubernetes.Interface, rt *cri.Runtime) *runningAgent {
 	t.Helper()
-	patcher, err := kube.NewPatcher(nodeClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	source, err := kube.NewSource(kube.SourceConfig{Client: nodeClient})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
-	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source, Backend: rt, Observer: r.record})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Agent = a
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := r.stop(); err != nil {
-			t.Errorf("agent.Run: %v", err)
-		}
-	})
-	return r
+	return startAgentWith(t, nodeClient, agent.Config{Backend: rt})
 }
 
 // removeLeftovers stops and removes, when the test ends, whatever the runtime still has

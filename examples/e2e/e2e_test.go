@@ -77,6 +77,13 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, runtime *plegtest
 	if runtime == nil {
 		runtime = plegtest.NewRuntime(nil)
 	}
+	return startAgentWith(t, nodeClient, agent.Config{Runtime: runtime, Containers: containers})
+}
+
+// startAgentWith starts an agent of cfg as the node identity (cfg's NodeName, Patcher,
+// Source and Observer are set here), stopped when the test ends.
+func startAgentWith(t *testing.T, nodeClient kubernetes.Interface, cfg agent.Config) *runningAgent {
+	t.Helper()
 	patcher, err := kube.NewPatcher(nodeClient)
 	if err != nil {
 		t.Fatal(err)
@@ -86,8 +93,8 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, runtime *plegtest
 		t.Fatal(err)
 	}
 	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
-	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source,
-		Runtime: runtime, Containers: containers, Observer: r.record})
+	cfg.NodeName, cfg.Patcher, cfg.Source, cfg.Observer = node, patcher, source, r.record
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

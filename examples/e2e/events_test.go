@@ -161,28 +161,5 @@ func reasons(got map[string]*v1.Event) []string {
 // stopped when the test ends.
 func startEventsAgent(t *testing.T, nodeClient kubernetes.Interface, backend podnode.Runtime, rec podnode.EventRecorder) *runningAgent {
 	t.Helper()
-	patcher, err := kube.NewPatcher(nodeClient)
-	if err != nil {
-		t.Fatal(err)
-	}
-	source, err := kube.NewSource(kube.SourceConfig{Client: nodeClient})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
-	a, err := agent.New(agent.Config{NodeName: node, Patcher: patcher, Source: source, Backend: backend,
-		Recorder: rec, Observer: r.record})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.Agent = a
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- a.Run(ctx) }()
-	t.Cleanup(func() {
-		if err := r.stop(); err != nil {
-			t.Errorf("agent.Run: %v", err)
-		}
-	})
-	return r
+	return startAgentWith(t, nodeClient, agent.Config{Backend: backend, Recorder: rec})
 }
