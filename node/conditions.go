@@ -13,21 +13,22 @@ import (
 )
 
 // Reasons and messages of the generated pod conditions (the kubelet's
-// status/generate.go and kubetypes constants).
+// status/generate.go and kubetypes constants); those the status manager also sets are
+// its constants.
 const (
 	// ReasonUnknownContainerStatuses: the status lists no container at all.
-	ReasonUnknownContainerStatuses = "UnknownContainerStatuses"
+	ReasonUnknownContainerStatuses = statusmgr.ReasonUnknownContainerStatuses
 	// ReasonPodCompleted: the pod Succeeded.
-	ReasonPodCompleted = "PodCompleted"
+	ReasonPodCompleted = statusmgr.ReasonPodCompleted
 	// ReasonPodFailed: the pod Failed.
-	ReasonPodFailed = "PodFailed"
+	ReasonPodFailed = statusmgr.ReasonPodFailed
 	// ReasonContainersNotReady: a container is not ready or has no status.
-	ReasonContainersNotReady = "ContainersNotReady"
+	ReasonContainersNotReady = statusmgr.ReasonContainersNotReady
 	// ReasonContainersNotInitialized: an init container has not completed (or a
 	// sidecar has not started).
 	ReasonContainersNotInitialized = "ContainersNotInitialized"
 	// ReasonReadinessGatesNotReady: the containers are ready, a readiness gate is not.
-	ReasonReadinessGatesNotReady = "ReadinessGatesNotReady"
+	ReasonReadinessGatesNotReady = statusmgr.ReasonReadinessGatesNotReady
 	// ReasonPodSandboxNotReady: PodReadyToStartContainers is False.
 	ReasonPodSandboxNotReady = "PodSandboxNotReady"
 	// ReasonRestartAllContainersStarted: AllContainersRestarting is True.
@@ -90,8 +91,12 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	}
 	conds = append(conds, stamp(readyToStartContainersCondition(pod, rs)))
 	conds = append(conds, stamp(initializedCondition(pod, old, all, status.Phase)))
-	conds = append(conds, stamp(podReadyCondition(pod, conds, all, status.Phase)))
-	conds = append(conds, stamp(containersReadyCondition(pod, all, status.Phase)))
+	// Ready and ContainersReady are the status manager's own rules (readiness gates are
+	// looked up in the conditions built so far).
+	view := v1.PodStatus{Phase: status.Phase, Conditions: conds,
+		InitContainerStatuses: status.InitContainerStatuses, ContainerStatuses: status.ContainerStatuses}
+	conds = append(conds, stamp(statusmgr.PodReadyCondition(pod, &view)))
+	conds = append(conds, stamp(statusmgr.ContainersReadyCondition(pod, &view)))
 	conds = append(conds, stamp(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}))
 	if allContainersCouldRestart(&pod.Spec) {
 		c := allContainersRestartingCondition(pod, rs, old, status.Phase)
@@ -202,85 +207,6 @@ func initializedCondition(pod *v1.Pod, old *v1.PodStatus, all []v1.ContainerStat
 	c.Status = v1.ConditionFalse
 	c.Reason = ReasonContainersNotInitialized
 	c.Message = strings.Join(msgs, ", ")
-	return c
-}
-
-// containersReadyCondition is the kubelet's GenerateContainersReadyCondition: True
-// when every regular container and sidecar is ready; False with PodCompleted for a
-// Succeeded pod whose containers are all known, PodFailed for a Failed pod, else
-// ContainersNotReady naming the unknown and unready containers.
-func containersReadyCondition(pod *v1.Pod, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
-	c := v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse}
-	if all == nil {
-		c.Reason = ReasonUnknownContainerStatuses
-		return c
-	}
-	var unknown, unready []string
-	check := func(name string) {
-		st, ok := findStatus(all, name)
-		switch {
-		case !ok:
-			unknown = append(unknown, name)
-		case !st.Ready:
-			unready = append(unready, name)
-		}
-	}
-	for i := range pod.Spec.InitContainers {
-		if isRestartableInitContainer(&pod.Spec.InitContainers[i]) {
-			check(pod.Spec.InitContainers[i].Name)
-		}
-	}
-	for i := range pod.Spec.Containers {
-		check(pod.Spec.Containers[i].Name)
-	}
-	if phase == v1.PodSucceeded && len(unknown) == 0 {
-		c.Reason = ReasonPodCompleted
-		return c
-	}
-	if phase == v1.PodFailed {
-		c.Reason = ReasonPodFailed
-		return c
-	}
-	var msgs []string
-	if len(unknown) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
-	}
-	if len(unready) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unready status: %s", unready))
-	}
-	if len(msgs) > 0 {
-		c.Reason = ReasonContainersNotReady
-		c.Message = strings.Join(msgs, ", ")
-		return c
-	}
-	c.Status = v1.ConditionTrue
-	return c
-}
-
-// podReadyCondition is the kubelet's GeneratePodReadyCondition: ContainersReady's
-// verdict when that is not True, else False with ReadinessGatesNotReady while a
-// readiness gate's condition (looked up in conds) is missing or not True, else True.
-func podReadyCondition(pod *v1.Pod, conds []v1.PodCondition, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
-	cr := containersReadyCondition(pod, all, phase)
-	c := v1.PodCondition{Type: v1.PodReady, Status: cr.Status, Reason: cr.Reason, Message: cr.Message}
-	if cr.Status != v1.ConditionTrue {
-		return c
-	}
-	var msgs []string
-	for _, g := range pod.Spec.ReadinessGates {
-		i := conditionIndex(conds, g.ConditionType)
-		switch {
-		case i < 0:
-			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", string(g.ConditionType)))
-		case conds[i].Status != v1.ConditionTrue:
-			msgs = append(msgs, fmt.Sprintf("the status of pod readiness gate %q is not \"True\", but %v", string(g.ConditionType), conds[i].Status))
-		}
-	}
-	if len(msgs) > 0 {
-		c.Status = v1.ConditionFalse
-		c.Reason = ReasonReadinessGatesNotReady
-		c.Message = strings.Join(msgs, ", ")
-	}
 	return c
 }
 

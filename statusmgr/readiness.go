@@ -20,7 +20,8 @@ const (
 // ContainersReadyCondition computes the ContainersReady condition of pod from status (the
 // kubelet's GenerateContainersReadyCondition): True when every regular container and every
 // sidecar (restartable init container) of the spec has a ready status; for a Succeeded pod
-// whose containers all have a status, False with reason PodCompleted; otherwise False with
+// whose containers all have a status, False with reason PodCompleted; for a Failed pod,
+// False with reason PodFailed; otherwise False with
 // reason ContainersNotReady (or UnknownContainerStatuses) and a message naming the
 // containers. LastTransitionTime is left zero (the manager stamps it). A nil pod or status
 // counts as an empty one.
@@ -54,6 +55,11 @@ func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition
 	}
 	if status.Phase == v1.PodSucceeded && len(unknown) == 0 {
 		c.Reason = ReasonPodCompleted
+		return c
+	}
+	if status.Phase == v1.PodFailed {
+		// The containers may still be stopping: not ready, whatever they say (1.37).
+		c.Reason = ReasonPodFailed
 		return c
 	}
 	var msgs []string
