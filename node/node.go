@@ -178,13 +178,13 @@ func validateConfig(cfg *Config) error {
 	switch {
 	case cfg.NodeName == "":
 		return bad("NodeName is required")
-	case isNil(cfg.Runtime):
+	case validate.IsNil(cfg.Runtime):
 		return bad("Runtime is required (got %T)", cfg.Runtime)
-	case isNil(cfg.Patcher):
+	case validate.IsNil(cfg.Patcher):
 		return bad("Patcher is required (got %T)", cfg.Patcher)
-	case cfg.Clock != nil && isNil(cfg.Clock):
+	case cfg.Clock != nil && validate.IsNil(cfg.Clock):
 		return bad("Clock is a nil %T", cfg.Clock)
-	case cfg.Recorder != nil && isNil(cfg.Recorder):
+	case cfg.Recorder != nil && validate.IsNil(cfg.Recorder):
 		return bad("Recorder is a nil %T", cfg.Recorder)
 	}
 	for _, d := range []struct {
@@ -239,7 +239,6 @@ func validateConfig(cfg *Config) error {
 	return nil
 }
 
-func isNil(v any) bool { return validate.IsNil(v) }
 
 // Update merges one update of a pod source (the API server's watch, a manifest
 // directory, a test) and hands its changes to the loop; it returns once they are queued
