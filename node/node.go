@@ -239,7 +239,6 @@ func validateConfig(cfg *Config) error {
 	return nil
 }
 
-
 // Update merges one update of a pod source (the API server's watch, a manifest
 // directory, a test) and hands its changes to the loop; it returns once they are queued
 // for it, or with ctx's error. A config.Set replaces everything the source had; the
