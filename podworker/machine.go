@@ -99,10 +99,11 @@ type Machine struct {
 	// buf backs the slices of the Ready returned by the last call.
 	buf Ready
 
-	// startedStatic maps a static pod's full name to the UID allowed to run under it;
-	// waitingStatic lists, in arrival order, the UIDs that want to.
-	startedStatic map[string]types.UID
-	waitingStatic map[string][]types.UID
+	// nameHolders maps the full name of every pod serialized by name (static pods, and
+	// every pod under SerializeByName) to the UID allowed to run under it; nameWaiters
+	// lists, in arrival order, the UIDs that want to.
+	nameHolders map[string]types.UID
+	nameWaiters map[string][]types.UID
 
 	// chans tracks every completion channel some known pod holds (podState.notify or
 	// podState.closed), so that each is listed in Ready.Close exactly once whatever the
@@ -128,12 +129,12 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 		return nil, err
 	}
 	return &Machine{
-		cfg:           cfg,
-		backoff:       Backoff{Initial: cfg.BackoffInitial, Max: cfg.BackoffMax},
-		pods:          make(map[types.UID]*podState),
-		startedStatic: make(map[string]types.UID),
-		waitingStatic: make(map[string][]types.UID),
-		chans:         make(map[chan<- struct{}]*chanState),
+		cfg:         cfg,
+		backoff:     Backoff{Initial: cfg.BackoffInitial, Max: cfg.BackoffMax},
+		pods:        make(map[types.UID]*podState),
+		nameHolders: make(map[string]types.UID),
+		nameWaiters: make(map[string][]types.UID),
+		chans:       make(map[chan<- struct{}]*chanState),
 	}, nil
 }
 
@@ -208,11 +209,11 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 			st.byName = st.static || m.cfg.SerializeByName
 			if isTerminalPhase(opts.Pod) && runtimeStopped {
 				st.terminatingAt, st.terminatedAt = now, now
-				st.startedTerminating = true
+				st.terminationStarted = true
 			}
 		}
 		if st.byName {
-			m.waitingStatic[st.fullname] = append(m.waitingStatic[st.fullname], uid)
+			m.nameWaiters[st.fullname] = append(m.nameWaiters[st.fullname], uid)
 		}
 		m.pods[uid] = st
 		m.peakPods = max(m.peakPods, len(m.pods))
@@ -297,7 +298,7 @@ func (m *Machine) setPending(st *podState, t SyncPodType) {
 	st.hasPending = true
 	st.pendingType = t
 	if !st.working && !st.queued {
-		st.waitingStatic = false
+		st.waitingForName = false
 		m.enqueue(st)
 	}
 }
@@ -359,7 +360,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 			st.terminatingAt = now
 			st.gracePeriod, _ = grace.Effective(st.gracePeriod, st.pod, nil)
 		}
-		st.startedTerminating = true
+		st.terminationStarted = true
 		m.unschedule(st)
 		m.requeueLast(st)
 	default:
@@ -606,20 +607,20 @@ func (m *Machine) finish(st *podState, now time.Time, r *Ready) {
 	}
 	st.finished = true
 	st.hasPending = false
-	st.waitingStatic = false
+	st.waitingForName = false
 	st.statusFn = nil
 	m.closeNotify(st, r)
 	m.unschedule(st)
-	m.releaseStatic(st)
+	m.releaseName(st)
 }
 
 // forget drops every trace of the pod.
 func (m *Machine) forget(st *podState) {
 	m.dropChans(st)
 	m.unschedule(st)
-	m.releaseStatic(st)
+	m.releaseName(st)
 	if st.byName {
-		m.setWaiting(st.fullname, withoutUID(m.waitingStatic[st.fullname], st.uid))
+		m.setWaiting(st.fullname, withoutUID(m.nameWaiters[st.fullname], st.uid))
 	}
 	delete(m.pods, st.uid)
 }

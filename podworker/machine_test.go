@@ -375,9 +375,9 @@ func TestForgottenPodLeavesNothing(t *testing.T) {
 		step(t, m, rd, ok)
 	}
 	known, _ := m.SyncKnownPods(t0, nil)
-	if len(known) != 0 || m.Len() != 0 || len(m.requeue) != 0 || len(m.startedStatic) != 0 ||
-		len(m.waitingStatic) != 0 || m.inFlight != 0 || m.qhead != len(m.queue) {
+	if len(known) != 0 || m.Len() != 0 || len(m.requeue) != 0 || len(m.nameHolders) != 0 ||
+		len(m.nameWaiters) != 0 || m.inFlight != 0 || m.qhead != len(m.queue) {
 		t.Fatalf("left behind: known=%d pods=%d heap=%d started=%v waiting=%v inFlight=%d queue=%v",
-			len(known), m.Len(), len(m.requeue), m.startedStatic, m.waitingStatic, m.inFlight, m.queue[m.qhead:])
+			len(known), m.Len(), len(m.requeue), m.nameHolders, m.nameWaiters, m.inFlight, m.queue[m.qhead:])
 	}
 }

@@ -549,7 +549,7 @@ func (h *harness) command(a args) error {
 				h.trace(types.UID(uid), "unknown")
 				continue
 			}
-			h.trace(types.UID(uid), "stage=%s work=%s working=%t terminating-started=%t grace=%d deleted=%t evicted=%t restart=%t",
+			h.trace(types.UID(uid), "stage=%s work=%s working=%t termination-started=%t grace=%d deleted=%t evicted=%t restart=%t",
 				s.Stage, s.WorkType, s.Working, s.TerminationStarted, s.GracePeriodSeconds, s.Deleted, s.Evicted, s.RestartRequested)
 		}
 		return nil
