@@ -136,8 +136,11 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 			},
 		}
 		cfg := podworker.Config{
-			Syncer:             syncer,
-			Cache:              podworker.StatusCacheFunc(func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return empty, nil }),
+			Syncer: syncer,
+			View: podworker.RuntimeViewFuncs{
+				StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
+				LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
+			},
 			MaxConcurrentSyncs: bound,
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -148,7 +151,7 @@ func benchW2(b *testing.B, n, bound int, realCache bool) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg.Cache, cfg.Refresher = cache, rel
+			cfg.View = rel
 			go func() { defer close(relisted); rel.Run(ctx) }()
 		} else {
 			close(relisted)

@@ -76,16 +76,17 @@ func (s Sync) PodName() string {
 	return ""
 }
 
-// timedTransition is a transition waiting to be delivered to Hooks.Transition.
+// timedTransition is a transition waiting to be delivered to Config.OnTransition and
+// Hooks.Transition.
 type timedTransition struct {
 	t  Transition
 	at time.Time
 }
 
-// queueTransitionsLocked queues rd's transitions for Hooks.Transition. r.mu must be held:
-// the queue's order is the Machine's.
+// queueTransitionsLocked queues rd's transitions for OnTransition and Hooks.Transition.
+// r.mu must be held: the queue's order is the Machine's.
 func (r *Runner) queueTransitionsLocked(ts []Transition, at time.Time) {
-	if r.hooks.Transition == nil || len(ts) == 0 {
+	if (r.hooks.Transition == nil && r.onTransition == nil) || len(ts) == 0 {
 		return
 	}
 	r.hmu.Lock()
@@ -95,12 +96,13 @@ func (r *Runner) queueTransitionsLocked(ts []Transition, at time.Time) {
 	r.hmu.Unlock()
 }
 
-// deliver hands the queued transitions to Hooks.Transition, without holding any lock
+// deliver hands the queued transitions to OnTransition and Hooks.Transition (golang-lru's
+// rule: collected under the lock, delivered after it), without holding any lock
 // during the calls. One goroutine delivers at a time, in queue order; a goroutine that
 // finds another delivering leaves its transitions to it. Every holder of r.mu calls it
 // after unlocking, so no transition is stranded.
 func (r *Runner) deliver() {
-	if r.hooks.Transition == nil {
+	if r.hooks.Transition == nil && r.onTransition == nil {
 		return
 	}
 	r.hmu.Lock()
@@ -114,7 +116,12 @@ func (r *Runner) deliver() {
 		r.hq = nil
 		r.hmu.Unlock()
 		for _, tt := range batch {
-			r.hooks.Transition(tt.t, tt.at)
+			if r.onTransition != nil {
+				r.onTransition(tt.t)
+			}
+			if r.hooks.Transition != nil {
+				r.hooks.Transition(tt.t, tt.at)
+			}
 		}
 		r.hmu.Lock()
 	}

@@ -16,7 +16,18 @@ const (
 	DefaultResyncInterval = time.Minute
 	DefaultBackoffInitial = time.Second
 	DefaultBackoffMax     = 10 * time.Second
+	// DefaultMaxConcurrentSyncs is the default bound of PodSyncer calls in flight at
+	// once. The kubelet runs a goroutine per pod without a bound; a bound keeps the
+	// goroutines (and their stacks) of a node that receives tens of thousands of pods at
+	// once in check. A blocking SyncTerminatingPod holds its slot for up to the pod's
+	// grace period: a node that expects more blocking syncs at once than this raises it,
+	// or opts out with Unbounded.
+	DefaultMaxConcurrentSyncs = 1024
 )
+
+// Unbounded, as MaxConcurrentSyncs, lets every pod's work run at once (the kubelet's
+// rule: a goroutine per pod).
+const Unbounded = -1
 
 // MachineConfig configures a Machine. Zero durations take the defaults.
 type MachineConfig struct {
@@ -29,8 +40,9 @@ type MachineConfig struct {
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
 	// MaxConcurrentSyncs bounds how many works are in flight at once over all pods;
-	// 0 means no bound (the kubelet's behaviour). Pods beyond the bound wait in arrival
-	// order.
+	// pods beyond the bound wait in arrival order. 0 means DefaultMaxConcurrentSyncs;
+	// Unbounded means no bound (the kubelet's behaviour); any other negative value is
+	// invalid.
 	MaxConcurrentSyncs int
 	// SerializeByName makes every pod wait for its full name (namespace and name) as
 	// static pods do: a pod does not start while another UID of the same name has
@@ -53,8 +65,11 @@ func (c *MachineConfig) validate() error {
 		return fmt.Errorf("%w: negative BackoffInitial %v", ErrInvalidConfig, c.BackoffInitial)
 	case c.BackoffMax < 0:
 		return fmt.Errorf("%w: negative BackoffMax %v", ErrInvalidConfig, c.BackoffMax)
-	case c.MaxConcurrentSyncs < 0:
-		return fmt.Errorf("%w: negative MaxConcurrentSyncs %d", ErrInvalidConfig, c.MaxConcurrentSyncs)
+	case c.MaxConcurrentSyncs < 0 && c.MaxConcurrentSyncs != Unbounded:
+		return fmt.Errorf("%w: MaxConcurrentSyncs %d is negative and not Unbounded", ErrInvalidConfig, c.MaxConcurrentSyncs)
+	}
+	if c.MaxConcurrentSyncs == 0 {
+		c.MaxConcurrentSyncs = DefaultMaxConcurrentSyncs
 	}
 	if c.ResyncInterval == 0 {
 		c.ResyncInterval = DefaultResyncInterval

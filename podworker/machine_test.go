@@ -131,7 +131,8 @@ func TestNewMachineValidation(t *testing.T) {
 		{"negative backoff max", MachineConfig{BackoffMax: -1}, false},
 		{"max below initial", MachineConfig{BackoffInitial: time.Minute, BackoffMax: time.Second}, false},
 		{"initial above default max", MachineConfig{BackoffInitial: time.Minute}, true},
-		{"negative bound", MachineConfig{MaxConcurrentSyncs: -1}, false},
+		{"negative bound", MachineConfig{MaxConcurrentSyncs: -2}, false},
+		{"unbounded", MachineConfig{MaxConcurrentSyncs: Unbounded}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewMachine(tc.cfg)

@@ -2,7 +2,7 @@ package podworker
 
 import (
 	"context"
-	"errors"
+
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,18 +25,12 @@ import (
 type Config struct {
 	// Syncer is the caller's PodSyncer. Required.
 	Syncer PodSyncer
-	// Cache is read before every sync (except for runtime-only pods) for a status newer
-	// than the pod's previous sync; *pleg.Cache satisfies it. nil: syncs get a nil status.
-	Cache StatusCache
-	// Refresher, if set, is asked to re-inspect a pod at once before the status read of
-	// every terminating and terminated work, so a transition does not wait for the next
-	// periodic relist. *pleg.Relister satisfies it, and StatusRefresher too: its
-	// synchronous Refresh is then used and its status passed on directly.
-	Refresher Refresher
-	// StatusGetter, if set, tells whether anything of a pod first seen in a terminal
-	// phase still runs (see Machine.UpdatePod). nil: Cache is used if it implements
-	// StatusGetter; otherwise such a pod is stopped through SyncTerminatingPod first.
-	StatusGetter StatusGetter
+	// View is read before every sync (except for runtime-only pods) for a status
+	// observed after the pod's previous sync, inspected afresh for every terminating and
+	// terminated work, so a transition does not wait for a periodic relist (see
+	// RuntimeView); *pleg.Relister implements it. nil: syncs get a nil status, and a pod
+	// first seen in a terminal phase is stopped through SyncTerminatingPod first.
+	View RuntimeView
 	// Clock is the time source of the runner; nil means the real clock.
 	Clock clock.Clock
 	// Logger receives debug logs of transitions and error logs of failed syncs; nil
@@ -52,10 +46,9 @@ type Config struct {
 	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means a
 	// private generator seeded from Clock. It is called with the runner's lock held.
 	Rand func() float64
-	// OnTransition, if set, is called for every stage change of a pod, in order per pod,
-	// with the runner's lock held: it must be quick and must not call the Runner. Prefer
-	// Hooks.Transition, which is called outside the lock (in the same order) and also
-	// gets the time of the change.
+	// OnTransition, if set, is called for every stage change of a pod, in the Machine's
+	// order, outside the runner's lock (it may call the Runner), just before
+	// Hooks.Transition, which also gets the time of the change.
 	OnTransition func(Transition)
 	// Hooks are the runner's observation points (syncs started and finished, stage
 	// changes), each called outside the runner's lock; the zero value observes nothing.
@@ -64,7 +57,7 @@ type Config struct {
 
 // Runner drives a Machine: it owns the lock, the goroutines and the timer, and calls the
 // caller's PodSyncer outside the lock. A goroutine exists only while a pod has work in
-// flight (at most MaxConcurrentSyncs PodSyncer calls run at once when set; a worker that
+// flight (at most MaxConcurrentSyncs PodSyncer calls run at once, 1,024 by default; a worker that
 // just finished may linger briefly while it exits), plus at most 2*GOMAXPROCS idle ones
 // waiting for the next burst and one timer goroutine, all while Run runs. All methods
 // are safe for concurrent use.
@@ -75,15 +68,11 @@ type Config struct {
 // turn into a convoy on one mutex.
 type Runner struct {
 	syncer       PodSyncer
-	cache        StatusCache
-	refresher    Refresher
-	getter       StatusGetter
+	view         RuntimeView
 	clock        clock.Clock
 	log          *slog.Logger
 	onTransition func(Transition)
 	hooks        Hooks
-	// expired is an ended context: GetNewerThan with it answers without waiting.
-	expired context.Context
 
 	mu sync.Mutex
 	m  *Machine
@@ -145,12 +134,13 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if bad := validate.TypedNils(
 		validate.Field{Name: "Syncer", Value: cfg.Syncer},
-		validate.Field{Name: "Cache", Value: cfg.Cache},
-		validate.Field{Name: "Refresher", Value: cfg.Refresher},
-		validate.Field{Name: "StatusGetter", Value: cfg.StatusGetter},
+		validate.Field{Name: "View", Value: cfg.View},
 		validate.Field{Name: "Clock", Value: cfg.Clock},
 	); len(bad) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(bad, "; "))
+	}
+	if f, ok := cfg.View.(RuntimeViewFuncs); ok && (f.StatusAfterFunc == nil || f.LastStatusFunc == nil) {
+		return nil, fmt.Errorf("%w: View is a RuntimeViewFuncs with a nil func", ErrInvalidConfig)
 	}
 	clk := cfg.Clock
 	if clk == nil {
@@ -176,18 +166,9 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	getter := cfg.StatusGetter
-	if getter == nil {
-		getter, _ = cfg.Cache.(StatusGetter)
-	}
-	expired, cancel := context.WithCancel(context.Background())
-	cancel()
 	return &Runner{
-		expired:      expired,
 		syncer:       cfg.Syncer,
-		cache:        cfg.Cache,
-		refresher:    cfg.Refresher,
-		getter:       getter,
+		view:         cfg.View,
 		clock:        clk,
 		log:          log,
 		onTransition: cfg.OnTransition,
@@ -297,8 +278,8 @@ func (r *Runner) combine(inline bool) (next Work, nextCtx context.Context, ok bo
 // possible. It never blocks on a sync; it returns an error for invalid options.
 func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	stopped := false
-	if opts.Pod != nil && isTerminalPhase(opts.Pod) && r.getter != nil {
-		if s, err := r.getter.Get(opts.Pod.UID); err == nil && !s.IsRunning() {
+	if opts.Pod != nil && isTerminalPhase(opts.Pod) && r.view != nil {
+		if s, err := r.view.LastStatus(opts.Pod.UID); err == nil && !s.IsRunning() {
 			stopped = true
 		}
 	}
@@ -346,9 +327,6 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 	for _, t := range rd.Transitions {
 		if debug {
 			r.log.Debug("pod stage changed", "pod", t.PodName(), "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
-		}
-		if r.onTransition != nil {
-			r.onTransition(t)
 		}
 	}
 	r.queueTransitionsLocked(rd.Transitions, now)
@@ -464,44 +442,12 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 // sync reads the pod's runtime status and calls the PodSyncer.
 func (r *Runner) sync(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
-	if w.RunningPod == nil {
-		refreshed := false
-		if w.RefreshStatus && r.refresher != nil {
-			if sr, ok := r.refresher.(StatusRefresher); ok {
-				if s, err := sr.Refresh(ctx, w.UID); err == nil {
-					status, refreshed = s, true
-				}
-			} else {
-				r.refresher.RequestRefresh(w.UID)
-			}
+	if w.RunningPod == nil && r.view != nil {
+		s, err := r.view.StatusAfter(ctx, w.UID, w.StatusNewerThan, w.RefreshStatus)
+		if err != nil {
+			return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
 		}
-		if r.cache != nil && !refreshed && !w.RefreshStatus && r.refresher != nil {
-			// Probe without waiting. A status observed before the previous call ended
-			// (typically that call's own effect, pushed or refreshed while it ran) is not
-			// newer than it: re-inspect the pod now rather than wait up to a relist period.
-			s, err := r.cache.GetNewerThan(r.expired, w.UID, w.StatusNewerThan)
-			switch {
-			case err == nil:
-				status, refreshed = s, true
-			case !errors.Is(err, context.Canceled) || ctx.Err() != nil:
-				return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
-			default:
-				if sr, ok := r.refresher.(StatusRefresher); ok {
-					if s, err := sr.Refresh(ctx, w.UID); err == nil {
-						status, refreshed = s, true
-					}
-				} else {
-					r.refresher.RequestRefresh(w.UID)
-				}
-			}
-		}
-		if r.cache != nil && !refreshed {
-			s, err := r.cache.GetNewerThan(ctx, w.UID, w.StatusNewerThan)
-			if err != nil {
-				return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
-			}
-			status = s
-		}
+		status = s
 	}
 	var res Result
 	switch {

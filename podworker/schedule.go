@@ -18,7 +18,7 @@ func (m *Machine) enqueue(st *podState) {
 
 // fill starts work for queued pods, in arrival order, while the concurrency bound allows.
 func (m *Machine) fill(now time.Time, r *Ready) {
-	for m.qhead < len(m.queue) && (m.cfg.MaxConcurrentSyncs == 0 || m.inFlight < m.cfg.MaxConcurrentSyncs) {
+	for m.qhead < len(m.queue) && (m.cfg.MaxConcurrentSyncs == Unbounded || m.inFlight < m.cfg.MaxConcurrentSyncs) {
 		uid := m.queue[m.qhead]
 		m.queue[m.qhead] = ""
 		m.qhead++

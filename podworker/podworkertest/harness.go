@@ -152,9 +152,7 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 	}
 	r, err := podworker.New(podworker.Config{
 		Syncer:             h.syncer(),
-		Cache:              podworker.StatusCacheFunc(h.getNewerThan),
-		Refresher:          podworker.RefresherFunc(h.refresh),
-		StatusGetter:       podworker.StatusGetterFunc(h.get),
+		View:               podworker.RuntimeViewFuncs{StatusAfterFunc: h.statusAfter, LastStatusFunc: h.get},
 		Clock:              h.clock,
 		Rand:               cfg.Rand,
 		ResyncInterval:     cfg.ResyncInterval,
