@@ -567,12 +567,19 @@ func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
 // workContext is the context of one work: cancelled by the runner when the Machine asks
 // or when Run ends. Unlike context.WithCancel it does not register with its parent (the
 // runner cancels every in-flight work itself when Run's context ends), which keeps a
-// work's start cheap. Values and the deadline come from Run's context.
+// work's start cheap. Values and the deadline come from Run's context. It implements
+// AfterFunc, which the context package uses to propagate a cancellation to the contexts
+// derived from it (context.WithTimeout, WithCancel, AfterFunc), so that they start no
+// goroutine to watch it.
 type workContext struct {
 	context.Context
 	mu   sync.Mutex
 	done chan struct{}
 	err  error
+	// afters are the functions registered by AfterFunc and not yet stopped or called;
+	// nextAfter numbers them.
+	afters    map[uint64]func()
+	nextAfter uint64
 }
 
 // Done returns a channel closed when the work is cancelled.
@@ -595,13 +602,47 @@ func (c *workContext) Err() error {
 	return c.err
 }
 
+// AfterFunc arranges for f to be called once the work is cancelled (at once if it is),
+// unless stop is called first; stop reports whether it prevented the call.
+func (c *workContext) AfterFunc(f func()) (stop func() bool) {
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	if c.afters == nil {
+		c.afters = make(map[uint64]func())
+	}
+	id := c.nextAfter
+	c.nextAfter++
+	c.afters[id] = f
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.afters[id]
+		delete(c.afters, id)
+		return ok
+	}
+}
+
+// cancel ends the work's context and then, without the lock, calls the functions
+// registered by AfterFunc.
 func (c *workContext) cancel() {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = context.Canceled
-		if c.done != nil {
-			close(c.done)
-		}
+	if c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	c.err = context.Canceled
+	if c.done != nil {
+		close(c.done)
+	}
+	afters := c.afters
+	c.afters = nil
+	c.mu.Unlock()
+	for _, f := range afters {
+		f()
 	}
 }
