@@ -122,6 +122,9 @@ type Node struct {
 	workers  *podworker.Runner
 	status   *statusmgr.Manager
 	pods     *podManager
+	// stopped holds, per pod, the status SyncTerminatingPod inspected after a successful
+	// kill, until the terminated work takes it (see statusAfter).
+	stopped stoppedStatuses
 
 	ready     chan struct{} // closed once every source delivered its first full list
 	readyOnce sync.Once
@@ -152,7 +155,8 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n), View: n.relister,
+	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n),
+		View:            podworker.RuntimeViewFuncs{StatusAfterFunc: n.statusAfter, LastStatusFunc: n.relister.LastStatus},
 		SerializeByName: cfg.SerializeByName, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition, Hooks: n.podWorkerHooks()})
 	if err != nil {
