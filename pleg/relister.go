@@ -326,6 +326,12 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 			r.prev = nil
 			return err
 		}
+		if i%relistYield == relistYield-1 {
+			// Let refreshes and pushes in: nothing here holds across the gap (see
+			// handleListed).
+			r.mu.Unlock()
+			r.mu.Lock()
+		}
 		rec := r.lookup(ctx, i, p)
 		if rec == nil {
 			next = append(next, nil)
@@ -351,6 +357,9 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.cache.UpdateTime(start)
 	return errors.Join(errs...)
 }
+
+// relistYield is how many listed pods a relist handles between two releases of r.mu.
+const relistYield = 256
 
 // lookup returns the record of the i-th listed pod, creating it for a new pod and marking
 // it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).

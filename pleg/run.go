@@ -86,16 +86,15 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 }
 
 // StatusAfter returns the pod's status observed after minTime; *Relister is the pod
-// workers' view of the runtime (podworker.RuntimeView). With inspect, or when the cache
-// holds nothing newer than minTime, it re-inspects the pod now (Refresh) rather than wait
-// for the next relist; if that fails, it waits for the cache (Cache.GetNewerThan) until
-// ctx ends.
-func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*PodStatus, error) {
-	if !inspect {
-		s, err := r.cache.GetNewerThan(expired, uid, minTime)
-		if !errors.Is(err, context.Canceled) {
-			return s, err
-		}
+// workers' view of the runtime (podworker.RuntimeView). It never waits for a relist: the
+// cached status if it was observed after minTime, otherwise the pod is re-inspected now
+// (Refresh), whether inspect asks for it (the caller's previous action changed the
+// runtime) or not. If the inspection fails, it waits for the cache (Cache.GetNewerThan)
+// until ctx ends.
+func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, _ bool) (*PodStatus, error) {
+	s, err := r.cache.GetNewerThan(expired, uid, minTime)
+	if !errors.Is(err, context.Canceled) {
+		return s, err
 	}
 	if s, err := r.Refresh(ctx, uid); err == nil {
 		return s, nil

@@ -12,12 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// TestStatusAfter: the pod workers' view of the runtime. With inspect, the pod is
-// re-inspected even when the cache holds a status of minTime itself (a clock that did not
-// move cannot tell an observation made after the caller's action from one made before);
-// without, a cached status newer than minTime is returned as it is and an older one makes
-// the relister re-inspect the pod rather than wait for the next relist; a failed
-// inspection falls back to the cache.
+// TestStatusAfter: the pod workers' view of the runtime never waits for a relist. A
+// status observed after minTime is returned as cached; otherwise (nothing cached, or only
+// an observation of minTime itself, as on a clock that did not move since the caller's
+// action) the pod is re-inspected now, with or without inspect; a failed inspection falls
+// back to the cache.
 func TestStatusAfter(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -27,45 +26,55 @@ func TestStatusAfter(t *testing.T) {
 		wantName   string
 		wantCalls  int
 		wantErrCtx bool
+		later      bool // a newer status is cached a second after the call
 	}{
 		{name: "inspect, cached at minTime", cachedAt: t0, inspect: true, wantName: "runtime", wantCalls: 1},
+		{name: "inspect, newer cached", cachedAt: t0.Add(time.Second), inspect: true, wantName: "cache", wantCalls: 0},
 		{name: "inspect, nothing cached", inspect: true, wantName: "runtime", wantCalls: 1},
 		{name: "newer cached", cachedAt: t0.Add(time.Second), wantName: "cache", wantCalls: 0},
 		{name: "not newer cached", cachedAt: t0, wantName: "runtime", wantCalls: 1},
-		{name: "inspection fails, newer cached", cachedAt: t0.Add(time.Second), inspect: true, fail: true, wantName: "cache", wantCalls: 1},
+		{name: "inspection fails, older cached, then a newer one", cachedAt: t0, inspect: true, fail: true, wantName: "cache", wantCalls: 1, later: true},
 		{name: "inspection fails, nothing newer", cachedAt: t0, fail: true, wantCalls: 1, wantErrCtx: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rt := newFakeRuntime(&Pod{ID: "a", Name: "runtime", Namespace: "default"})
-			if tc.fail {
-				rt.failStatus("a", errors.New("runtime unavailable"))
-			}
-			r, cache, _ := newTestRelister(t, rt, nil) // the clock never moves
-			if !tc.cachedAt.IsZero() {
-				cache.Set("a", &PodStatus{ID: "a", Name: "cache", TimeStamp: tc.cachedAt}, nil, tc.cachedAt)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-			defer cancel()
-			if tc.wantErrCtx {
-				cancel() // the wait for a newer status would never end
-			}
-			s, err := r.StatusAfter(ctx, "a", t0, tc.inspect)
-			switch {
-			case tc.wantErrCtx:
-				if !errors.Is(err, context.Canceled) {
-					t.Fatalf("StatusAfter = %v, %v; want context.Canceled", s, err)
+			synctest.Test(t, func(t *testing.T) {
+				rt := newFakeRuntime(&Pod{ID: "a", Name: "runtime", Namespace: "default"})
+				if tc.fail {
+					rt.failStatus("a", errors.New("runtime unavailable"))
 				}
-			case err != nil:
-				t.Fatalf("StatusAfter: %v", err)
-			case s.Name != tc.wantName:
-				t.Errorf("status from %q, want %q", s.Name, tc.wantName)
-			}
-			if got := rt.statusCalls["a"]; got != tc.wantCalls {
-				t.Errorf("runtime status calls %d, want %d", got, tc.wantCalls)
-			}
-			if last, _ := r.LastStatus("a"); !tc.fail && last != s && s != nil {
-				t.Errorf("LastStatus %v, want the status returned %v", last, s)
-			}
+				r, cache, _ := newTestRelister(t, rt, nil) // the clock never moves
+				if !tc.cachedAt.IsZero() {
+					cache.Set("a", &PodStatus{ID: "a", Name: "cache", TimeStamp: tc.cachedAt}, nil, tc.cachedAt)
+				}
+				if tc.later {
+					go func() {
+						time.Sleep(time.Second)
+						cache.Set("a", &PodStatus{ID: "a", Name: "cache"}, nil, t0.Add(time.Second))
+					}()
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				if tc.wantErrCtx {
+					cancel() // the wait for a newer status would never end
+				}
+				s, err := r.StatusAfter(ctx, "a", t0, tc.inspect)
+				switch {
+				case tc.wantErrCtx:
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("StatusAfter = %v, %v; want context.Canceled", s, err)
+					}
+				case err != nil:
+					t.Fatalf("StatusAfter: %v", err)
+				case s.Name != tc.wantName:
+					t.Errorf("status from %q, want %q", s.Name, tc.wantName)
+				}
+				if got := rt.statusCalls["a"]; got != tc.wantCalls {
+					t.Errorf("runtime status calls %d, want %d", got, tc.wantCalls)
+				}
+				if last, _ := r.LastStatus("a"); err == nil && last != s {
+					t.Errorf("LastStatus %v, want the status returned %v", last, s)
+				}
+			})
 		})
 	}
 }

@@ -81,12 +81,12 @@ func (f PodSyncerFuncs) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, stat
 // implements it, RuntimeViewFuncs adapts functions.
 //
 //   - StatusAfter returns the pod's status observed after minTime, waiting until there is
-//     one or ctx ends. With inspect, the view re-inspects the pod first and returns that
-//     observation: the runner asks so for every terminating and terminated work, whose
-//     previous step changed the runtime (a clock that did not move since minTime cannot
-//     tell that observation from an older one). Without inspect, a view that has nothing
-//     newer than minTime may re-inspect the pod rather than wait for its next periodic
-//     observation (*pleg.Relister does).
+//     one or ctx ends. inspect says that the caller's previous work changed the runtime
+//     (the runner sets it for every terminating and terminated work): the view must not
+//     wait for its next periodic observation but inspect the pod now when it holds
+//     nothing newer than minTime. *pleg.Relister never waits: it inspects the pod
+//     whenever it holds nothing newer, so a status observed after minTime costs no
+//     runtime call, whatever inspect says.
 //   - LastStatus returns the last status observed, without waiting (an empty status when
 //     none is). The runner reads it only for a pod first seen in a terminal phase, to tell
 //     an agent restart (nothing runs: straight to terminated) from a pod still to stop.
