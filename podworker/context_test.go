@@ -2,7 +2,7 @@ package podworker
 
 import (
 	"context"
-	"runtime"
+	"runtime/metrics"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -22,7 +22,7 @@ func TestDerivedContextsStartNoGoroutine(t *testing.T) {
 		added := -1
 		afterFuncs := make(chan struct{}, n)
 		syncer := PodSyncerFuncs{SyncPodFunc: func(ctx context.Context, _ SyncPodType, _, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
-			before := runtime.NumGoroutine()
+			before := goroutinesCreated()
 			for i := range n {
 				var c context.Context
 				var stop context.CancelFunc
@@ -39,7 +39,7 @@ func TestDerivedContextsStartNoGoroutine(t *testing.T) {
 				}
 				children = append(children, c)
 			}
-			added = runtime.NumGoroutine() - before
+			added = int(goroutinesCreated() - before)
 			<-ctx.Done()
 			return false, ctx.Err()
 		}}
@@ -73,6 +73,13 @@ func TestDerivedContextsStartNoGoroutine(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// goroutinesCreated is how many goroutines the process created so far.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // TestWorkContextAfterFunc: stop prevents the call before cancellation and reports it;

@@ -77,10 +77,12 @@ func (s Sync) PodName() string {
 }
 
 // timedTransition is a transition waiting to be delivered to Config.OnTransition and
-// Hooks.Transition.
+// Hooks.Transition, or (cancel set) the cancellation of a work, which waits for the
+// transitions queued before it.
 type timedTransition struct {
-	t  Transition
-	at time.Time
+	t      Transition
+	at     time.Time
+	cancel canceler
 }
 
 // queueTransitionsLocked queues rd's transitions for OnTransition and Hooks.Transition.
@@ -93,6 +95,21 @@ func (r *Runner) queueTransitionsLocked(ts []Transition, at time.Time) {
 	for _, t := range ts {
 		r.hq = append(r.hq, timedTransition{t: t, at: at})
 	}
+	r.queued += uint64(len(ts))
+	r.hmu.Unlock()
+}
+
+// cancelAfterTransitionsLocked cancels a work's context, after the transitions queued so
+// far were delivered when they have observers (an observer sees a pod stop syncing
+// before its SyncPod sees its context end). r.mu must be held.
+func (r *Runner) cancelAfterTransitionsLocked(c canceler) {
+	if r.hooks.Transition == nil && r.onTransition == nil {
+		c.cancel()
+		return
+	}
+	r.hmu.Lock()
+	r.hq = append(r.hq, timedTransition{cancel: c})
+	r.queued++
 	r.hmu.Unlock()
 }
 
@@ -116,6 +133,10 @@ func (r *Runner) deliver() {
 		r.hq = nil
 		r.hmu.Unlock()
 		for _, tt := range batch {
+			if tt.cancel != nil {
+				tt.cancel.cancel()
+				continue
+			}
 			if r.onTransition != nil {
 				r.onTransition(tt.t)
 			}
@@ -124,7 +145,26 @@ func (r *Runner) deliver() {
 			}
 		}
 		r.hmu.Lock()
+		r.delivered += uint64(len(batch))
+		r.hdone.Broadcast()
 	}
 	r.delivering = false
+	r.hmu.Unlock()
+}
+
+// awaitDelivery returns once every transition queued so far was delivered, delivering
+// them itself if no other goroutine does. A work calls it before it starts, so that an
+// observer sees a pod's transition before the work it caused (the transitions of every
+// pod are delivered in one order: a slow observer delays the works that start after it
+// was called, never the runner's lock or its callers).
+func (r *Runner) awaitDelivery() {
+	if r.hooks.Transition == nil && r.onTransition == nil {
+		return
+	}
+	r.deliver()
+	r.hmu.Lock()
+	for target := r.queued; r.delivered < target; {
+		r.hdone.Wait()
+	}
 	r.hmu.Unlock()
 }

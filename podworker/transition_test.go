@@ -2,18 +2,21 @@ package podworker
 
 import (
 	"context"
-	"slices"
-	"strings"
+	"strconv"
+	"sync"
 	"testing"
 	"testing/synctest"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/types"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/pleg"
 )
 
 // TestOnTransitionOutsideTheLock: Config.OnTransition runs after the runner's lock is
-// released, in the Machine's order: an observer may call the Runner, and one that blocks
-// holds up neither the Runner's other callers nor the pods' work.
+// released, in the Machine's order, each before the work its transition starts: an
+// observer may call the Runner, and one that blocks holds up neither the Runner's lock
+// nor its callers, only the works that start after it was called.
 func TestOnTransitionOutsideTheLock(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var r *Runner
@@ -26,10 +29,27 @@ func TestOnTransitionOutsideTheLock(t *testing.T) {
 				<-block
 			}
 			st, _ := r.PodState(tr.UID) // re-enters the Runner
-			got = append(got, string(tr.UID)+" "+tr.From.String()+"->"+tr.To.String()+" now "+st.Stage.String())
+			got = append(got, string(tr.UID)+" "+tr.From.String()+"->"+tr.To.String()+" working="+strconv.FormatBool(st.Working))
+		}
+		var mu sync.Mutex
+		var syncs []string
+		called := func(what string, p *v1.Pod) {
+			mu.Lock()
+			defer mu.Unlock()
+			syncs = append(syncs, what+" "+string(p.UID))
+		}
+		syncer := PodSyncerFuncs{
+			SyncPodFunc: func(_ context.Context, _ SyncPodType, p, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
+				called("SyncPod", p)
+				return false, nil
+			},
+			SyncTerminatingPodFunc: func(_ context.Context, p *v1.Pod, _ *pleg.PodStatus, _ int64, _ func(*v1.PodStatus)) error {
+				called("SyncTerminatingPod", p)
+				return nil
+			},
 		}
 		var err error
-		r, err = New(Config{Syncer: PodSyncerFuncs{}, OnTransition: observer})
+		r, err = New(Config{Syncer: syncer, OnTransition: observer})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,28 +62,28 @@ func TestOnTransitionOutsideTheLock(t *testing.T) {
 			}
 		}()
 		<-blocked
-		// The observer blocks in the first transition: the Runner still answers and works.
+		// The observer blocks in a's first transition: the Runner still answers and takes
+		// updates; the works wait for their transitions to be observed.
 		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("b")}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		for _, uid := range []types.UID{"a", "b"} {
-			if st, ok := r.PodState(uid); !ok || (uid == "a") != (st.Stage == StageFinished) {
-				t.Errorf("pod %s: %+v, %t; want a finished and b syncing while the observer blocks", uid, st, ok)
-			}
+		if n := r.Len(); n != 2 || len(syncs) != 0 {
+			t.Errorf("while the observer blocks: %d pods known, syncs %v; want 2 and none", n, syncs)
 		}
 		close(block)
 		synctest.Wait()
 		want := []string{
-			"a none->terminating now finished",
-			"a terminating->terminated now finished",
-			"a terminated->finished now finished",
-			"b none->syncing now syncing",
+			"a none->terminating working=true",
+			"b none->syncing working=true",
+			"a terminating->terminated working=true",
+			"a terminated->finished working=false",
 		}
-		// The pods' work interleaves; each pod's transitions come in order.
-		slices.SortStableFunc(got, func(x, y string) int { return strings.Compare(x[:1], y[:1]) })
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("transitions observed, in order per pod (-want +got):\n%s", diff)
+			t.Errorf("transitions observed, in order (-want +got):\n%s", diff)
+		}
+		if s, _ := r.PodState("a"); s.Stage != StageFinished || len(syncs) != 2 {
+			t.Errorf("a %v, syncs %v; want a finished after SyncTerminatingPod a and SyncPod b", s.Stage, syncs)
 		}
 		cancel()
 		<-done
