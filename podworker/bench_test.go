@@ -66,17 +66,31 @@ func heapNow() uint64 {
 // BenchmarkW2 is BENCHMARKS.md's W2: 10,000 pods created, synced, deleted (grace 30),
 // terminated, finished and forgotten, with a PodSyncer and a runtime view that answer at
 // once. Every run is a fresh process (see runW2) with the default configuration, and
-// with the bounds to compare: MaxConcurrentSyncs Unbounded (the kubelet's rule) and 64.
+// with the bounds to compare: MaxConcurrentSyncs Unbounded (the kubelet's rule) and 64;
+// on the Runner's engine, then on its plain twin ("plain/...").
 // Reported per run: pods/s, wall and CPU time, peak goroutines and peak heap (garbage
 // included) over the whole run, heap retained per known pod once all are finished, heap
 // left per pod after they were forgotten, allocations per pod.
 func BenchmarkW2(b *testing.B) {
-	for _, tc := range []struct {
-		name  string
-		bound int
-	}{{"default", 0}, {"unbounded", podworker.Unbounded}, {"max=64", 64}} {
-		b.Run(tc.name, func(b *testing.B) { benchW2(b, w2Params{Pods: 10000, Bound: tc.bound}) })
+	for _, engine := range podworker.EngineNames {
+		for _, tc := range []struct {
+			name  string
+			bound int
+		}{{"default", 0}, {"unbounded", podworker.Unbounded}, {"max=64", 64}} {
+			b.Run(w2Name(engine, tc.name), func(b *testing.B) {
+				benchW2(b, w2Params{Pods: 10000, Bound: tc.bound, Engine: engine})
+			})
+		}
 	}
+}
+
+// w2Name names a W2 sub-benchmark: the bound, after the engine unless it is the one
+// Runners use (the first).
+func w2Name(engine, bound string) string {
+	if engine == podworker.EngineNames[0] {
+		return bound
+	}
+	return engine + "/" + bound
 }
 
 // BenchmarkW2RealCache is W2 with the real runtime view: a pleg.Relister (relisting every
@@ -84,11 +98,15 @@ func BenchmarkW2(b *testing.B) {
 // its first SyncPod until SyncTerminatingPod stops it (SyncTerminatedPod removes it). A
 // transition must not wait for a relist. Also reported: the runtime's status calls per pod.
 func BenchmarkW2RealCache(b *testing.B) {
-	for _, tc := range []struct {
-		name  string
-		bound int
-	}{{"default", 0}, {"max=64", 64}} {
-		b.Run(tc.name, func(b *testing.B) { benchW2(b, w2Params{Pods: 10000, Bound: tc.bound, RealCache: true}) })
+	for _, engine := range podworker.EngineNames {
+		for _, tc := range []struct {
+			name  string
+			bound int
+		}{{"default", 0}, {"max=64", 64}} {
+			b.Run(w2Name(engine, tc.name), func(b *testing.B) {
+				benchW2(b, w2Params{Pods: 10000, Bound: tc.bound, RealCache: true, Engine: engine})
+			})
+		}
 	}
 }
 
@@ -97,6 +115,7 @@ type w2Params struct {
 	Pods      int
 	Bound     int
 	RealCache bool
+	Engine    string // one of podworker.EngineNames
 }
 
 // w2Result is what one W2 run measured.
@@ -128,6 +147,7 @@ func TestW2Child(t *testing.T) {
 	if err := json.Unmarshal([]byte(spec), &p); err != nil {
 		t.Fatal(err)
 	}
+	podworker.UseEngine(t, p.Engine)
 	res, err := runW2(p)
 	if err != nil {
 		t.Fatal(err)
