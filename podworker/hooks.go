@@ -22,7 +22,10 @@ import (
 //   - Transition is called once per stage change, in the order the Machine decided them
 //     (across pods too), after the lock that decided them was released: a transition may
 //     be delivered a moment after the call that caused it returned, by another goroutine
-//     that was already delivering, never out of order and never twice.
+//     that was already delivering, never out of order and never twice. A work, and the
+//     cancellation of a work, that a transition caused wait until it was delivered: an
+//     observer sees a pod enter a stage before its PodSyncer does, and must not wait for
+//     the pod workers' progress itself.
 type Hooks struct {
 	SyncStarted  func(Sync)
 	SyncFinished func(Sync)

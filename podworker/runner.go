@@ -46,7 +46,8 @@ type Config struct {
 	Rand func() float64
 	// OnTransition, if set, is called for every stage change of a pod, in the Machine's
 	// order, outside the runner's lock (it may call the Runner), just before
-	// Hooks.Transition, which also gets the time of the change.
+	// Hooks.Transition, which also gets the time of the change; see Hooks for the order
+	// of transitions and works.
 	OnTransition func(Transition)
 	// Hooks are the runner's observation points (syncs started and finished, stage
 	// changes), each called outside the runner's lock; the zero value observes nothing.
