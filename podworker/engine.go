@@ -6,8 +6,9 @@ import "context"
 // Machine, its decisions, the timer and the hooks, in runner.go): it starts each work on
 // a goroutine outside the runner's lock, runs it (Runner.execute) and has its outcome
 // applied to the Machine (Runner.completeLocked). combiningEngine is the one Runners use;
-// plainEngine is its plain twin (one mutex, a goroutine per work), against which the
-// scenario scripts, the stress tests and W2 check and measure it.
+// its plain twin (one mutex, a goroutine per work: plainEngine, in the tests) runs the
+// same scenario scripts, stress tests and W2, which check the fast one against it and
+// measure what it wins (docs/PERFORMANCE.md, W2).
 type engine interface {
 	// newContext returns the context of one work, derived from Run's context, and what
 	// ends it. The Runner ends it when the Machine cancels the work, when the work is
