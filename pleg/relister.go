@@ -148,7 +148,7 @@ type Relister struct {
 	// gen counts successful ListPods calls; a record listed by the current one has it.
 	gen uint64
 	// epoch counts the ListPods calls started; a record applied by a refresh or push
-	// keeps the epoch in which its observation started (see podRecord.epoch).
+	// keeps the epoch it was applied in (see podRecord.epoch).
 	epoch uint64
 	// changes is a scratch buffer of appendChanges, scratch one of podView.rebuild.
 	changes []change
@@ -166,10 +166,10 @@ type podRecord struct {
 	view podView
 	// gen is the relist generation that last listed the pod.
 	gen uint64
-	// epoch is the relister's epoch when the last observation a refresh or push applied
-	// started. Equal to the current epoch, that observation may be newer than the list
-	// in progress, which then leaves the pod alone (no diff, not vanished): the next
-	// relist compares them again.
+	// epoch is the relister's epoch when a refresh or push last applied an observation
+	// of the pod. Equal to the current epoch, that observation overlaps the list in
+	// progress (it may be newer), which then leaves the pod alone (no diff, not
+	// vanished): the next relist compares them again.
 	epoch uint64
 }
 

@@ -139,7 +139,6 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 	if rec := r.records[uid]; rec != nil {
 		name, namespace = rec.view.name, rec.view.namespace
 	}
-	epoch := r.epoch
 	r.mu.Unlock()
 
 	ts := r.clock.Now()
@@ -156,7 +155,7 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 		r.reinspect[uid] = struct{}{}
 		err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
 	} else {
-		r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts, epoch)
+		r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts)
 	}
 	dropped := r.logDrops(ctx, "refresh")
 	r.mu.Unlock()
@@ -182,7 +181,7 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 		return false, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
 	r.mu.Lock()
-	applied = r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt, r.epoch)
+	applied = r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt)
 	dropped := r.logDrops(context.Background(), "push")
 	r.mu.Unlock()
 	r.observeDrops(dropped)
@@ -191,10 +190,10 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 
 // apply caches a freshly fetched status of uid observed at ts and, if the cache took it,
 // replaces the pod's record with the view of that status and sends the events of the
-// difference. name and namespace complete a status that lacks them; epoch is the
-// relister's epoch when the observation started. It reports whether the cache took the
-// status. r.mu must be held.
-func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatus, ts time.Time, epoch uint64) bool {
+// difference. name and namespace complete a status that lacks them. The record keeps the
+// current epoch: a relist whose list was taken meanwhile leaves the pod alone. It reports
+// whether the cache took the status. r.mu must be held.
+func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatus, ts time.Time) bool {
 	if !r.cache.Set(uid, status, nil, ts) {
 		return false
 	}
@@ -208,7 +207,7 @@ func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatu
 	cur := podFromStatus(status, name, namespace)
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
 	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
-	rec.epoch = max(rec.epoch, epoch)
+	rec.epoch = r.epoch
 	delete(r.reinspect, uid)
 	r.emit(uid, r.changes, &rec.view)
 	return true
