@@ -177,3 +177,74 @@ func TestRefreshOlderThanRelist(t *testing.T) {
 		}
 	})
 }
+
+// gatedRuntime is a fakeRuntime whose first list (taken at once, returned late) and
+// whose first status of one pod each wait for their own gate after saying so on entered.
+type gatedRuntime struct {
+	*fakeRuntime
+	gatedPod               types.UID
+	entered                chan string
+	listGate, statusGate   chan struct{}
+	listGated, statusGated bool
+}
+
+func (g *gatedRuntime) ListPods(ctx context.Context, all bool) ([]*Pod, error) {
+	pods, err := g.fakeRuntime.ListPods(ctx, all)
+	if !g.listGated {
+		g.listGated = true
+		g.entered <- "list"
+		<-g.listGate
+	}
+	return pods, err
+}
+
+func (g *gatedRuntime) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
+	if uid == g.gatedPod && !g.statusGated {
+		g.statusGated = true
+		g.entered <- "status"
+		<-g.statusGate
+	}
+	return g.fakeRuntime.PodStatus(ctx, uid, name, namespace)
+}
+
+// TestRefreshAcrossARelistStart: a refresh whose inspection started before a relist's
+// list and was applied during it is left alone by that relist, whose list may be older
+// (here it is): no event of the list's older view, and the next relist finds nothing new.
+func TestRefreshAcrossARelistStart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := &gatedRuntime{fakeRuntime: newFakeRuntime(mkPod("a", "c:ca:r")), gatedPod: "a",
+			entered: make(chan string), listGate: make(chan struct{}), statusGate: make(chan struct{})}
+		r, _, _ := newTestRelister(t, rt, nil)
+		refreshed := make(chan error)
+		go func() {
+			_, err := r.Refresh(context.Background(), "a")
+			refreshed <- err
+		}()
+		if got := <-rt.entered; got != "status" {
+			t.Fatalf("entered %s, want the refresh's status", got)
+		}
+		relisted := make(chan error)
+		go func() { relisted <- r.Relist(context.Background()) }()
+		if got := <-rt.entered; got != "list" {
+			t.Fatalf("entered %s, want the relist's list", got)
+		}
+		rt.set(mkPod("a", "c:ca:e")) // the refresh sees exited; the list saw running
+		close(rt.statusGate)
+		if err := <-refreshed; err != nil {
+			t.Fatal(err)
+		}
+		close(rt.listGate)
+		if err := <-relisted; err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"a ContainerDied ca"}, drain(r.Events())); diff != "" {
+			t.Errorf("events of the refresh and the overlapping relist (-want +got):\n%s", diff)
+		}
+		if err := r.Relist(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := drain(r.Events()); len(got) != 0 {
+			t.Errorf("events of the next relist %v, want none", got)
+		}
+	})
+}
