@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 )
@@ -297,7 +298,7 @@ func (r *Runner) combine(inline bool) (next Work, nextCtx context.Context, ok bo
 // possible. It never blocks on a sync; it returns an error for invalid options.
 func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	stopped := false
-	if opts.Pod != nil && isTerminalPhase(opts.Pod) && r.getter != nil {
+	if opts.Pod != nil && podfacts.IsTerminal(opts.Pod) && r.getter != nil {
 		if s, err := r.getter.Get(opts.Pod.UID); err == nil && !s.IsRunning() {
 			stopped = true
 		}
