@@ -214,7 +214,7 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode s
 }
 
 // lane is one of the two queues of pods to write; their writes have separate bounds (see
-// Manager.dispatch).
+// Manager.next).
 type lane int
 
 const (

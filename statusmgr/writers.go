@@ -15,10 +15,10 @@ import (
 // finished pods to delete). Up to MaxConcurrentWrites pods are written at once, at most
 // MaxConcurrentStatusWrites of them not finished, at most one call in flight per pod; a
 // pod's newer version waits until the call writing its older one returned, and versions
-// set meanwhile are coalesced (only the newest is sent). A
-// sync that fails leaves the status pending; it is logged, counted and retried by the
-// next full sync. Pods not yet written when ctx ends stay queued. Run returns
-// ErrAlreadyRunning if another Run is active.
+// set meanwhile are coalesced (only the newest is sent). A sync that fails leaves the
+// status pending; it is logged, counted and retried by the next full sync. Pods not yet
+// written when ctx ends stay queued. Run returns ErrAlreadyRunning if another Run is
+// active.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.running {
@@ -154,9 +154,9 @@ func (m *Manager) release(uid types.UID) {
 // TakeSyncs is Sync's first half, for a caller that makes the API calls itself (a test
 // harness, a runner of its own): it claims every pod that needs a sync and has no write in
 // flight (reconciling first, as a full sync does) and returns their PodSyncs, in the order
-// Sync would write them (the finished pods first). The caller steps each one to its end, making the calls it asks
-// for, and hands it back with FinishSync; until then the pod is not written by Run or
-// Sync. A pod whose write is in flight is left to that write's owner (it is written
+// Sync would write them (the finished pods first). The caller steps each one to its end,
+// making the calls it asks for, and hands it back with FinishSync; until then the pod is
+// not written by Run or Sync. A pod whose write is in flight is left to that write's owner (it is written
 // again after it if it still needs it).
 func (m *Manager) TakeSyncs() []*PodSync {
 	if m.lookup != nil {
@@ -197,9 +197,8 @@ func (m *Manager) FinishSync(ps *PodSync) error {
 // Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
 // does) and returns the errors of the pods that failed, joined. It writes the finished
 // pods first, in parallel (up to MaxConcurrentWrites at once, MaxConcurrentStatusWrites
-// for the pods not finished, the slots shared with Run's writes) and
-// waits for a pod whose write Run has in flight to end before it syncs that pod again if
-// it still needs it. If ctx ends, the pods not synced stay queued and ctx's error is
+// for the pods not finished, the slots shared with Run's writes) and waits for a pod whose
+// write Run has in flight to end before it syncs that pod again if it still needs it. If ctx ends, the pods not synced stay queued and ctx's error is
 // among the errors returned. Useful without Run (tools, tests, examples).
 func (m *Manager) Sync(ctx context.Context) error {
 	if m.lookup != nil {
