@@ -24,7 +24,9 @@ import (
 //   - a status field that is semantically equal on both sides is left out; a field that
 //     became empty is sent as null; a changed object field is replaced whole
 //     ("$patch":"replace"); a changed list is replaced whole (lists with a merge key through
-//     a {"$patch":"replace"} element);
+//     a {"$patch":"replace"} element); inside a value sent whole, a member the server
+//     decodes to the same value when it is absent (false, 0, "", an empty list) is left
+//     out, as in the API server's own encoding of omitempty fields;
 //   - conditions are patched element by element (merge key "type"): only changed or new
 //     conditions and deletions are sent, so conditions another client wrote since oldStatus
 //     was read are kept by the server; "$setElementOrder/conditions" is added only when the
