@@ -26,7 +26,7 @@ import (
 //     ("$patch":"replace"); a changed list is replaced whole (lists with a merge key through
 //     a {"$patch":"replace"} element); inside a value sent whole, a member the server
 //     decodes to the same value when it is absent (false, 0, "", an empty list) is left
-//     out, as in the API server's own encoding of omitempty fields;
+//     out (a pointer to such a value is kept);
 //   - conditions are patched element by element (merge key "type"): only changed or new
 //     conditions and deletions are sent, so conditions another client wrote since oldStatus
 //     was read are kept by the server; "$setElementOrder/conditions" is added only when the
