@@ -100,7 +100,7 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 	}
 	var v bytes.Buffer
 	if err := writeValue(&v, nf); err != nil {
-		return fmt.Errorf("%w: status field %s: %w", ErrEncode, f.Name, err)
+		return fmt.Errorf("status field %s: %w", f.Name, err) // err wraps ErrEncode
 	}
 	data := v.Bytes()
 	switch {
@@ -394,12 +394,16 @@ func isEmptyValue(v reflect.Value) bool {
 // nil pointer, slice or map, an empty slice or map (equal to nil, semantically), and a
 // zero value of any other type (false, 0, "", a zero time, an empty struct). A non-nil
 // pointer is always written, even to a zero value (a *bool false is not nil). Types with
-// their own JSON encoding (quantities and the like) and maps are encoded by encoding/json.
+// their own JSON encoding (quantities and the like), maps and byte slices are encoded by
+// encoding/json. An error wraps ErrEncode.
 func writeValue(b *bytes.Buffer, v reflect.Value) error {
 	if writeScalar(b, v) {
 		return nil
 	}
-	if v.Kind() != reflect.Pointer && v.Type().Implements(reflect.TypeFor[json.Marshaler]()) || v.Kind() == reflect.Map {
+	switch {
+	case v.Kind() != reflect.Pointer && v.Type().Implements(reflect.TypeFor[json.Marshaler]()),
+		v.Kind() == reflect.Map,
+		v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
 		return writeJSON(b, v.Interface())
 	}
 	switch v.Kind() {

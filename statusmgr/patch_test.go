@@ -323,6 +323,9 @@ func TestWriteValue(t *testing.T) {
 			`{"name":"c","allocatedResources":{"cpu":"250m"}}`},
 		{"empty list left out", v1.ContainerStatus{Name: "c", VolumeMounts: []v1.VolumeMountStatus{}}, `{"name":"c"}`},
 		{"list elements", []v1.HostIP{{IP: "10.0.0.1"}, {}}, `[{"ip":"10.0.0.1"},{}]`},
+		{"bytes as base64", struct {
+			Data []byte `json:"data"`
+		}{Data: []byte("hi")}, `{"data":"aGk="}`},
 		{"escaped strings", v1.ContainerStateWaiting{Message: `say "hi" <now>`}, `{"message":"say \"hi\" \u003cnow\u003e"}`},
 	}
 	for _, tc := range tests {
