@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
@@ -31,7 +32,7 @@ const (
 	DefaultEventChannelCapacity = 1 << 16
 	// SourceAPI is the name of the API server's pod source (the kubelet's "api"): pods
 	// from any other source are static pods.
-	SourceAPI = "api"
+	SourceAPI = podfacts.APISource
 )
 
 // Errors of the package. Every error it returns wraps one of them.

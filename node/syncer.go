@@ -9,9 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
-	"github.com/podlife/podlife/statusmgr"
 )
 
 // syncer is the node's PodSyncer (the kubelet's SyncPod, SyncTerminatingPod,
@@ -33,7 +33,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err := n.setStatus(pod, st); err != nil {
 		return false, err
 	}
-	if statusmgr.IsTerminalPhase(st.Phase) {
+	if podfacts.IsTerminalPhase(st.Phase) {
 		if n.observed() {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/grace"
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // Defaults of MachineConfig and Config.
@@ -217,12 +218,12 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	if !known {
 		st = &podState{uid: uid, heapIdx: -1, lastWork: -1}
 		if runtimeOnly {
-			st.fullname = fullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
+			st.fullname = podfacts.FullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
 		} else {
-			st.fullname = fullName(opts.Pod.Name, opts.Pod.Namespace)
-			st.static = IsStaticPod(opts.Pod)
+			st.fullname = podfacts.PodFullName(opts.Pod)
+			st.static = podfacts.IsStatic(opts.Pod)
 			st.byName = st.static || m.cfg.SerializeByName
-			if isTerminalPhase(opts.Pod) && runtimeStopped {
+			if podfacts.IsTerminal(opts.Pod) && runtimeStopped {
 				st.terminatingAt, st.terminatedAt = now, now
 				st.terminationStarted = true
 			}
@@ -265,7 +266,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		case runtimeOnly, st.pod.DeletionTimestamp != nil:
 			st.deleted = true
 			became = true
-		case isTerminalPhase(st.pod):
+		case podfacts.IsTerminal(st.pod):
 			became = true
 		case opts.UpdateType == SyncPodKill:
 			if opts.KillPodOptions != nil && opts.KillPodOptions.Evict {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 )
@@ -222,7 +223,7 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, inline 
 // possible. It never blocks on a sync; it returns an error for invalid options.
 func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	stopped := false
-	if opts.Pod != nil && isTerminalPhase(opts.Pod) && r.view != nil {
+	if opts.Pod != nil && podfacts.IsTerminal(opts.Pod) && r.view != nil {
 		if s, err := r.view.LastStatus(opts.Pod.UID); err == nil && !s.IsRunning() {
 			stopped = true
 		}
