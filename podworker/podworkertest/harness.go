@@ -152,9 +152,7 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 	}
 	r, err := podworker.New(podworker.Config{
 		Syncer:             h.syncer(),
-		Cache:              podworker.StatusCacheFunc(h.getNewerThan),
-		Refresher:          podworker.RefresherFunc(h.refresh),
-		StatusGetter:       podworker.StatusGetterFunc(h.get),
+		View:               podworker.RuntimeViewFuncs{StatusAfterFunc: h.statusAfter, LastStatusFunc: h.get},
 		Clock:              h.clock,
 		Rand:               cfg.Rand,
 		ResyncInterval:     cfg.ResyncInterval,
@@ -549,7 +547,7 @@ func (h *harness) command(a args) error {
 				h.trace(types.UID(uid), "unknown")
 				continue
 			}
-			h.trace(types.UID(uid), "stage=%s work=%s working=%t terminating-started=%t grace=%d deleted=%t evicted=%t restart=%t",
+			h.trace(types.UID(uid), "stage=%s work=%s working=%t termination-started=%t grace=%d deleted=%t evicted=%t restart=%t",
 				s.Stage, s.WorkType, s.Working, s.TerminationStarted, s.GracePeriodSeconds, s.Deleted, s.Evicted, s.RestartRequested)
 		}
 		return nil

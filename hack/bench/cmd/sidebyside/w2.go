@@ -145,7 +145,10 @@ func podlifeW2(s *w2Syncer) (*w2Workers, error) {
 				return nil
 			},
 		},
-		Cache: podworker.StatusCacheFunc(func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return empty, nil }),
+		View: podworker.RuntimeViewFuncs{
+			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
+			LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
+		},
 	})
 	if err != nil {
 		return nil, err
