@@ -11,5 +11,21 @@
 //     trace each command prints against the expected output written in the script; it can
 //     rewrite the script with the actual outputs.
 //
+// Scripts are in the format every podlife harness reads (datadriven style): a command line,
+// a line "----", the output the command must print (often nothing), and a blank line that
+// ends the case; lines starting with '#' are comments. An output with blank lines goes
+// between two "----" lines and two "----" lines. For example:
+//
+//	# an unscheduled terminating pod is deleted
+//	pod default/u terminating
+//	----
+//
+//	cycle
+//	----
+//	cycle at t=0s
+//	  patch default/u -> phase=Failed
+//	  delete default/u
+//	  deleted default/u (unscheduled)
+//
 // Nothing here starts a goroutine or reads the wall clock.
 package podgctest

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/podgc"
 )
 
@@ -158,8 +158,8 @@ func TestServerFailNextAndNodes(t *testing.T) {
 
 func TestRunScenarioRewrite(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "s.txt")
-	script := "# comment\npod default/u terminating\ncycle\n\npods\n----\nstale output\n"
-	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
+	src := "# comment\npod default/u terminating\n----\n\ncycle\n----\n\npods\n----\nstale output\n"
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	RunScenario(t, path, true)
@@ -169,6 +169,8 @@ func TestRunScenarioRewrite(t *testing.T) {
 	}
 	want := `# comment
 pod default/u terminating
+----
+
 cycle
 ----
 cycle at t=0s
@@ -186,24 +188,14 @@ no pods
 	RunScenario(t, path, false) // the rewritten script passes as it is
 }
 
-func TestParseScript(t *testing.T) {
-	items, err := parseScript("a\n----\nx\ny\n\n# c\nb\n")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []item{{cmd: "a", expected: "x\ny", line: 1}, {line: 5}, {text: "# c", line: 6}, {cmd: "b", line: 7}}
-	if diff := cmp.Diff(want, items, cmp.AllowUnexported(item{})); diff != "" {
-		t.Errorf("items (-want +got):\n%s", diff)
-	}
-	if _, err := parseScript("----\n"); err == nil || !strings.Contains(err.Error(), "without a command") {
-		t.Errorf("stray ---- accepted: %v", err)
-	}
-}
-
 func TestScenarioRejectsUnknownFlags(t *testing.T) {
 	sc := &scenario{srv: NewServer()}
 	for _, line := range []string{"pod default/p nodee=n1", "node n1 redy=True", "config treshold=1", "frobnicate"} {
-		if _, err := sc.exec(line); err == nil {
+		f, err := script.Parse("test", line+"\n----\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sc.exec(f.Cases[0]); err == nil {
 			t.Errorf("%q accepted", line)
 		}
 	}
