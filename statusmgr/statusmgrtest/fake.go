@@ -9,6 +9,17 @@
 // RunFile (harness.go) runs scenario scripts against a statusmgr.Manager over a FakeAPI,
 // either stepping each pod's statusmgr.PodSync itself or through Manager.Sync, and prints
 // the calls, so users script their own status-manager scenarios the way podlife's tests do.
+// Scripts are in the format every podlife harness reads (datadriven style): a command line,
+// a line "----", the output the command must print, and a blank line that ends the case;
+// lines starting with '#' are comments. An output with blank lines goes between two "----"
+// lines and two "----" lines. For example:
+//
+//	pod a ua
+//	----
+//
+//	sync
+//	----
+//	GET a -> NotFound
 package statusmgrtest
 
 import (
