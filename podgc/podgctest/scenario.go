@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podlife/podlife/apitest"
 	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/podgc"
 )
@@ -126,7 +127,7 @@ func (sc *scenario) exec(c *script.Case) (string, error) {
 		case "notfound":
 			err = NotFound(name)
 		case "conflict":
-			err = apierrors.NewConflict(podsResource, name, errors.New("injected"))
+			err = apitest.Conflict(name, errors.New("injected"))
 		case "error":
 			err = apierrors.NewInternalError(errors.New("injected"))
 		default:
@@ -255,6 +256,9 @@ func (sc *scenario) cycle() (string, error) {
 		if w.Status != nil {
 			s += " -> " + describeStatus(*w.Status)
 		}
+		if w.Op == OpDelete && !isFinalDelete(w.Options) {
+			s += " (not grace 0 with a UID precondition)"
+		}
 		if w.Err != nil {
 			s += " -> error: " + errorKind(w.Err)
 		}
@@ -282,6 +286,13 @@ func (sc *scenario) cycle() (string, error) {
 		b = append(b, "  nothing to do")
 	}
 	return strings.Join(b, "\n"), nil
+}
+
+// isFinalDelete reports whether opts are the garbage collector's: grace 0 and a UID
+// precondition.
+func isFinalDelete(opts metav1.DeleteOptions) bool {
+	return opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds == 0 &&
+		opts.Preconditions != nil && opts.Preconditions.UID != nil
 }
 
 // sentinel names the podgc sentinels err wraps, and the kind of API error under them.
