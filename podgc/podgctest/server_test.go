@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/podgc"
@@ -200,5 +202,27 @@ func TestScenarioRejectsUnknownFlags(t *testing.T) {
 		if _, err := sc.exec(f.Cases[0]); err == nil {
 			t.Errorf("%q accepted", line)
 		}
+	}
+}
+
+// A delete that is not the garbage collector's (grace 0, UID precondition) is flagged in
+// a cycle's trace: the API server would accept it, so only the trace shows it.
+func TestCycleFlagsOtherDeletes(t *testing.T) {
+	sc := &scenario{srv: NewServer(), clk: testingclock.NewFakeClock(scenarioStart)}
+	if err := sc.srv.AddPod(testPod()); err != nil {
+		t.Fatal(err)
+	}
+	if err := sc.srv.DeletePod(context.Background(), "ns", "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := sc.cycle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "  delete ns/p (not grace 0 with a UID precondition)"; !strings.Contains(out, want) {
+		t.Errorf("cycle trace:\n%s\nwant a line %q", out, want)
+	}
+	if p, ok := sc.srv.Pod("ns", "p"); !ok || p.DeletionTimestamp == nil {
+		t.Errorf("a graceful delete of a bound pod left %v, want it kept with a deletionTimestamp", p)
 	}
 }
