@@ -10,9 +10,16 @@ type args struct {
 	flag map[string]bool
 }
 
-// listVerbs are the commands whose bare words are all positional arguments; the others
-// take one positional argument (config none), and their other bare words are flags.
-var listVerbs = map[string]bool{"sync-known": true, "fail": true, "runtime": true, "storm": true}
+// takesList reports whether the bare words of the command verb are all positional
+// arguments; the other commands take one positional argument (config none), and their
+// other bare words are flags.
+func takesList(verb string) bool {
+	switch verb {
+	case "sync-known", "fail", "runtime", "storm":
+		return true
+	}
+	return false
+}
 
 // argsOf sorts a parsed command's arguments.
 func argsOf(c *script.Case) args {
@@ -21,7 +28,7 @@ func argsOf(c *script.Case) args {
 		switch {
 		case w.HasVal:
 			a.kv[w.Key] = w.Val
-		case listVerbs[a.verb] || (len(a.pos) == 0 && a.verb != "config"):
+		case takesList(a.verb) || (len(a.pos) == 0 && a.verb != "config"):
 			a.pos = append(a.pos, w.Key)
 		default:
 			a.flag[w.Key] = true
