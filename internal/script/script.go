@@ -35,6 +35,11 @@
 // newline does not. Run reports each case whose output differs, at the command's line;
 // with rewrite it writes the actual outputs into the file instead, keeping the commands,
 // comments and blank lines, so a change of behaviour is reviewed as a diff of the scripts.
+// Each harness's entry point (podworkertest.RunFile, statusmgrtest.RunFile,
+// podgctest.RunScenario) takes that rewrite argument; podlife's scenario tests pass their
+// -rewrite flag to it:
+//
+//	go test ./podworker -run TestScenarios -rewrite
 package script
 
 import (
