@@ -104,23 +104,34 @@ func applyStatusPatch(p *v1.Pod, patch []byte) (*v1.Pod, error) {
 		Metadata struct {
 			UID             types.UID `json:"uid"`
 			ResourceVersion string    `json:"resourceVersion"`
+			// The metadata a status patch may change, if the patch has any.
+			Labels      json.RawMessage `json:"labels"`
+			Annotations json.RawMessage `json:"annotations"`
+			Finalizers  json.RawMessage `json:"finalizers"`
 		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(patch, &pre); err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("invalid patch: %v", err))
 	}
-	if uid := pre.Metadata.UID; uid != "" && uid != p.UID {
-		return nil, Conflict(p.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", uid, p.UID))
+	meta := pre.Metadata
+	if meta.UID != "" && meta.UID != p.UID {
+		return nil, Conflict(p.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", meta.UID, p.UID))
 	}
-	if rv := pre.Metadata.ResourceVersion; rv != "" && rv != p.ResourceVersion {
+	if meta.ResourceVersion != "" && meta.ResourceVersion != p.ResourceVersion {
 		return nil, Conflict(p.Name, errModified)
 	}
-	// The spec is reset by the status subresource: it need not be patched.
-	orig, err := json.Marshal(&v1.Pod{ObjectMeta: p.ObjectMeta, Status: p.Status})
+	// The spec is reset by the status subresource, and the metadata other than labels,
+	// annotations and finalizers: only what may change is patched.
+	orig := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: p.UID}, Status: p.Status}
+	changesMeta := meta.Labels != nil || meta.Annotations != nil || meta.Finalizers != nil
+	if changesMeta {
+		orig.ObjectMeta = p.ObjectMeta
+	}
+	data, err := json.Marshal(orig)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
-	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
+	out, err := strategicpatch.StrategicMergePatch(data, patch, v1.Pod{})
 	if err != nil {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("cannot apply patch: %v", err))
 	}
@@ -129,20 +140,24 @@ func applyStatusPatch(p *v1.Pod, patch []byte) (*v1.Pod, error) {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("patched pod: %v", err))
 	}
 	np := withMeta(p)
-	np.Labels, np.Annotations, np.Finalizers = patched.Labels, patched.Annotations, patched.Finalizers
+	if changesMeta {
+		np.Labels, np.Annotations, np.Finalizers = patched.Labels, patched.Annotations, patched.Finalizers
+	}
 	np.Status = patched.Status
 	return np, nil
 }
 
 // Delete deletes the pod as the API server does with opts (see the package doc). It
 // returns the pod as it was when removed, or nil when the object stays (a graceful
-// delete, or one that changed nothing).
+// delete, or one that changed nothing). The removed pod is the Server's last version of
+// it, not a copy: read it, do not modify it.
 func (s *Server) Delete(namespace, name string, opts metav1.DeleteOptions) (*v1.Pod, error) {
 	return s.delete(namespace, name, opts, "delete")
 }
 
 // FinalDelete is Delete with grace 0 and the UID precondition uid, the node agent's final
-// delete of a pod it has stopped; the observer hears of it as "final-delete".
+// delete of a pod it has stopped; the observer hears of it as "final-delete". The removed
+// pod is not a copy: read it, do not modify it.
 func (s *Server) FinalDelete(namespace, name string, uid types.UID) (*v1.Pod, error) {
 	grace := int64(0)
 	return s.delete(namespace, name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid}}, "final-delete")
@@ -177,7 +192,7 @@ func (s *Server) deleteLocked(namespace, name string, opts metav1.DeleteOptions,
 			detail = fmt.Sprintf("deleted from the API (grace 0, UID precondition %s)", cur.UID)
 		}
 		s.store(Deleted, cur, verb, detail)
-		return cur.DeepCopy(), nil
+		return cur, nil
 	case grace == nil:
 		return nil, nil // a graceful delete is pending already
 	}

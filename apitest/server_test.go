@@ -76,8 +76,8 @@ func TestPatchStatus(t *testing.T) {
 		})
 	}
 	rv := `{"metadata":{"resourceVersion":"` + stored.ResourceVersion + `"},"status":{"phase":"Succeeded"}}`
-	if _, err := s.PatchStatus("ns", "p", []byte(rv)); err != nil {
-		t.Errorf("patch with the current resourceVersion: %v", err)
+	if got, err := s.PatchStatus("ns", "p", []byte(rv)); err != nil || got.Labels["x"] != "y" || len(got.OwnerReferences) != 1 {
+		t.Errorf("patch with the current resourceVersion = %v, %v; want the labels and owners kept", got, err)
 	}
 }
 

@@ -192,7 +192,7 @@ func (f *FakeAPI) DeletePod(_ context.Context, namespace, name string, uid types
 	if err := f.begin(Delete, namespace, name, func(c *Counts) { c.Deletes++ }); err != nil {
 		return err
 	}
-	removed, err := f.srv.FinalDelete(namespace, name, uid)
+	removed, err := f.srv.FinalDelete(namespace, name, uid) // never modified: DeletedPods copies
 	if removed != nil {
 		f.mu.Lock()
 		f.deleted = append(f.deleted, removed)
