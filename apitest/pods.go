@@ -156,8 +156,8 @@ func (s *Server) Delete(namespace, name string, opts metav1.DeleteOptions) (*v1.
 }
 
 // FinalDelete is Delete with grace 0 and the UID precondition uid, the node agent's final
-// delete of a pod it has stopped; the observer hears of it as "final-delete". The removed
-// pod is not a copy: read it, do not modify it.
+// delete of a pod it has stopped; the observer hears of it as "final-delete", and
+// FinalDeleted lists the pod. The removed pod is not a copy: read it, do not modify it.
 func (s *Server) FinalDelete(namespace, name string, uid types.UID) (*v1.Pod, error) {
 	grace := int64(0)
 	return s.delete(namespace, name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &uid}}, "final-delete")
@@ -190,6 +190,7 @@ func (s *Server) deleteLocked(namespace, name string, opts metav1.DeleteOptions,
 		detail := "deleted at once (grace 0)"
 		if verb == "final-delete" {
 			detail = fmt.Sprintf("deleted from the API (grace 0, UID precondition %s)", cur.UID)
+			s.finalDeleted = append(s.finalDeleted, cur)
 		}
 		s.store(Deleted, cur, verb, detail)
 		return cur, nil

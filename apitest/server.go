@@ -49,8 +49,10 @@ type Server struct {
 	// rv is the last resourceVersion given out.
 	rv int64
 	// uids counts the UIDs Create generated.
-	uids  int
-	clock clock.PassiveClock
+	uids int
+	// finalDeleted holds the pods FinalDelete removed, as they were, in order.
+	finalDeleted []*v1.Pod
+	clock        clock.PassiveClock
 	// changed is closed (and replaced) on every change, for WaitForPods.
 	changed chan struct{}
 	// watchers hear of every change of a pod bound to their node.
@@ -158,6 +160,25 @@ func (s *Server) Pods() []*v1.Pod {
 		out = append(out, s.pods[k].DeepCopy())
 	}
 	return out
+}
+
+// FinalDeleted returns deep copies of the pods FinalDelete removed, as they were when
+// removed, in order. A pod is listed as soon as it is gone from the store.
+func (s *Server) FinalDeleted() []*v1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*v1.Pod, len(s.finalDeleted))
+	for i, p := range s.finalDeleted {
+		out[i] = p.DeepCopy()
+	}
+	return out
+}
+
+// FinalDeletes returns the number of pods FinalDelete removed.
+func (s *Server) FinalDeletes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.finalDeleted)
 }
 
 // Len returns the number of stored pods.

@@ -302,6 +302,9 @@ func TestWatch(t *testing.T) {
 		if _, err := s.FinalDelete("ns", "a", "uid-a"); err != nil {
 			t.Fatal(err)
 		}
+		if gone := s.FinalDeleted(); len(gone) != 1 || gone[0].Name != "a" || gone[0].DeletionTimestamp == nil || s.FinalDeletes() != 1 {
+			t.Errorf("FinalDeleted = %v, want a as it was removed", gone)
+		}
 		var got []string
 		for range 3 {
 			ev := <-events

@@ -65,9 +65,8 @@ type FakeAPI struct {
 	srv *apitest.Server
 
 	mu      sync.Mutex
-	counts  Counts
+	counts  Counts // but Deleted: the server counts the pods DeletePod removed
 	reactor Reactor
-	deleted []*v1.Pod
 	// changed is closed (and replaced) after every call, for WaitFor.
 	changed chan struct{}
 }
@@ -101,16 +100,8 @@ func (f *FakeAPI) Pod(namespace, name string) (*v1.Pod, bool) { return f.srv.Pod
 func (f *FakeAPI) Len() int { return f.srv.Len() }
 
 // DeletedPods returns deep copies of the pods DeletePod removed, as they were when deleted,
-// in order.
-func (f *FakeAPI) DeletedPods() []*v1.Pod {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	out := make([]*v1.Pod, len(f.deleted))
-	for i, p := range f.deleted {
-		out[i] = p.DeepCopy()
-	}
-	return out
-}
+// in order. A pod is listed as soon as it is gone from the store.
+func (f *FakeAPI) DeletedPods() []*v1.Pod { return f.srv.FinalDeleted() }
 
 // SetReactor installs r (nil removes it).
 func (f *FakeAPI) SetReactor(r Reactor) {
@@ -121,18 +112,24 @@ func (f *FakeAPI) SetReactor(r Reactor) {
 
 // Counts returns the call counts.
 func (f *FakeAPI) Counts() Counts {
+	c, _ := f.snapshot()
+	return c
+}
+
+// snapshot returns the counts and the channel closed after the next call.
+func (f *FakeAPI) snapshot() (Counts, <-chan struct{}) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.counts
+	c, ch := f.counts, f.changed
+	f.mu.Unlock()
+	c.Deleted = f.srv.FinalDeletes()
+	return c, ch
 }
 
 // WaitFor blocks until cond holds for the counts (checked now and after every call) or ctx
 // ends. cond runs without FakeAPI's lock.
 func (f *FakeAPI) WaitFor(ctx context.Context, cond func(Counts) bool) error {
 	for {
-		f.mu.Lock()
-		c, ch := f.counts, f.changed
-		f.mu.Unlock()
+		c, ch := f.snapshot()
 		if cond(c) {
 			return nil
 		}
@@ -192,12 +189,6 @@ func (f *FakeAPI) DeletePod(_ context.Context, namespace, name string, uid types
 	if err := f.begin(Delete, namespace, name, func(c *Counts) { c.Deletes++ }); err != nil {
 		return err
 	}
-	removed, err := f.srv.FinalDelete(namespace, name, uid) // never modified: DeletedPods copies
-	if removed != nil {
-		f.mu.Lock()
-		f.deleted = append(f.deleted, removed)
-		f.counts.Deleted++
-		f.mu.Unlock()
-	}
+	_, err := f.srv.FinalDelete(namespace, name, uid)
 	return err
 }
