@@ -53,8 +53,10 @@ type Server struct {
 	// finalDeleted holds the pods FinalDelete removed, as they were, in order.
 	finalDeleted []*v1.Pod
 	clock        clock.PassiveClock
-	// changed is closed (and replaced) on every change, for WaitForPods.
+	// changed is closed (and replaced) once a change has been delivered, for
+	// WaitForPods; dirty is set while a change waits for that.
 	changed chan struct{}
+	dirty   bool
 	// watchers hear of every change of a pod bound to their node.
 	watchers map[*watcher]struct{}
 	observer func(Change)
@@ -221,12 +223,20 @@ func (s *Server) store(t EventType, p *v1.Pod, verb, detail string) {
 	if s.observer != nil || len(s.watchers) > 0 {
 		s.queue = append(s.queue, change{rv: s.rv, event: Event{Type: t, Pod: p}, verb: verb, detail: detail})
 	}
+	s.dirty = true
+}
+
+// wake wakes WaitForPods after changes were delivered. s.mu must be held.
+func (s *Server) wake() {
+	s.dirty = false
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
 
 // deliver hands the queued changes to the observer and then to the watchers, in order,
-// without holding the lock. If another goroutine is delivering, it delivers them.
+// without holding the lock, and then wakes WaitForPods (so a condition met by a change is
+// seen after the observer heard of it). If another goroutine is delivering, it delivers
+// them.
 func (s *Server) deliver() {
 	s.mu.Lock()
 	if s.delivering {
@@ -234,10 +244,6 @@ func (s *Server) deliver() {
 		return
 	}
 	s.delivering = true
-	defer func() { // also if the observer panics: later calls deliver again
-		s.delivering = false
-		s.mu.Unlock()
-	}()
 	for len(s.queue) > 0 {
 		c := s.queue[0]
 		s.queue[0] = change{}
@@ -257,8 +263,14 @@ func (s *Server) deliver() {
 			w.push(Event{Type: c.event.Type, Pod: c.event.Pod.DeepCopy()})
 		}
 		s.mu.Lock()
+		s.wake()
 	}
 	s.queue = nil
+	if s.dirty { // changes no one was to hear of
+		s.wake()
+	}
+	s.delivering = false
+	s.mu.Unlock()
 }
 
 // withMeta returns a new version of p to store: its own metadata, the status and spec

@@ -341,3 +341,23 @@ func TestConcurrentPatches(t *testing.T) {
 		t.Errorf("%d conditions, want 21", len(p.Status.Conditions))
 	}
 }
+
+// WaitForPods returns only once the observer has heard of the change that met the
+// condition.
+func TestWaitForPodsAfterObserver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, _ := newServer()
+		heard := false
+		s.SetObserver(func(Change) { heard = true })
+		done := make(chan bool)
+		go func() {
+			err := s.WaitForPods(t.Context(), func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 1 })
+			done <- err == nil && heard
+		}()
+		synctest.Wait()
+		s.Put(bound("a"))
+		if !<-done {
+			t.Error("WaitForPods returned before the observer heard of the change")
+		}
+	})
+}
