@@ -1,5 +1,14 @@
 package pleg
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
 // change is one container (or sandbox) whose normalized state differs between two views
 // of a pod.
 type change struct {
@@ -155,4 +164,123 @@ func appendChangesIndexed(dst []change, old *podView, parts [2][]*Container) []c
 		}
 	}
 	return dst
+}
+
+// relist is Relist with r.mu held.
+func (r *Relister) relist(ctx context.Context, start time.Time) error {
+	pods, err := r.runtime.ListPods(ctx, true)
+	if err != nil {
+		r.log.ErrorContext(ctx, "pleg: relist: listing pods failed", "err", err)
+		return fmt.Errorf("%w: %w", ErrListPods, err)
+	}
+	r.healthMu.Lock()
+	r.relistTime = start
+	r.healthMu.Unlock()
+	r.gen++
+
+	var errs []error
+	seen := 0
+	next := r.next[:0]
+	for i, p := range pods {
+		if err := ctx.Err(); err != nil {
+			// Abandon the relist: pods not handled yet keep their records, so the next
+			// relist finds their changes again. No cache timestamp is claimed.
+			r.prev = nil
+			return err
+		}
+		rec := r.lookup(ctx, i, p)
+		if rec == nil {
+			next = append(next, nil)
+			continue
+		}
+		seen++
+		next = append(next, rec)
+		if err := r.handleListed(ctx, rec, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.prev, r.next = next, r.prev
+	clear(r.next)
+
+	if seen < len(r.records) {
+		for uid, rec := range r.records {
+			if rec.gen != r.gen {
+				r.handleVanished(uid, rec)
+			}
+		}
+	}
+	// Every pod was handled: the whole cache is as fresh as the list.
+	r.cache.UpdateTime(start)
+	return errors.Join(errs...)
+}
+
+// lookup returns the record of the i-th listed pod, creating it for a new pod and marking
+// it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
+func (r *Relister) lookup(ctx context.Context, i int, p *Pod) *podRecord {
+	if p == nil || p.ID == "" {
+		r.log.WarnContext(ctx, "pleg: relist: ignoring a listed pod without UID", "index", i)
+		return nil
+	}
+	var rec *podRecord
+	if i < len(r.prev) && r.prev[i] != nil && r.prev[i].uid == p.ID {
+		rec = r.prev[i]
+	} else if rec = r.records[p.ID]; rec == nil {
+		rec = &podRecord{uid: p.ID}
+		r.records[p.ID] = rec
+	}
+	if rec.gen == r.gen {
+		r.log.WarnContext(ctx, "pleg: relist: ignoring a pod listed twice", "pod", podName(p.Namespace, p.Name), "podUID", p.ID, "index", i)
+		return nil
+	}
+	rec.gen = r.gen
+	return rec
+}
+
+// handleListed diffs a listed pod against its record; a pod with changes or marked for
+// re-inspection gets its status fetched, cached and its events sent.
+func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) error {
+	var same bool
+	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
+	_, again := r.reinspect[p.ID]
+	if len(r.changes) == 0 && !again {
+		if !same { // e.g. reordered containers: remember the new layout
+			rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
+		}
+		return nil
+	}
+	ts := r.clock.Now()
+	status, err := r.runtime.PodStatus(ctx, p.ID, p.Name, p.Namespace)
+	if err != nil {
+		// Keep the old record: the same differences come back at the next relist.
+		r.cache.Set(p.ID, status, err, ts)
+		r.reinspect[p.ID] = struct{}{}
+		r.log.WarnContext(ctx, "pleg: relist: pod status failed; events dropped until the next relist",
+			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
+		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
+	}
+	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
+	delete(r.reinspect, p.ID)
+	if same {
+		rec.view.setStates(p)
+	} else {
+		rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
+	}
+	if len(r.changes) == 0 {
+		e := r.newEvent()
+		*e = PodLifecycleEvent{ID: p.ID, Type: PodSync}
+		r.send(e)
+		return nil
+	}
+	r.emit(p.ID, r.changes, &rec.view)
+	return nil
+}
+
+// handleVanished handles a pod the list no longer has: every container of its record is
+// gone (its events are sent), then its cache entry and record are deleted.
+func (r *Relister) handleVanished(uid types.UID, rec *podRecord) {
+	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
+	r.emit(uid, r.changes, &rec.view)
+	r.cache.Delete(uid)
+	delete(r.records, uid)
+	delete(r.reinspect, uid)
 }
