@@ -126,7 +126,8 @@ func (g *w1) check(b *testing.B, round int, c Changes) {
 
 // benchmarkW1 runs W1: the initial Set of w1Pods pods, reported per pod (initial-*), then
 // w1Rounds checked rounds, reported per pod-round. Making the input is not timed.
-func benchmarkW1(b *testing.B, fresh bool) {
+// With full, the store compares every pod (StoreConfig.FullComparison), as the kubelet.
+func benchmarkW1(b *testing.B, fresh, full bool) {
 	var (
 		mallocs, initMallocs uint64
 		ms                   runtime.MemStats
@@ -135,7 +136,7 @@ func benchmarkW1(b *testing.B, fresh bool) {
 	for b.Loop() {
 		b.StopTimer()
 		g := newW1(fresh)
-		s := NewStore()
+		s := NewStoreWithConfig(StoreConfig{FullComparison: full})
 		initial := PodUpdate{Op: Set, Source: "api", Pods: g.list()}
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
@@ -176,7 +177,13 @@ func benchmarkW1(b *testing.B, fresh bool) {
 }
 
 // BenchmarkW1Informer is W1 with unchanged pods passed as the same objects every round.
-func BenchmarkW1Informer(b *testing.B) { benchmarkW1(b, false) }
+func BenchmarkW1Informer(b *testing.B) { benchmarkW1(b, false, false) }
 
 // BenchmarkW1Fresh is W1 with every pod a new deep copy every round.
-func BenchmarkW1Fresh(b *testing.B) { benchmarkW1(b, true) }
+func BenchmarkW1Fresh(b *testing.B) { benchmarkW1(b, true, false) }
+
+// BenchmarkW1InformerFull is BenchmarkW1Informer without the resourceVersion shortcut.
+func BenchmarkW1InformerFull(b *testing.B) { benchmarkW1(b, false, true) }
+
+// BenchmarkW1FreshFull is BenchmarkW1Fresh without the resourceVersion shortcut.
+func BenchmarkW1FreshFull(b *testing.B) { benchmarkW1(b, true, true) }
