@@ -178,29 +178,36 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.healthMu.Unlock()
 	r.gen++
 
-	var errs []error
+	// First every listed pod's record, then the diffs: the lookups, independent of each
+	// other, overlap their memory accesses when the list is in a new order.
 	seen := 0
 	next := r.next[:0]
+	byPosition := positions{prev: r.prev}
 	for i, p := range pods {
+		rec := r.lookup(ctx, i, p, &byPosition)
+		if rec != nil {
+			seen++
+		}
+		next = append(next, rec)
+	}
+	r.prev, r.next = next, r.prev
+	clear(r.next)
+
+	var errs []error
+	for i, rec := range next {
 		if err := ctx.Err(); err != nil {
-			// Abandon the relist: pods not handled yet keep their records, so the next
+			// Abandon the relist: records not diffed yet keep their views, so the next
 			// relist finds their changes again. No cache timestamp is claimed.
 			r.prev = nil
 			return err
 		}
-		rec := r.lookup(ctx, i, p)
 		if rec == nil {
-			next = append(next, nil)
 			continue
 		}
-		seen++
-		next = append(next, rec)
-		if err := r.handleListed(ctx, rec, p); err != nil {
+		if err := r.handleListed(ctx, rec, pods[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	r.prev, r.next = next, r.prev
-	clear(r.next)
 
 	if seen < len(r.records) {
 		for uid, rec := range r.records {
@@ -214,19 +221,43 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	return errors.Join(errs...)
 }
 
+// positions matches listed pods to records by their position in the previous list, while
+// that works: a runtime that lists in the same order as before costs no map lookup, and
+// one that lists in a new order (as a CRI runtime may) is no longer guessed at after
+// maxPositionMisses misses in a row, each of which costs reading another pod's UID.
+type positions struct {
+	prev   []*podRecord // the previous list's records, by position
+	misses int          // consecutive wrong guesses
+}
+
+const maxPositionMisses = 4
+
+// guess returns the record at position i of the previous list if it is uid's, else nil.
+func (ps *positions) guess(i int, uid types.UID) *podRecord {
+	if ps.misses >= maxPositionMisses || i >= len(ps.prev) {
+		return nil
+	}
+	if rec := ps.prev[i]; rec != nil && rec.uid == uid {
+		ps.misses = 0
+		return rec
+	}
+	ps.misses++
+	return nil
+}
+
 // lookup returns the record of the i-th listed pod, creating it for a new pod and marking
 // it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
-func (r *Relister) lookup(ctx context.Context, i int, p *Pod) *podRecord {
+func (r *Relister) lookup(ctx context.Context, i int, p *Pod, byPosition *positions) *podRecord {
 	if p == nil || p.ID == "" {
 		r.log.WarnContext(ctx, "pleg: relist: ignoring a listed pod without UID", "index", i)
 		return nil
 	}
-	var rec *podRecord
-	if i < len(r.prev) && r.prev[i] != nil && r.prev[i].uid == p.ID {
-		rec = r.prev[i]
-	} else if rec = r.records[p.ID]; rec == nil {
-		rec = &podRecord{uid: p.ID}
-		r.records[p.ID] = rec
+	rec := byPosition.guess(i, p.ID)
+	if rec == nil {
+		if rec = r.records[p.ID]; rec == nil {
+			rec = &podRecord{uid: p.ID}
+			r.records[p.ID] = rec
+		}
 	}
 	if rec.gen == r.gen {
 		r.log.WarnContext(ctx, "pleg: relist: ignoring a pod listed twice", "pod", podName(p.Namespace, p.Name), "podUID", p.ID, "index", i)
