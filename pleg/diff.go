@@ -178,36 +178,30 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.healthMu.Unlock()
 	r.gen++
 
-	// First every listed pod's record, then the diffs: the lookups, independent of each
-	// other, overlap their memory accesses when the list is in a new order.
+	var errs []error
 	seen := 0
 	next := r.next[:0]
 	byPosition := positions{prev: r.prev}
 	for i, p := range pods {
-		rec := r.lookup(ctx, i, p, &byPosition)
-		if rec != nil {
-			seen++
-		}
-		next = append(next, rec)
-	}
-	r.prev, r.next = next, r.prev
-	clear(r.next)
-
-	var errs []error
-	for i, rec := range next {
 		if err := ctx.Err(); err != nil {
-			// Abandon the relist: records not diffed yet keep their views, so the next
+			// Abandon the relist: pods not handled yet keep their records, so the next
 			// relist finds their changes again. No cache timestamp is claimed.
 			r.prev = nil
 			return err
 		}
+		rec := r.lookup(ctx, i, p, &byPosition)
 		if rec == nil {
+			next = append(next, nil)
 			continue
 		}
-		if err := r.handleListed(ctx, rec, pods[i]); err != nil {
+		seen++
+		next = append(next, rec)
+		if err := r.handleListed(ctx, rec, p); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	r.prev, r.next = next, r.prev
+	clear(r.next)
 
 	if seen < len(r.records) {
 		for uid, rec := range r.records {
