@@ -168,7 +168,8 @@ func (s *Store) Merge(u PodUpdate) Changes {
 //
 //   - Set: the listed pods become the source's pods. Pods new to the source are Adds
 //     (stamped with the source and the first-seen time), known pods are classified by
-//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing), and stored pods
+//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing; an APISource pod
+//     with the resourceVersion last listed is nothing, see StoreConfig), and stored pods
 //     not listed are Removes. The source counts as seen afterwards.
 //   - Add, Update, Delete: the listed pods are upserted and classified like Set's; other
 //     pods stay. The op itself does not matter (an Update of an unknown pod is an Add).
