@@ -124,18 +124,32 @@ func (g *w1) check(b *testing.B, round int, c Changes) {
 	}
 }
 
-func benchmarkW1(b *testing.B, fresh bool) {
+// benchmarkW1 runs W1: the initial Set of w1Pods pods, reported per pod (initial-*), then
+// w1Rounds checked rounds, reported per pod-round. Making the input is not timed.
+// With full, the store compares every pod (StoreConfig.FullComparison), as the kubelet.
+func benchmarkW1(b *testing.B, fresh, full bool) {
 	var (
-		mallocs uint64
-		ms      runtime.MemStats
-		cpu     time.Duration
+		mallocs, initMallocs uint64
+		ms                   runtime.MemStats
+		cpu, initCPU, init   time.Duration
 	)
 	for b.Loop() {
 		b.StopTimer()
 		g := newW1(fresh)
-		s := NewStore()
-		if c := s.Merge(PodUpdate{Op: Set, Source: "api", Pods: g.list()}); len(c.Adds) != w1Pods {
-			b.Fatalf("initial Set: %d adds", len(c.Adds))
+		s := NewStoreWithConfig(StoreConfig{FullComparison: full})
+		initial := PodUpdate{Op: Set, Source: "api", Pods: g.list()}
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		before, cpu0, wall0 := ms.Mallocs, processCPU(), b.Elapsed()
+		b.StartTimer()
+		c := s.Merge(initial)
+		b.StopTimer()
+		initCPU += processCPU() - cpu0
+		init += b.Elapsed() - wall0
+		runtime.ReadMemStats(&ms)
+		initMallocs += ms.Mallocs - before
+		if len(c.Adds) != w1Pods || c.Len() != w1Pods {
+			b.Fatalf("initial Set: %d adds, %d changes, want %d adds only", len(c.Adds), c.Len(), w1Pods)
 		}
 		for round := range w1Rounds {
 			u := g.round()
@@ -153,13 +167,23 @@ func benchmarkW1(b *testing.B, fresh bool) {
 		b.StartTimer()
 	}
 	podRounds := float64(b.N) * w1Rounds * w1Pods
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/podRounds, "ns/pod-round")
+	b.ReportMetric(float64((b.Elapsed()-init).Nanoseconds())/podRounds, "ns/pod-round")
 	b.ReportMetric(float64(mallocs)/podRounds, "allocs/pod-round")
 	b.ReportMetric(float64(cpu.Nanoseconds())/podRounds, "cpu-ns/pod-round")
+	initPods := float64(b.N) * w1Pods
+	b.ReportMetric(float64(init.Nanoseconds())/initPods, "initial-ns/pod")
+	b.ReportMetric(float64(initMallocs)/initPods, "initial-allocs/pod")
+	b.ReportMetric(float64(initCPU.Nanoseconds())/initPods, "initial-cpu-ns/pod")
 }
 
 // BenchmarkW1Informer is W1 with unchanged pods passed as the same objects every round.
-func BenchmarkW1Informer(b *testing.B) { benchmarkW1(b, false) }
+func BenchmarkW1Informer(b *testing.B) { benchmarkW1(b, false, false) }
 
 // BenchmarkW1Fresh is W1 with every pod a new deep copy every round.
-func BenchmarkW1Fresh(b *testing.B) { benchmarkW1(b, true) }
+func BenchmarkW1Fresh(b *testing.B) { benchmarkW1(b, true, false) }
+
+// BenchmarkW1InformerFull is BenchmarkW1Informer without the resourceVersion shortcut.
+func BenchmarkW1InformerFull(b *testing.B) { benchmarkW1(b, false, true) }
+
+// BenchmarkW1FreshFull is BenchmarkW1Fresh without the resourceVersion shortcut.
+func BenchmarkW1FreshFull(b *testing.B) { benchmarkW1(b, true, true) }

@@ -33,6 +33,15 @@
 // finalizers, owner references) is nothing. Comparisons have reflect.DeepEqual's exact
 // semantics (nil and empty differ), without its cost: see equal.go.
 //
+// The resourceVersion shortcut: the API server changes a pod's resourceVersion on every
+// write, so a pod of the "api" source (APISource) listed with a non-empty resourceVersion
+// equal to that of the version of its UID last listed is unchanged: it costs a map lookup
+// and a string comparison, not a walk through the pod, and the stored pod stays as it was.
+// Pods of other sources (file, http) and pods without a resourceVersion are always
+// compared. The kubelet compares every pod; StoreConfig.FullComparison (and
+// MuxConfig.FullComparison) turns the shortcut off for a source that reuses a
+// resourceVersion for changed contents, and classifies exactly as the kubelet.
+//
 // Invariants of a Store:
 //   - per source, at most one pod per UID; sources never affect each other;
 //   - every stored pod carries config.source (its source) and config.seen (when the store

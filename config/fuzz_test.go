@@ -12,10 +12,20 @@ import (
 )
 
 // naiveStore restates Store's rules as plainly as possible: deep copies everywhere,
-// reflect.DeepEqual through naiveCheckAndUpdatePod, linear filters.
+// reflect.DeepEqual through naiveCheckAndUpdatePod, linear filters. With trustVersions it
+// also restates the resourceVersion shortcut (StoreConfig).
 type naiveStore struct {
 	pods map[string]map[types.UID]*v1.Pod
 	seen map[string]bool
+	// trustVersions: an "api" pod listed with the non-empty resourceVersion of the
+	// version of its UID last listed (versions) is unchanged.
+	trustVersions bool
+	versions      map[types.UID]string
+}
+
+func newNaiveStore(trustVersions bool) *naiveStore {
+	return &naiveStore{pods: map[string]map[types.UID]*v1.Pod{}, seen: map[string]bool{},
+		trustVersions: trustVersions, versions: map[types.UID]string{}}
 }
 
 func (n *naiveStore) apply(u PodUpdate, now string) (Changes, bool) {
@@ -66,6 +76,13 @@ func (n *naiveStore) apply(u PodUpdate, now string) (Changes, bool) {
 		}
 		ref.Annotations[ConfigSourceAnnotationKey] = u.Source
 		stored, ok := pods[ref.UID]
+		if u.Source == "api" {
+			last := n.versions[ref.UID]
+			n.versions[ref.UID] = ref.ResourceVersion
+			if ok && n.trustVersions && ref.ResourceVersion != "" && ref.ResourceVersion == last {
+				continue
+			}
+		}
 		if !ok {
 			ref.Annotations[ConfigFirstSeenAnnotationKey] = now
 			pods[ref.UID] = ref
@@ -157,70 +174,81 @@ func fuzzPod(r *fuzzReader) *v1.Pod {
 	if content&0x80 != 0 {
 		p.Spec.Containers[0].Image = "busybox:2"
 	}
+	if v := r.next() % 3; v > 0 {
+		p.ResourceVersion = fmt.Sprint(v)
+	}
 	return p
 }
 
 // FuzzMerge drives a Store and the naive model with the same random updates and checks
 // that Merge never panics, never modifies its input, puts each pod in at most one
-// category, and agrees with the model on the changes, the stored pods and SeenSource.
+// category, and agrees with the model on the changes, the stored pods and SeenSource:
+// with FullComparison against the kubelet's rules alone, and by default against them
+// with the resourceVersion shortcut.
 func FuzzMerge(f *testing.F) {
 	f.Add([]byte{0, 0, 2, 1, 1, 0, 2, 2, 8})
 	f.Add([]byte{0, 0, 3, 1, 1, 0, 6, 1, 0, 1, 2, 4, 0, 0, 1, 1, 1, 8, 0, 0, 0})
 	f.Add([]byte{1, 1, 2, 0x21, 0, 0xff, 0x22, 3, 0x0c, 4, 1, 1, 0x21, 0, 0, 5, 0, 1, 1, 0, 0})
 	f.Add([]byte{0, 0, 4, 17, 0, 0, 13, 1, 1, 2, 2, 0x48, 7, 2, 0x28})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := &fuzzReader{b: data}
-		clk := clocktesting.NewFakePassiveClock(t0)
-		s := NewStoreWithClock(clk)
-		model := &naiveStore{pods: map[string]map[types.UID]*v1.Pod{}, seen: map[string]bool{}}
-		sources := []string{"api", "file", ""}
-		for step := 0; len(r.b) > 0 && step < 64; step++ {
-			clk.SetTime(clk.Now().Add(time.Second))
-			now := clk.Now().Format(SeenTimeLayout)
-			opByte := r.next()
-			u := PodUpdate{Op: Op(opByte % 8), Source: sources[r.next()%3]}
-			for range r.next() % 6 {
-				u.Pods = append(u.Pods, fuzzPod(r))
-			}
-			var before []*v1.Pod
-			for _, p := range u.Pods {
-				before = append(before, p.DeepCopy())
-			}
-			got, _, err := s.Apply(u)
-			want, ok := model.apply(u, now)
-			if (err == nil) != ok {
-				t.Fatalf("step %d (%v from %q): error %v, model valid %v", step, u.Op, u.Source, err, ok)
-			}
-			if diff := cmp.Diff(before, u.Pods); diff != "" {
-				t.Fatalf("step %d: input modified (-before +after):\n%s", step, diff)
-			}
-			if diff := cmp.Diff(want, got); diff != "" {
-				t.Fatalf("step %d (%v from %q): changes (-model +store):\n%s", step, u.Op, u.Source, diff)
-			}
-			seen := map[types.UID]bool{}
-			for _, cat := range [][]*v1.Pod{got.Adds, got.Updates, got.Deletes, got.Removes, got.Reconciles} {
-				for _, p := range cat {
-					if seen[p.UID] {
-						t.Fatalf("step %d: %s in two categories", step, p.UID)
-					}
-					seen[p.UID] = true
-				}
-			}
-			for _, src := range sources[:2] {
-				if diff := cmp.Diff(model.list(src), s.Pods(src)); diff != "" {
-					t.Fatalf("step %d: source %q stored (-model +store):\n%s", step, src, diff)
-				}
-				if s.SeenSource(src) != model.seen[src] {
-					t.Fatalf("step %d: SeenSource(%q) = %v, model %v", step, src, s.SeenSource(src), model.seen[src])
-				}
-			}
-			// Scribble over what was returned: the store must not notice.
-			for _, cat := range [][]*v1.Pod{got.Adds, got.Updates, got.Deletes, got.Removes, got.Reconciles} {
-				for _, p := range cat {
-					p.Spec.Containers[0].Image = "scribbled"
-					p.Annotations["scribbled"] = "1"
-				}
-			}
+		for _, full := range []bool{true, false} {
+			t.Run(fmt.Sprintf("FullComparison=%v", full), func(t *testing.T) { fuzzMerge(t, data, full) })
 		}
 	})
+}
+
+func fuzzMerge(t *testing.T, data []byte, full bool) {
+	r := &fuzzReader{b: data}
+	clk := clocktesting.NewFakePassiveClock(t0)
+	s := NewStoreWithConfig(StoreConfig{Clock: clk, FullComparison: full})
+	model := newNaiveStore(!full)
+	sources := []string{"api", "file", ""}
+	for step := 0; len(r.b) > 0 && step < 64; step++ {
+		clk.SetTime(clk.Now().Add(time.Second))
+		now := clk.Now().Format(SeenTimeLayout)
+		opByte := r.next()
+		u := PodUpdate{Op: Op(opByte % 8), Source: sources[r.next()%3]}
+		for range r.next() % 6 {
+			u.Pods = append(u.Pods, fuzzPod(r))
+		}
+		var before []*v1.Pod
+		for _, p := range u.Pods {
+			before = append(before, p.DeepCopy())
+		}
+		got, _, err := s.Apply(u)
+		want, ok := model.apply(u, now)
+		if (err == nil) != ok {
+			t.Fatalf("step %d (%v from %q): error %v, model valid %v", step, u.Op, u.Source, err, ok)
+		}
+		if diff := cmp.Diff(before, u.Pods); diff != "" {
+			t.Fatalf("step %d: input modified (-before +after):\n%s", step, diff)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("step %d (%v from %q): changes (-model +store):\n%s", step, u.Op, u.Source, diff)
+		}
+		seen := map[types.UID]bool{}
+		for _, cat := range [][]*v1.Pod{got.Adds, got.Updates, got.Deletes, got.Removes, got.Reconciles} {
+			for _, p := range cat {
+				if seen[p.UID] {
+					t.Fatalf("step %d: %s in two categories", step, p.UID)
+				}
+				seen[p.UID] = true
+			}
+		}
+		for _, src := range sources[:2] {
+			if diff := cmp.Diff(model.list(src), s.Pods(src)); diff != "" {
+				t.Fatalf("step %d: source %q stored (-model +store):\n%s", step, src, diff)
+			}
+			if s.SeenSource(src) != model.seen[src] {
+				t.Fatalf("step %d: SeenSource(%q) = %v, model %v", step, src, s.SeenSource(src), model.seen[src])
+			}
+		}
+		// Scribble over what was returned: the store must not notice.
+		for _, cat := range [][]*v1.Pod{got.Adds, got.Updates, got.Deletes, got.Removes, got.Reconciles} {
+			for _, p := range cat {
+				p.Spec.Containers[0].Image = "scribbled"
+				p.Annotations["scribbled"] = "1"
+			}
+		}
+	}
 }

@@ -25,6 +25,9 @@ type MuxConfig struct {
 	UpdatesBufferLen int
 	// Clock stamps first-seen times. nil means the real clock.
 	Clock clock.PassiveClock
+	// FullComparison turns off the store's resourceVersion shortcut for APISource: see
+	// StoreConfig.FullComparison.
+	FullComparison bool
 	// Logger receives dropped pods and invalid updates. nil discards.
 	Logger *slog.Logger
 	// OnDrop, if set, is called for every dropped pod, outside the Mux's lock, from the
@@ -93,7 +96,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		onDrop:   cfg.OnDrop,
 		onError:  cfg.OnError,
 		turn:     make(chan struct{}, 1),
-		store:    NewStoreWithClock(cfg.Clock),
+		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, FullComparison: cfg.FullComparison}),
 		ready:    map[string]chan struct{}{},
 		channels: map[string]chan PodUpdate{},
 	}

@@ -144,6 +144,35 @@ func TestMuxFirstSetWithReconcileOnlyStillSignals(t *testing.T) {
 	}
 }
 
+// TestMuxFullComparison: MuxConfig.FullComparison reaches the store, so an "api" pod with
+// an unchanged resourceVersion and a new label is an Update only with it.
+func TestMuxFullComparison(t *testing.T) {
+	for _, tc := range []struct {
+		full bool
+		want []summary
+	}{
+		{full: false, want: nil},
+		{full: true, want: []summary{{Update, "api", []string{"a"}}}},
+	} {
+		m := newTestMux(t, MuxConfig{FullComparison: tc.full})
+		ctx := context.Background()
+		a := newPod("a", "uid-a")
+		a.ResourceVersion = "7"
+		if err := m.Update(ctx, set(a)); err != nil {
+			t.Fatal(err)
+		}
+		drain(m)
+		a2 := a.DeepCopy()
+		a2.Labels = map[string]string{"app": "other"}
+		if err := m.Update(ctx, set(a2)); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, drain(m)); diff != "" {
+			t.Errorf("FullComparison %v: delivered (-want +got):\n%s", tc.full, diff)
+		}
+	}
+}
+
 func TestMuxInvalidUpdates(t *testing.T) {
 	m := newTestMux(t, MuxConfig{})
 	ctx := context.Background()

@@ -97,7 +97,10 @@ func runMergeScenario(t *testing.T, sc mergeScenario) {
 		start = parityT0
 	}
 	ck := clocktesting.NewFakePassiveClock(start)
-	merged, applied := config.NewStoreWithClock(ck), config.NewStoreWithClock(ck)
+	// The kubelet compares every pod: parity holds for the full comparison (the fixtures
+	// change contents under one resourceVersion).
+	merged := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true})
+	applied := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true})
 	for i, step := range sc.steps {
 		ck.SetTime(ck.Now().Add(step.advance))
 		want := step.want
@@ -360,7 +363,7 @@ func TestParityMergeCopies(t *testing.T) {
 			*p.DeletionGracePeriodSeconds = 12345
 		}
 	}
-	s := config.NewStoreWithClock(clocktesting.NewFakePassiveClock(parityT0))
+	s := config.NewStoreWithConfig(config.StoreConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), FullComparison: true})
 	in1 := pods(a.DeepCopy(), b.DeepCopy(), c.DeepCopy(), d.DeepCopy())
 	before1 := copyUpdate(setOf("api", in1...)).Pods
 	c1 := s.Merge(setOf("api", in1...))
@@ -434,7 +437,7 @@ func TestParityMuxOrder(t *testing.T) {
 			want: []delivered{{config.Add, "dup", []string{"a"}}}},
 	}
 	var drops []config.Drop
-	m, err := config.NewMux(config.MuxConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), OnDrop: func(d config.Drop) { drops = append(drops, d) }})
+	m, err := config.NewMux(config.MuxConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), FullComparison: true, OnDrop: func(d config.Drop) { drops = append(drops, d) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,14 +57,19 @@ type Drop struct {
 // pod after passing it, as with an informer's objects. Every pod the store returns is a
 // deep copy sharing no memory with the store or the inputs, so a receiver may modify it
 // freely. The copies are made only for changed pods; an unchanged pod costs a comparison
-// and no allocation.
+// and no allocation, and an "api" pod with an unchanged resourceVersion not even the
+// comparison (see StoreConfig.FullComparison).
 type Store struct {
-	clock   clock.PassiveClock
-	sources map[string]*sourceState
+	clock clock.PassiveClock
+	// trustVersions enables the resourceVersion shortcut for APISource (see StoreConfig).
+	trustVersions bool
+	sources       map[string]*sourceState
 	// gen numbers Apply calls; an entry touched by the current call carries its number.
 	gen uint64
-	// names is scratch space for the duplicate-name filter, reused by every Apply.
-	names map[nameKey]struct{}
+	// names is scratch space for the duplicate-name filter, reused by every Apply; it
+	// was made for namesCap entries, the largest update so far.
+	names    map[nameKey]struct{}
+	namesCap int
 	// tmp is scratch space for comparisons.
 	tmp scratch
 }
@@ -80,16 +85,19 @@ type sourceState struct {
 
 // entry is one stored pod.
 type entry struct {
-	// pod is the store's object. The Pod struct and its Annotations map belong to the
-	// store; everything else it references may be shared with an input pod and is never
-	// written through.
-	pod *v1.Pod
+	// pod is the store's object, held inline (one allocation per stored pod). The Pod
+	// struct and its Annotations map belong to the store; everything else it references
+	// may be shared with an input pod and is never written through.
+	pod v1.Pod
 	// gen is the Store.gen of the last Apply that listed the pod.
 	gen uint64
 	// annFrom is the annotation map of the input pod that pod's annotations were last
 	// built from or found equal to (apart from local keys). Inputs are not modified after
 	// being passed, so an input carrying this very map has equal annotations.
 	annFrom map[string]string
+	// version is the resourceVersion of the input pod last listed (not pod's, which keeps
+	// the first one, as in the kubelet).
+	version string
 }
 
 // sameMap reports whether a and b are the same non-nil map.
@@ -100,16 +108,45 @@ func sameMap(a, b map[string]string) bool {
 // nameKey is a pod's full name.
 type nameKey struct{ namespace, name string }
 
-// NewStore returns an empty store that stamps first-seen times from the real clock.
-func NewStore() *Store { return NewStoreWithClock(clock.RealClock{}) }
+// APISource is the API server's source name, the kubelet's "api": the one source whose
+// resourceVersions a Store trusts (see StoreConfig.FullComparison).
+const APISource = "api"
+
+// StoreConfig configures a Store made by NewStoreWithConfig. The zero value gives
+// NewStore's store.
+type StoreConfig struct {
+	// Clock stamps first-seen times. nil means the real clock.
+	Clock clock.PassiveClock
+	// FullComparison turns off the resourceVersion shortcut, so that every listed pod of
+	// a known UID is compared field by field, as the kubelet does.
+	//
+	// The shortcut: the API server changes a pod's resourceVersion on every write, so a
+	// pod from APISource whose resourceVersion is non-empty and equal to that of the
+	// version of the same UID last listed is unchanged, at the cost of a string
+	// comparison instead of a walk through spec, labels, annotations and status. Pods of
+	// other sources, and pods with an empty resourceVersion, are always compared. A
+	// source that sends APISource pods with an unchanged resourceVersion but changed
+	// contents (a test fixture, say) needs FullComparison.
+	FullComparison bool
+}
+
+// NewStore returns an empty store that stamps first-seen times from the real clock and
+// trusts APISource's resourceVersions (see StoreConfig).
+func NewStore() *Store { return NewStoreWithConfig(StoreConfig{}) }
 
 // NewStoreWithClock returns an empty store that stamps first-seen times from c (the real
-// clock if c is nil).
+// clock if c is nil) and trusts APISource's resourceVersions (see StoreConfig).
 func NewStoreWithClock(c clock.PassiveClock) *Store {
+	return NewStoreWithConfig(StoreConfig{Clock: c})
+}
+
+// NewStoreWithConfig returns an empty store configured by cfg.
+func NewStoreWithConfig(cfg StoreConfig) *Store {
+	c := cfg.Clock
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{clock: c, sources: map[string]*sourceState{}, names: map[nameKey]struct{}{}}
+	return &Store{clock: c, trustVersions: !cfg.FullComparison, sources: map[string]*sourceState{}}
 }
 
 // SeenSource reports whether a Set of source has been merged.
@@ -131,7 +168,8 @@ func (s *Store) Merge(u PodUpdate) Changes {
 //
 //   - Set: the listed pods become the source's pods. Pods new to the source are Adds
 //     (stamped with the source and the first-seen time), known pods are classified by
-//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing), and stored pods
+//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing; an APISource pod
+//     with the resourceVersion last listed is nothing, see StoreConfig), and stored pods
 //     not listed are Removes. The source counts as seen afterwards.
 //   - Add, Update, Delete: the listed pods are upserted and classified like Set's; other
 //     pods stay. The op itself does not matter (an Update of an unknown pod is an Add).
@@ -154,7 +192,8 @@ func (s *Store) Apply(u PodUpdate) (Changes, []Drop, error) {
 	}
 	st := s.sources[u.Source]
 	if st == nil {
-		st = &sourceState{pods: map[types.UID]*entry{}}
+		// Sized for the first update, which is usually the source's whole list.
+		st = &sourceState{pods: make(map[types.UID]*entry, len(u.Pods))}
 		s.sources[u.Source] = st
 	}
 	s.gen++
@@ -170,8 +209,15 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		c     Changes
 		drops []Drop
 		seen  string // the first-seen stamp, formatted once per call when needed
+		// trusted: an unchanged non-empty resourceVersion means an unchanged pod.
+		trusted = s.trustVersions && u.Source == APISource
 	)
-	clear(s.names)
+	if len(u.Pods) > s.namesCap {
+		s.names, s.namesCap = make(map[nameKey]struct{}, len(u.Pods)), len(u.Pods)
+	} else {
+		clear(s.names)
+	}
+	allNew := len(st.pods) == 0 // every listed pod is an Add: size Adds once
 	for i, ref := range u.Pods {
 		if err := checkPod(ref); err != nil {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
@@ -194,14 +240,22 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			if seen == "" {
 				seen = s.clock.Now().Format(SeenTimeLayout)
 			}
-			e = &entry{pod: newStored(ref, u.Source, seen), annFrom: ref.Annotations}
+			e = &entry{pod: *ref, annFrom: ref.Annotations, version: ref.ResourceVersion}
+			stamp(&e.pod, u.Source, seen)
 			st.pods[ref.UID] = e
 			e.gen = s.gen
+			if allNew && c.Adds == nil {
+				c.Adds = make([]*v1.Pod, 0, len(u.Pods)-i)
+			}
 			c.Adds = append(c.Adds, e.pod.DeepCopy())
 			continue
 		}
 		e.gen = s.gen
-		op, changed := classify(e.pod, ref, &s.tmp, sameMap(e.annFrom, ref.Annotations))
+		if trusted && ref.ResourceVersion != "" && ref.ResourceVersion == e.version {
+			continue
+		}
+		e.version = ref.ResourceVersion
+		op, changed := classify(&e.pod, ref, &s.tmp, sameMap(e.annFrom, ref.Annotations))
 		e.annFrom = ref.Annotations
 		if !changed {
 			continue
@@ -259,17 +313,14 @@ func checkPod(p *v1.Pod) error {
 	return nil
 }
 
-// newStored returns the store's object for a pod new to a source: a shallow copy of ref
-// with its own annotation map, stamped with the source and the first-seen time.
-func newStored(ref *v1.Pod, source, seen string) *v1.Pod {
-	p := new(v1.Pod)
-	*p = *ref
-	ann := make(map[string]string, len(ref.Annotations)+2)
-	maps.Copy(ann, ref.Annotations)
+// stamp makes p, a shallow copy of a pod new to a source, the store's object: it gets an
+// annotation map of its own, with the source and the first-seen time added.
+func stamp(p *v1.Pod, source, seen string) {
+	ann := make(map[string]string, len(p.Annotations)+2)
+	maps.Copy(ann, p.Annotations)
 	ann[ConfigSourceAnnotationKey] = source
 	ann[ConfigFirstSeenAnnotationKey] = seen
 	p.Annotations = ann
-	return p
 }
 
 // sortPods orders pods by namespace, name and UID.

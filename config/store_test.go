@@ -380,3 +380,100 @@ func TestMergeSameObjectsAgain(t *testing.T) {
 		t.Errorf("stored team annotation %q, want y", got)
 	}
 }
+
+// TestResourceVersionShortcut: a pod of APISource listed again with the non-empty
+// resourceVersion of the version of its UID last listed is unchanged, whatever its
+// contents; every other pod is compared field by field.
+func TestResourceVersionShortcut(t *testing.T) {
+	list := func(ps ...*v1.Pod) []*v1.Pod { return ps }
+	versioned := func(rv string, edit func(*v1.Pod)) *v1.Pod {
+		p := newPod("web", "uid-1")
+		p.ResourceVersion = rv
+		if edit != nil {
+			edit(p)
+		}
+		return p
+	}
+	relabel := func(p *v1.Pod) { p.Labels = map[string]string{"app": "other"} }
+	restatus := func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }
+	cases := []struct {
+		name   string
+		source string
+		full   bool
+		// first is merged, then the versions of second, in order; the last one's
+		// classification is checked.
+		first  *v1.Pod
+		second []*v1.Pod
+		want   string // the category of the last merge's one change, or "none"
+	}{
+		{name: "same version, different spec: unchanged", source: "api",
+			first: versioned("7", nil), second: list(versioned("7", relabel)), want: "none"},
+		{name: "same version, different status: unchanged", source: "api",
+			first: versioned("7", nil), second: list(versioned("7", restatus)), want: "none"},
+		{name: "new version, different labels: Update", source: "api",
+			first: versioned("7", nil), second: list(versioned("8", relabel)), want: "update"},
+		{name: "new version, different status: Reconcile", source: "api",
+			first: versioned("7", nil), second: list(versioned("8", restatus)), want: "reconcile"},
+		{name: "new version, same contents: unchanged", source: "api",
+			first: versioned("7", nil), second: list(versioned("8", nil)), want: "none"},
+		{name: "the version last listed counts, not the first", source: "api",
+			first: versioned("7", nil), second: list(versioned("8", relabel), versioned("7", nil)), want: "update"},
+		{name: "same version as the last listed after a change: unchanged", source: "api",
+			first: versioned("7", nil), second: list(versioned("8", relabel), versioned("8", restatus)), want: "none"},
+		{name: "empty version: compared", source: "api",
+			first: versioned("", nil), second: list(versioned("", relabel)), want: "update"},
+		{name: "version emptied: compared", source: "api",
+			first: versioned("7", nil), second: list(versioned("", restatus)), want: "reconcile"},
+		{name: "other source: compared", source: "file",
+			first: versioned("7", nil), second: list(versioned("7", relabel)), want: "update"},
+		{name: "FullComparison: compared", source: "api", full: true,
+			first: versioned("7", nil), second: list(versioned("7", relabel)), want: "update"},
+		{name: "FullComparison, same version, different status: Reconcile", source: "api", full: true,
+			first: versioned("7", nil), second: list(versioned("7", restatus)), want: "reconcile"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), FullComparison: tc.full})
+			if c := s.Merge(PodUpdate{Op: Set, Source: tc.source, Pods: list(tc.first)}); len(c.Adds) != 1 {
+				t.Fatalf("first Set: %+v, want one Add", c)
+			}
+			var c Changes
+			for _, p := range tc.second {
+				c = s.Merge(PodUpdate{Op: Set, Source: tc.source, Pods: list(p)})
+			}
+			if got := category(c); got != tc.want {
+				t.Fatalf("last Set: %s (%+v), want %s", got, c, tc.want)
+			}
+		})
+	}
+}
+
+// TestResourceVersionShortcutKeepsStoredPod: a pod taken as unchanged by its
+// resourceVersion leaves the stored pod as it was.
+func TestResourceVersionShortcutKeepsStoredPod(t *testing.T) {
+	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+	p := newPod("web", "uid-1")
+	p.ResourceVersion = "7"
+	s.Merge(set(p))
+	q := p.DeepCopy()
+	q.Labels = map[string]string{"app": "other"}
+	if c := s.Merge(set(q)); c.Len() != 0 {
+		t.Fatalf("same version: %+v, want no change", c)
+	}
+	if diff := cmp.Diff([]*v1.Pod{stamped(p, "api", t0Seen)}, s.Pods("api")); diff != "" {
+		t.Fatalf("stored pod (-want +got):\n%s", diff)
+	}
+}
+
+// category names the one category of c's one pod: "none" if empty, "several" if more.
+func category(c Changes) string {
+	if c.Len() > 1 {
+		return "several"
+	}
+	for op, ps := range map[Op][]*v1.Pod{Add: c.Adds, Update: c.Updates, Delete: c.Deletes, Remove: c.Removes, Reconcile: c.Reconciles} {
+		if len(ps) == 1 {
+			return op.String()
+		}
+	}
+	return "none"
+}

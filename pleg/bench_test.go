@@ -3,6 +3,8 @@ package pleg
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +25,11 @@ const (
 // objects the relister has never seen, as with a real runtime's fresh list; a changed pod
 // is replaced by new objects, never modified.
 type w3World struct {
+	// cri makes every list new, as a CRI runtime's: pods in random order, every ID and
+	// name a new string (equal contents).
+	cri      bool
+	rand     *rand.Rand
+	listed   []*Pod         // what ListPods returns, made before the relist is timed
 	model    [][]*Container // per pod: containers (the sandbox is separate)
 	uids     []types.UID
 	names    []string
@@ -33,8 +40,8 @@ type w3World struct {
 	turn     int // relists so far
 }
 
-func newW3World() *w3World {
-	w := &w3World{statuses: make(map[types.UID]*PodStatus, w3Pods)}
+func newW3World(cri bool) *w3World {
+	w := &w3World{cri: cri, rand: rand.New(rand.NewPCG(3, 3)), statuses: make(map[types.UID]*PodStatus, w3Pods)}
 	for i := range w3Pods {
 		w.uids = append(w.uids, types.UID(fmt.Sprintf("%08x-0000-4000-8000-%012x", i, i)))
 		w.names = append(w.names, fmt.Sprintf("busybox-%d", i))
@@ -51,7 +58,35 @@ func newW3World() *w3World {
 	for i := range w3Pods {
 		w.rebuild(i)
 	}
+	w.prepareList()
 	return w
+}
+
+// prepareList makes the list of the current turn: the turn's copy, or in CRI mode a new
+// list of it in random order with new strings.
+func (w *w3World) prepareList() {
+	pods := w.copies[w.turn%2]
+	if !w.cri {
+		w.listed = pods
+		return
+	}
+	w.listed = make([]*Pod, len(pods))
+	for i, k := range w.rand.Perm(len(pods)) {
+		p := pods[k]
+		w.listed[i] = &Pod{
+			ID: types.UID(strings.Clone(string(p.ID))), Name: strings.Clone(p.Name), Namespace: strings.Clone(p.Namespace),
+			Containers: cloneContainers(p.Containers), Sandboxes: cloneContainers(p.Sandboxes),
+		}
+	}
+}
+
+// cloneContainers returns new containers equal to cs, with new strings.
+func cloneContainers(cs []*Container) []*Container {
+	out := make([]*Container, len(cs))
+	for i, c := range cs {
+		out[i] = &Container{ID: strings.Clone(c.ID), Name: strings.Clone(c.Name), Image: strings.Clone(c.Image), State: c.State}
+	}
+	return out
 }
 
 func (w *w3World) newID() string {
@@ -124,7 +159,7 @@ func (w *w3World) replaceFirst(cs []*Container, state ContainerState, f func(*Co
 func (w *w3World) runtime() RuntimeService {
 	return RuntimeServiceFuncs{
 		ListPodsFunc: func(ctx context.Context, all bool) ([]*Pod, error) {
-			return w.copies[w.turn%2], nil
+			return w.listed, nil
 		},
 		PodStatusFunc: func(ctx context.Context, uid types.UID, name, namespace string) (*PodStatus, error) {
 			return w.statuses[uid], nil
@@ -132,8 +167,8 @@ func (w *w3World) runtime() RuntimeService {
 	}
 }
 
-func benchmarkW3(b *testing.B, changing bool) {
-	w := newW3World()
+func benchmarkW3(b *testing.B, changing, cri bool) {
+	w := newW3World(cri)
 	r, err := New(Config{Runtime: w.runtime(), Cache: NewCache()})
 	if err != nil {
 		b.Fatal(err)
@@ -162,6 +197,7 @@ func benchmarkW3(b *testing.B, changing bool) {
 		if changing {
 			w.change()
 		}
+		w.prepareList()
 		b.StartTimer()
 		if err := r.Relist(ctx); err != nil {
 			b.Fatal(err)
@@ -196,7 +232,14 @@ func benchmarkW3(b *testing.B, changing bool) {
 }
 
 // BenchmarkW3Relist is W3: each relist sees 1% of the containers change.
-func BenchmarkW3Relist(b *testing.B) { benchmarkW3(b, true) }
+func BenchmarkW3Relist(b *testing.B) { benchmarkW3(b, true, false) }
 
 // BenchmarkW3RelistNoChange is W3 without changes: the steady-state cost of a relist.
-func BenchmarkW3RelistNoChange(b *testing.B) { benchmarkW3(b, false) }
+func BenchmarkW3RelistNoChange(b *testing.B) { benchmarkW3(b, false, false) }
+
+// BenchmarkW3RelistCRI is W3-cri: W3 with every list in random order and with new ID
+// strings, as a CRI runtime lists.
+func BenchmarkW3RelistCRI(b *testing.B) { benchmarkW3(b, true, true) }
+
+// BenchmarkW3RelistCRINoChange is W3-cri without changes.
+func BenchmarkW3RelistCRINoChange(b *testing.B) { benchmarkW3(b, false, true) }

@@ -1,5 +1,14 @@
 package pleg
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
 // change is one container (or sandbox) whose normalized state differs between two views
 // of a pod.
 type change struct {
@@ -155,4 +164,170 @@ func appendChangesIndexed(dst []change, old *podView, parts [2][]*Container) []c
 		}
 	}
 	return dst
+}
+
+// relist is Relist with r.relistMu held. It takes r.mu, except around runtime calls.
+func (r *Relister) relist(ctx context.Context, start time.Time) error {
+	r.mu.Lock()
+	r.epoch++
+	r.mu.Unlock()
+	pods, err := r.runtime.ListPods(ctx, true)
+	if err != nil {
+		r.log.ErrorContext(ctx, "pleg: relist: listing pods failed", "err", err)
+		return fmt.Errorf("%w: %w", ErrListPods, err)
+	}
+	r.healthMu.Lock()
+	r.relistTime = start
+	r.healthMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.gen++
+
+	var errs []error
+	seen := 0
+	next := r.next[:0]
+	byPosition := positions{prev: r.prev}
+	for i, p := range pods {
+		if err := ctx.Err(); err != nil {
+			// Abandon the relist: pods not handled yet keep their records, so the next
+			// relist finds their changes again. No cache timestamp is claimed.
+			r.prev = nil
+			return err
+		}
+		if i%relistYield == relistYield-1 {
+			// Let refreshes and pushes in: nothing here holds across the gap (see
+			// handleListed).
+			r.mu.Unlock()
+			r.mu.Lock()
+		}
+		rec := r.lookup(ctx, i, p, &byPosition)
+		if rec == nil {
+			next = append(next, nil)
+			continue
+		}
+		seen++
+		next = append(next, rec)
+		if err := r.handleListed(ctx, rec, p); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	r.prev, r.next = next, r.prev
+	clear(r.next)
+
+	if seen < len(r.records) {
+		for uid, rec := range r.records {
+			if rec.gen != r.gen && rec.epoch != r.epoch {
+				r.handleVanished(uid, rec)
+			}
+		}
+	}
+	// Every pod was handled: the whole cache is as fresh as the list.
+	r.cache.UpdateTime(start)
+	return errors.Join(errs...)
+}
+
+// positions matches listed pods to records by their position in the previous list, while
+// that works: a runtime that lists in the same order as before costs no map lookup, and
+// one that lists in a new order (as a CRI runtime may) is no longer guessed at after
+// maxPositionMisses misses in a row, each of which costs reading another pod's UID.
+type positions struct {
+	prev   []*podRecord // the previous list's records, by position
+	misses int          // consecutive wrong guesses
+}
+
+const maxPositionMisses = 4
+
+// guess returns the record at position i of the previous list if it is uid's, else nil.
+func (ps *positions) guess(i int, uid types.UID) *podRecord {
+	if ps.misses >= maxPositionMisses || i >= len(ps.prev) {
+		return nil
+	}
+	if rec := ps.prev[i]; rec != nil && rec.uid == uid {
+		ps.misses = 0
+		return rec
+	}
+	ps.misses++
+	return nil
+}
+
+// lookup returns the record of the i-th listed pod, creating it for a new pod and marking
+// it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
+func (r *Relister) lookup(ctx context.Context, i int, p *Pod, byPosition *positions) *podRecord {
+	if p == nil || p.ID == "" {
+		r.log.WarnContext(ctx, "pleg: relist: ignoring a listed pod without UID", "index", i)
+		return nil
+	}
+	rec := byPosition.guess(i, p.ID)
+	if rec == nil {
+		if rec = r.records[p.ID]; rec == nil {
+			rec = &podRecord{uid: p.ID}
+			r.records[p.ID] = rec
+		}
+	}
+	if rec.gen == r.gen {
+		r.log.WarnContext(ctx, "pleg: relist: ignoring a pod listed twice", "pod", podName(p.Namespace, p.Name), "podUID", p.ID, "index", i)
+		return nil
+	}
+	rec.gen = r.gen
+	return rec
+}
+
+// handleListed diffs a listed pod against its record; a pod with changes or marked for
+// re-inspection gets its status fetched (r.mu released meanwhile), cached and its events
+// sent. A pod that a refresh or push observed during this relist is left alone.
+func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) error {
+	if rec.epoch == r.epoch {
+		return nil
+	}
+	var same bool
+	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
+	_, again := r.reinspect[p.ID]
+	if len(r.changes) == 0 && !again {
+		if !same { // e.g. reordered containers: remember the new layout
+			rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
+		}
+		return nil
+	}
+	ts := r.clock.Now()
+	r.mu.Unlock()
+	status, err := r.runtime.PodStatus(ctx, p.ID, p.Name, p.Namespace)
+	r.mu.Lock()
+	if rec.epoch == r.epoch {
+		return nil // a refresh or push applied a newer observation meanwhile
+	}
+	// A refresh of another pod may have used the scratch buffer: diff again.
+	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
+	if err != nil {
+		// Keep the old record: the same differences come back at the next relist.
+		r.cache.Set(p.ID, status, err, ts)
+		r.reinspect[p.ID] = struct{}{}
+		r.log.WarnContext(ctx, "pleg: relist: pod status failed; events dropped until the next relist",
+			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
+		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
+	}
+	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
+	delete(r.reinspect, p.ID)
+	if same {
+		rec.view.setStates(p)
+	} else {
+		rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
+	}
+	if len(r.changes) == 0 {
+		e := r.newEvent()
+		*e = PodLifecycleEvent{ID: p.ID, Type: PodSync}
+		r.send(e)
+		return nil
+	}
+	r.emit(p.ID, r.changes, &rec.view)
+	return nil
+}
+
+// handleVanished handles a pod the list no longer has: every container of its record is
+// gone (its events are sent), then its cache entry and record are deleted.
+func (r *Relister) handleVanished(uid types.UID, rec *podRecord) {
+	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
+	r.emit(uid, r.changes, &rec.view)
+	r.cache.Delete(uid)
+	delete(r.records, uid)
+	delete(r.reinspect, uid)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // naiveChanges is the kubelet's way, written plainly: the union of IDs in order, each
@@ -212,4 +213,36 @@ func changesDiff(want, got []change) string {
 		return ""
 	}
 	return cmp.Diff(want, got, cmp.AllowUnexported(change{}))
+}
+
+// TestPositionsGuess: a record is guessed by its position in the previous list until
+// maxPositionMisses wrong guesses in a row; a right guess resets the count.
+func TestPositionsGuess(t *testing.T) {
+	a, b, c := &podRecord{uid: "a"}, &podRecord{uid: "b"}, &podRecord{uid: "c"}
+	prev := []*podRecord{a, nil, b, c, a, b, c, a, b}
+	type call struct {
+		i    int
+		uid  types.UID
+		want *podRecord
+	}
+	cases := []struct {
+		name  string
+		calls []call
+	}{
+		{"same order: every guess right", []call{{0, "a", a}, {2, "b", b}, {3, "c", c}}},
+		{"position past the previous list", []call{{9, "a", nil}}},
+		{"nil at the position", []call{{1, "a", nil}, {2, "b", b}}},
+		{"a right guess resets the misses", []call{{0, "b", nil}, {2, "a", nil}, {3, "a", nil}, {4, "a", a}, {5, "a", nil}, {6, "a", nil}, {7, "b", nil}, {8, "b", b}}},
+		{"no guess after maxPositionMisses misses in a row", []call{{0, "b", nil}, {2, "a", nil}, {3, "a", nil}, {4, "b", nil}, {5, "b", nil}, {6, "c", nil}, {7, "a", nil}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := positions{prev: prev}
+			for k, cl := range tc.calls {
+				if got := ps.guess(cl.i, cl.uid); got != cl.want {
+					t.Fatalf("call %d: guess(%d, %q) = %v, want %v", k, cl.i, cl.uid, got, cl.want)
+				}
+			}
+		})
+	}
 }
