@@ -46,6 +46,11 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if gracePeriod < 1 {
 		return fmt.Errorf("cri: KillPod %s/%s: grace period %d < 1", pod.Namespace, pod.Name, gracePeriod)
 	}
+	leave, err := r.stopping.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return r.killPod(ctx, pod, status, gracePeriod)
 }
 
@@ -56,21 +61,25 @@ func (r *Runtime) KillRuntimePod(ctx context.Context, rp *pleg.Pod) error {
 	}
 	pod := &v1.Pod{}
 	pod.UID, pod.Name, pod.Namespace = rp.ID, rp.Name, rp.Namespace
+	leave, err := r.stopping.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return r.killPod(ctx, pod, nil, runtimePodGrace)
 }
 
 // live lists the pod's containers that are not exited (running, created, unknown) and its
 // ready sandboxes, straight from the runtime.
 func (r *Runtime) live(ctx context.Context, uid types.UID) ([]*runtimeapi.Container, []*runtimeapi.PodSandbox, error) {
-	sel := map[string]string{LabelPodUID: string(uid)}
-	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)}}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cri: ListContainers: %w", err)
 	}
-	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel,
-		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+	sbs, err := r.readySandboxes(ctx, uid)
 	if err != nil {
-		return nil, nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
+		return nil, nil, err
 	}
 	var live []*runtimeapi.Container
 	for _, c := range cs.GetContainers() {
@@ -78,7 +87,29 @@ func (r *Runtime) live(ctx context.Context, uid types.UID) ([]*runtimeapi.Contai
 			live = append(live, c)
 		}
 	}
-	return live, sbs.GetItems(), nil
+	return live, sbs, nil
+}
+
+// readySandboxes lists the pod's ready sandboxes.
+func (r *Runtime) readySandboxes(ctx context.Context, uid types.UID) ([]*runtimeapi.PodSandbox, error) {
+	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+	if err != nil {
+		return nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
+	}
+	return sbs.GetItems(), nil
+}
+
+// runningContainers lists the pod's running containers.
+func (r *Runtime) runningContainers(ctx context.Context, uid types.UID) ([]*runtimeapi.Container, error) {
+	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)},
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+	if err != nil {
+		return nil, fmt.Errorf("cri: ListContainers: %w", err)
+	}
+	return cs.GetContainers(), nil
 }
 
 func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
@@ -103,24 +134,15 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, g
 		}
 	}
 	// Only when nothing runs: a container started by someone else in between is caught.
-	containers, sandboxes, err = r.live(ctx, pod.UID)
+	// (A sandbox whose StopPodSandbox succeeded is stopped: not listed again.)
+	running, err := r.runningContainers(ctx, pod.UID)
 	if err != nil {
 		return err
 	}
-	if n := countRunning(containers); n > 0 || len(sandboxes) > 0 {
-		return fmt.Errorf("%w: pod %s/%s: %d container(s), %d sandbox(es) after the kill", ErrStillRunning, pod.Namespace, pod.Name, n, len(sandboxes))
+	if len(running) > 0 {
+		return fmt.Errorf("%w: pod %s/%s: %d container(s) after the kill", ErrStillRunning, pod.Namespace, pod.Name, len(running))
 	}
 	return nil
-}
-
-func countRunning(cs []*runtimeapi.Container) int {
-	n := 0
-	for _, c := range cs {
-		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			n++
-		}
-	}
-	return n
 }
 
 // specContainer finds the container's spec in the pod (nil for a runtime pod).
@@ -191,7 +213,7 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 	if pod == nil || pod.UID == "" {
 		return errors.New("cri: CleanupPod: pod without a UID")
 	}
-	_, sandboxes, err := r.live(ctx, pod.UID)
+	sandboxes, err := r.readySandboxes(ctx, pod.UID)
 	if err != nil {
 		return err
 	}

@@ -505,3 +505,26 @@ func TestStatusCache(t *testing.T) {
 		t.Errorf("a changed state: %d ContainerStatus calls, want 1", cs-cs0)
 	}
 }
+
+// TestPushStatuses: once a SyncPod started a container, the runtime inspects the pod and
+// pushes its status (the node then sees it running without waiting for a relist).
+func TestPushStatuses(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pushed := make(chan *pleg.PodStatus, 4)
+	h.rt.PushStatuses(ctx, func(s *pleg.PodStatus) { pushed <- s })
+	pod := fakePod(v1.RestartPolicyAlways, "a")
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-pushed:
+		c := st.FindContainerStatusByName("a")
+		if st.ID != pod.UID || c == nil || c.State != pleg.ContainerStateRunning || !st.IsRunning() {
+			t.Errorf("pushed %+v (container %+v), want the pod with container a running", st, c)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no status pushed after the sync that started the container")
+	}
+}
