@@ -29,9 +29,20 @@
 //     that is done is started again.
 //   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
 //     grace period as timeout), then StopContainer with the rest of the grace period, at
-//     least 2 s; then StopPodSandbox. It returns nil only when nothing of the pod runs.
+//     least 2 s; then StopPodSandbox. It returns nil only when no container of the pod
+//     runs (one list of its running containers afterwards).
 //   - KillRuntimePod: the same with a grace period of 1 s (hence the 2 s minimum).
 //   - CleanupPod: stops a sandbox still ready; the stopped containers stay for their logs.
+//   - PushStatuses: once a SyncPod that created a sandbox or started a container returned,
+//     the pod is inspected and its status pushed to the node, so a started container is
+//     seen at once rather than at the next relist (containerd 1.6 sends no events).
+//
+// Many pods at once: Config.MaxConcurrentPods pods (default 4) have their sandbox and
+// containers started at once, and as many stopped, the others waiting in arrival order, so
+// the first pods are done early instead of every pod sharing the runtime's CPU until the
+// last one is done; a pod gives its place to the next after Config.AdmissionLease (0.5 s)
+// at most, so a slow image pull or a container waiting out its grace period delays the
+// others by that much at most.
 //   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, and
 //     the pod's log directory.
 //
