@@ -260,6 +260,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		}
 		r.mu.Lock()
 		delete(r.sandboxNet, sb.GetId())
+		delete(r.sandboxes, sb.GetId())
 		r.mu.Unlock()
 	}
 	if len(errs) == 0 && rp.Name != "" && rp.Namespace != "" {
@@ -269,6 +270,9 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 	}
 	r.mu.Lock()
 	r.backOff.Forget(string(rp.ID))
+	if len(errs) == 0 {
+		delete(r.index.pods, rp.ID)
+	}
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }

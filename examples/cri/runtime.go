@@ -152,6 +152,10 @@ type Runtime struct {
 	// sandboxes' IPs by ID; both guarded by mu, pruned by ListPods and RemovePod.
 	statuses   map[string]*pleg.ContainerStatus
 	sandboxNet map[string][]string
+	// sandboxes are the sandboxes' last PodSandboxStatus by ID (read again while ready), and
+	// index the pods' known sandbox and container IDs; both guarded by mu.
+	sandboxes map[string]*pleg.SandboxStatus
+	index     podIndex
 }
 
 var _ node.Runtime = (*Runtime)(nil)
@@ -194,7 +198,8 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: BackOffMax %v < BackOffInitial %v", ErrInvalidConfig, cfg.BackOffMax, cfg.BackOffInitial)
 	}
 	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{}, spent: map[string]time.Duration{},
-		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{}}
+		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{},
+		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex()}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}

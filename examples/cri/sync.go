@@ -163,6 +163,9 @@ func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeap
 		r.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return "", fmt.Errorf("cri: RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	r.mu.Lock()
+	r.index.addSandbox(pod.UID, resp.GetPodSandboxId())
+	r.mu.Unlock()
 	return resp.GetPodSandboxId(), nil
 }
 
@@ -264,6 +267,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return fmt.Errorf("cri: CreateContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
+	r.mu.Lock()
+	r.index.addContainer(pod.UID, created.GetContainerId())
+	r.mu.Unlock()
 	r.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if _, err := r.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
