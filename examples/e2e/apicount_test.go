@@ -22,8 +22,8 @@ import (
 // API calls counted two ways: on the client side by a client-go transport wrapper
 // (apiCounter, for clients the test builds), and on the server side from kube-apiserver's
 // apiserver_request_total (serverCalls, for a client the test does not build: the kubelet).
-// Both key a call as "VERB resource[/subresource]" with the server's verbs (GET, LIST,
-// WATCH, CREATE, UPDATE, PATCH, DELETE).
+// Both key a call as "VERB resource[/subresource]" with the verbs of the server's metric
+// (GET, LIST, WATCH, POST, PUT, PATCH, DELETE, DELETECOLLECTION).
 
 // apiCounter counts the requests of the clients whose transport it wraps.
 type apiCounter struct {
@@ -84,10 +84,6 @@ func apiKey(method, path, watch string) string {
 		case !named:
 			verb = "LIST"
 		}
-	case http.MethodPost:
-		verb = "CREATE"
-	case http.MethodPut:
-		verb = "UPDATE"
 	case http.MethodDelete:
 		if !named {
 			verb = "DELETECOLLECTION"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,7 +112,11 @@ func (e w8Env) run(t *testing.T, side string) w8Result {
 	counter := newAPICounter()
 	admin := countingClient(t, filepath.Join(apiDir, "admin.kubeconfig"), "podlife-e2e-w8", counter)
 	proxy := startCRIProxy(t, e.endpoint)
-	direct := newCRI(t, e.endpoint) // uncounted: removes the leftovers at the end
+	// Uncounted: removes the pods' leftovers once the side stopped (cleanups run last in,
+	// first out).
+	direct := newCRI(t, e.endpoint)
+	var made []*v1.Pod
+	t.Cleanup(func() { removeRuntimePods(t, direct, made) })
 	switch side {
 	case "kubelet":
 		startKubelet(t, ctx, e.admin, e.kubelet, filepath.Join(apiDir, node+".kubeconfig"), proxy.Endpoint)
@@ -133,7 +138,7 @@ func (e w8Env) run(t *testing.T, side string) w8Result {
 	// One pod alone.
 	one := mk("w8one", 1)
 	created := createAtOnce(t, ctx, admin, one)
-	removeLeftovers(t, direct, one...)
+	made = append(made, one...)
 	uids := keys(created)
 	w.wait(t, ctx, uids, false)
 	res.oneRunning = w.since(created, false)[0]
@@ -150,7 +155,7 @@ func (e w8Env) run(t *testing.T, side string) w8Result {
 	}
 	mineBefore := counter.Snapshot()
 	created = createAtOnce(t, ctx, admin, pods)
-	removeLeftovers(t, direct, pods...)
+	made = append(made, pods...)
 	uids = keys(created)
 	t0 := time.Now()
 	res.allRunning = w.wait(t, ctx, uids, false).Sub(t0)
@@ -309,6 +314,7 @@ func startKubelet(t *testing.T, ctx context.Context, admin kubernetes.Interface,
 	go func() { exited <- cmd.Wait() }()
 	t.Cleanup(func() {
 		stopKubelet(t, cmd, exited)
+		unmountUnder(t, dir)
 		logFile.Close()
 		if t.Failed() {
 			tail, _ := os.ReadFile(logPath)
@@ -354,6 +360,30 @@ func stopKubelet(t *testing.T, cmd *exec.Cmd, exited chan error) {
 		t.Logf("kubelet: still running 20 s after SIGTERM; killing it")
 		_ = cmd.Process.Kill()
 		<-exited
+	}
+}
+
+// unmountUnder detaches every mount at or under dir, deepest first (the kubelet makes its
+// root directory a shared bind mount of itself).
+func unmountUnder(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Logf("reading the mounts: %v", err)
+		return
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			points = append(points, f[4])
+		}
+	}
+	slices.SortStableFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			t.Logf("unmounting %s: %v", p, err)
+		}
 	}
 }
 
