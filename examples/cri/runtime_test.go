@@ -563,3 +563,41 @@ func TestPushStatuses(t *testing.T) {
 		t.Fatal("no status pushed after the sync that started the container")
 	}
 }
+
+// TestKillKnownPod: a pod the runtime created is stopped from its objects' statuses by ID;
+// the only list is the final check that no container runs, and CleanupPod afterwards needs
+// no call at all (a stopped sandbox and exited containers do not change).
+func TestKillKnownPod(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := fakePod(v1.RestartPolicyAlways, "a", "b")
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	since := func(before map[string]int64) map[string]int64 {
+		d := map[string]int64{}
+		for k, v := range h.rt.Stats() {
+			if v > before[k] {
+				d[k] = v - before[k]
+			}
+		}
+		return d
+	}
+	before := h.rt.Stats()
+	if err := h.rt.KillPod(t.Context(), pod, nil, 5); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"ContainerStatus": 2, "PodSandboxStatus": 1, "StopContainer": 2, "StopPodSandbox": 1, "ListContainers": 1}
+	if diff := cmp.Diff(want, since(before)); diff != "" {
+		t.Errorf("KillPod calls (-want +got):\n%s", diff)
+	}
+	if st := h.status(t, pod); st.IsRunning() {
+		t.Fatalf("still running after the kill: %+v", st)
+	}
+	before = h.rt.Stats()
+	if err := h.rt.CleanupPod(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := since(before); len(got) != 0 {
+		t.Errorf("CleanupPod after the kill made calls: %v", got)
+	}
+}
