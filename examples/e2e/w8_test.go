@@ -34,6 +34,11 @@ const (
 	EnvKubeletBin = "PODLIFE_E2E_KUBELET_BIN"
 	// EnvW8Pairs is the number of kubelet/podlife pairs of runs (default 4).
 	EnvW8Pairs = "PODLIFE_E2E_W8_PAIRS"
+	// EnvW8Sides, if set, are the sides of each round, in order (comma-separated; default
+	// "kubelet,podlife"): kubelet, podlife (cri.Config's defaults), podlife-unbounded
+	// (MaxConcurrentPods -1: every pod at once, as the kubelet) or podlife-maxN
+	// (MaxConcurrentPods N).
+	EnvW8Sides = "PODLIFE_E2E_W8_SIDES"
 )
 
 const (
@@ -75,26 +80,28 @@ func TestE2EW8SideBySide(t *testing.T) {
 		t.Skipf("%s=%q is not an executable kubelet: run hack/build-kubelet.sh", EnvKubeletBin, bin)
 	}
 	admin, nodeClient, ep, image := criEnv(t)
-	pairs := 4
-	if s := os.Getenv(EnvW8Pairs); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: want a positive number", EnvW8Pairs, s)
+	pairs := envInt(t, EnvW8Pairs, 4)
+	sides := []string{"kubelet", "podlife"}
+	if s := os.Getenv(EnvW8Sides); s != "" {
+		sides = strings.Split(s, ",")
+	}
+	env := w8Env{admin: admin, nodeClient: nodeClient, endpoint: ep, image: image, kubelet: bin}
+	for _, side := range sides {
+		if _, err := podlifeSide(side); side != "kubelet" && err != nil {
+			t.Fatalf("%s: %v", EnvW8Sides, err)
 		}
-		pairs = n
 	}
 	t.Logf("load average before: %s", loadAverage())
 	var results []w8Result
 	for i := range pairs {
-		for _, side := range []string{"kubelet", "podlife"} {
+		for _, side := range sides {
 			t.Run(fmt.Sprintf("%s-%d", side, i+1), func(t *testing.T) {
-				env := w8Env{admin: admin, nodeClient: nodeClient, endpoint: ep, image: image, kubelet: bin}
 				results = append(results, env.run(t, side))
 			})
 		}
 	}
 	t.Logf("load average after: %s", loadAverage())
-	logW8Medians(t, results)
+	logW8Medians(t, sides, results)
 }
 
 // w8Env is what a run needs.
@@ -102,6 +109,26 @@ type w8Env struct {
 	admin, nodeClient kubernetes.Interface
 	endpoint, image   string
 	kubelet           string
+}
+
+// podlifeSide is the CRI configuration of a podlife side (see EnvW8Sides), without the
+// endpoint.
+func podlifeSide(side string) (cri.Config, error) {
+	rest, ok := strings.CutPrefix(side, "podlife")
+	switch {
+	case !ok:
+		return cri.Config{}, fmt.Errorf("unknown side %q", side)
+	case rest == "":
+		return cri.Config{}, nil
+	case rest == "-unbounded":
+		return cri.Config{MaxConcurrentPods: -1}, nil
+	}
+	if n, found := strings.CutPrefix(rest, "-max"); found {
+		if k, err := strconv.Atoi(n); err == nil && k > 0 {
+			return cri.Config{MaxConcurrentPods: k}, nil
+		}
+	}
+	return cri.Config{}, fmt.Errorf("unknown side %q", side)
 }
 
 // run starts the side as node1 behind a counting CRI proxy, measures, and stops it.
@@ -121,7 +148,12 @@ func (e w8Env) run(t *testing.T, side string) w8Result {
 	case "kubelet":
 		startKubelet(t, ctx, e.admin, e.kubelet, filepath.Join(apiDir, node+".kubeconfig"), proxy.Endpoint)
 	default:
-		startPodlifeCRI(t, e.nodeClient, proxy.Endpoint)
+		cfg, err := podlifeSide(side)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Endpoint = proxy.Endpoint
+		startPodlifeCRI(t, e.nodeClient, cfg)
 	}
 	run := fmt.Sprintf("w8-%s-%d", side, time.Now().UnixNano()%1e6)
 	w := watchBench(t, ctx, e.admin, "bench="+run, nil)
@@ -211,9 +243,9 @@ func logW8Run(t *testing.T, r w8Result) {
 }
 
 // logW8Medians logs each side's medians over its runs.
-func logW8Medians(t *testing.T, results []w8Result) {
+func logW8Medians(t *testing.T, sides []string, results []w8Result) {
 	t.Helper()
-	for _, side := range []string{"kubelet", "podlife"} {
+	for _, side := range sides {
 		var one, oneGone, p50, max50, g50, gmax, allR, allG []time.Duration
 		var criPP, podsPP, eventsPP, allPP []float64
 		for _, r := range results {
@@ -241,9 +273,9 @@ func logW8Medians(t *testing.T, results []w8Result) {
 	}
 }
 
-// startPodlifeCRI runs podlife's agent on examples/cri at endpoint as node1, with the
-// kubelet's events, until the test ends.
-func startPodlifeCRI(t *testing.T, nodeClient kubernetes.Interface, endpoint string) {
+// startPodlifeCRI runs podlife's agent on examples/cri (cfg, with the kubelet's events) as
+// node1 until the test ends.
+func startPodlifeCRI(t *testing.T, nodeClient kubernetes.Interface, cfg cri.Config) {
 	t.Helper()
 	recCtx, stopRec := context.WithCancel(context.Background())
 	rec, err := kube.NewRecorder(recCtx, nodeClient, "kubelet", node)
@@ -251,7 +283,8 @@ func startPodlifeCRI(t *testing.T, nodeClient kubernetes.Interface, endpoint str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stopRec(); <-rec.Done() }) // after the agent stopped
-	rt := newCRIConfig(t, cri.Config{Endpoint: endpoint, Event: rec.Event})
+	cfg.Event = rec.Event
+	rt := newCRIConfig(t, cfg)
 	startAgentWith(t, nodeClient, agent.Config{Backend: rt, Recorder: rec})
 }
 
