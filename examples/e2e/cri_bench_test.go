@@ -21,7 +21,7 @@ const EnvCRIBench = "PODLIFE_E2E_CRI_BENCH"
 // one is Running and Ready on the server, deletes them all (their containers exit on
 // SIGTERM) and waits until every object is gone and housekeeping removed the containers.
 // It logs time to Running and delete-to-gone (p50, p99, max), pods/s and CRI calls per pod
-// (docs/PERFORMANCE.md, "CRI"). Run it with
+// (docs/PERFORMANCE.md, "W8": TestE2EW8SideBySide compares it with the kubelet). Run it with
 //
 //	PODLIFE_E2E_CRI_BENCH=1 hack/e2e.sh -v -run CRIMeasure
 func TestE2ECRIMeasure(t *testing.T) {
