@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // benchWatch records, for the pods with one label, when the admin's watch first showed each
@@ -32,14 +34,25 @@ type benchWatch struct {
 	ended   bool
 }
 
-// watchBench watches the pods matching selector until ctx ends; up says when a pod counts as
-// up (nil: Running and Ready).
+// watchBench watches the pods matching selector until ctx ends, from now (a list's
+// resourceVersion) and across the server's closing the watch (a retry watcher resumes from
+// the last event: a loaded server does close them); up says when a pod counts as up (nil:
+// Running and Ready).
 func watchBench(t *testing.T, ctx context.Context, admin kubernetes.Interface, selector string, up func(*v1.Pod) bool) *benchWatch {
 	t.Helper()
 	if up == nil {
 		up = func(p *v1.Pod) bool { return p.Status.Phase == v1.PodRunning && ready(p) }
 	}
-	w, err := admin.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: selector})
+	pods := admin.CoreV1().Pods(namespace)
+	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := watchtools.NewRetryWatcherWithContext(ctx, list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
