@@ -7,6 +7,8 @@
 #   hack/e2e.sh                      # runs `go test -race -count=1 -p 1 -run E2E ./...` in examples/
 #   hack/e2e.sh -v -run E2ECreation  # extra arguments go to `go test` (a later -run wins)
 #   PODLIFE_E2E_KEEP=1 hack/e2e.sh   # keep the work directory (certificates, logs) afterwards
+#   PODLIFE_E2E_KUBELET=1 hack/e2e.sh -race=false -timeout 30m -v -run W8SideBySide
+#                                    # W8 against the real kubelet (hack/build-kubelet.sh first)
 #
 # It makes certificates with openssl (a CA, a serving certificate for 127.0.0.1 and a
 # service-account key pair) and a token file (an admin in system:masters and the node
@@ -250,6 +252,17 @@ else
 	PODLIFE_E2E_IMAGE="$("$here/containerd.sh" image "$containerd_dir")"
 	export PODLIFE_E2E_CRI PODLIFE_E2E_IMAGE
 	echo "e2e: containerd at $PODLIFE_E2E_CRI with $PODLIFE_E2E_IMAGE after $(($(date +%s%N) / 1000000 - start_ms)) ms" >&2
+fi
+
+# --- The kubelet, for the W8 side-by-side measurement (never built here) ---------------------
+if [[ "${PODLIFE_E2E_KUBELET:-}" == 1 ]]; then
+	kubelet_bin="${PODLIFE_CACHE:-$HOME/.cache/podlife}/bin/kubelet"
+	if [[ -x "$kubelet_bin" ]]; then
+		export PODLIFE_E2E_KUBELET_BIN="$kubelet_bin"
+		echo "e2e: PODLIFE_E2E_KUBELET=1: the W8 measurement runs $kubelet_bin" >&2
+	else
+		echo "e2e: PODLIFE_E2E_KUBELET=1 but $kubelet_bin is missing (hack/build-kubelet.sh builds it): the W8 measurement skips" >&2
+	fi
 fi
 
 # --- The suite ------------------------------------------------------------------------------

@@ -16,11 +16,15 @@
 // What each node.Runtime method does:
 //
 //   - ListPods: ListPodSandbox + ListContainers, grouped by the pod UID label; a sandbox is
-//     a pleg container that is running while it is READY.
-//   - PodStatus: the pod's sandboxes (PodSandboxStatus of the newest ready one, for its IPs)
-//     and ContainerStatus of each container (exit code, reason, times, image reference),
-//     newest instance first. A container's status is fetched again only when the list shows
-//     its state changed, a sandbox's IPs only once.
+//     a pleg container that is running while it is READY. The runtime keeps each pod's IDs
+//     from it, and adds the objects it creates itself.
+//   - PodStatus: the pod's sandboxes (newest first, with the IPs of the newest ready one)
+//     and each container's status (exit code, reason, times, image reference), newest
+//     instance first. For a pod whose IDs the runtime knows, as the kubelet does: one
+//     PodSandboxStatus per sandbox and one ContainerStatus per container, by ID, a stopped
+//     sandbox's and an exited container's last status reused; no list (containerd answers
+//     a filtered list by converting every object it has). Any other pod is listed by its
+//     UID label.
 //   - SyncPod: the kubelet's computePodActions: create a sandbox when none is ready (kill
 //     what is left of the old one first), pull images as imagePullPolicy says, start the
 //     init containers one by one, then the containers, restart exited ones as the
@@ -29,9 +33,22 @@
 //     that is done is started again.
 //   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
 //     grace period as timeout), then StopContainer with the rest of the grace period, at
-//     least 2 s; then StopPodSandbox. It returns nil only when nothing of the pod runs.
+//     least 2 s; then StopPodSandbox. What runs is read as PodStatus reads it. It returns
+//     nil only when no container of the pod runs (one list of its running containers
+//     afterwards catches one the runtime did not know of).
 //   - KillRuntimePod: the same with a grace period of 1 s (hence the 2 s minimum).
-//   - CleanupPod: stops a sandbox still ready; the stopped containers stay for their logs.
+//   - CleanupPod: stops a sandbox still ready (after KillPod: no call at all); the stopped
+//     containers stay for their logs.
+//   - PushStatuses: once a SyncPod that created a sandbox or started a container returned,
+//     the pod is inspected and its status pushed to the node, so a started container is
+//     seen at once rather than at the next relist (containerd 1.6 sends no events).
+//
+// Many pods at once: Config.MaxConcurrentPods pods (default 4) have their sandbox and
+// containers started at once, and as many stopped, the others waiting in arrival order, so
+// the first pods are done early instead of every pod sharing the runtime's CPU until the
+// last one is done; a pod gives its place to the next after Config.AdmissionLease (0.5 s)
+// at most, so a slow image pull or a container waiting out its grace period delays the
+// others by that much at most.
 //   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, and
 //     the pod's log directory.
 //

@@ -234,6 +234,9 @@ func (f *fakeCRI) ListContainers(_ context.Context, r *runtimeapi.ListContainers
 		if !matches(r.GetFilter().GetLabelSelector(), c.cfg.GetLabels()) {
 			continue
 		}
+		if s := r.GetFilter().GetState(); s != nil && s.GetState() != c.state {
+			continue
+		}
 		out = append(out, &runtimeapi.Container{Id: c.id, PodSandboxId: c.sbID, Metadata: c.cfg.GetMetadata(),
 			Image: c.cfg.GetImage(), ImageRef: c.image, State: c.state, CreatedAt: c.at.UnixNano(),
 			Labels: c.cfg.GetLabels(), Annotations: c.cfg.GetAnnotations()})

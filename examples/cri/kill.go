@@ -46,6 +46,11 @@ func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if gracePeriod < 1 {
 		return fmt.Errorf("cri: KillPod %s/%s: grace period %d < 1", pod.Namespace, pod.Name, gracePeriod)
 	}
+	leave, err := r.stopping.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return r.killPod(ctx, pod, status, gracePeriod)
 }
 
@@ -56,34 +61,93 @@ func (r *Runtime) KillRuntimePod(ctx context.Context, rp *pleg.Pod) error {
 	}
 	pod := &v1.Pod{}
 	pod.UID, pod.Name, pod.Namespace = rp.ID, rp.Name, rp.Namespace
+	leave, err := r.stopping.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
 	return r.killPod(ctx, pod, nil, runtimePodGrace)
 }
 
-// live lists the pod's containers that are not exited (running, created, unknown) and its
-// ready sandboxes, straight from the runtime.
-func (r *Runtime) live(ctx context.Context, uid types.UID) ([]*runtimeapi.Container, []*runtimeapi.PodSandbox, error) {
-	sel := map[string]string{LabelPodUID: string(uid)}
-	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: sel}})
+// liveContainer is a container of a pod that has not exited (running, created, unknown).
+type liveContainer struct {
+	id, name string
+	running  bool
+}
+
+// live returns the pod's containers that have not exited and its ready sandboxes: for a pod
+// the index knows, from their statuses by ID (see PodStatus), else from the runtime's lists.
+func (r *Runtime) live(ctx context.Context, uid types.UID) ([]liveContainer, []string, error) {
+	r.mu.Lock()
+	sandboxIDs, containerIDs, known := r.index.ids(uid)
+	r.mu.Unlock()
+	if !known {
+		return r.liveByList(ctx, uid)
+	}
+	st, err := r.podStatusByID(ctx, &pleg.PodStatus{ID: uid}, sandboxIDs, containerIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var containers []liveContainer
+	for _, c := range st.ContainerStatuses {
+		if c.State != pleg.ContainerStateExited {
+			containers = append(containers, liveContainer{id: c.ID, name: c.Name, running: c.State == pleg.ContainerStateRunning})
+		}
+	}
+	var sandboxes []string
+	for _, sb := range st.SandboxStatuses {
+		if sb.State == pleg.SandboxReady {
+			sandboxes = append(sandboxes, sb.ID)
+		}
+	}
+	return containers, sandboxes, nil
+}
+
+// liveByList is live from the runtime's lists, filtered by the pod's UID label.
+func (r *Runtime) liveByList(ctx context.Context, uid types.UID) ([]liveContainer, []string, error) {
+	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)}}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cri: ListContainers: %w", err)
 	}
-	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel,
-		State: &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
 	if err != nil {
 		return nil, nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
 	}
-	var live []*runtimeapi.Container
+	var containers []liveContainer
 	for _, c := range cs.GetContainers() {
-		if c.GetState() != runtimeapi.ContainerState_CONTAINER_EXITED {
-			live = append(live, c)
+		if c.GetState() == runtimeapi.ContainerState_CONTAINER_EXITED {
+			continue
 		}
+		name := c.GetLabels()[LabelContainerName]
+		if name == "" {
+			name = c.GetMetadata().GetName()
+		}
+		containers = append(containers, liveContainer{id: c.GetId(), name: name, running: c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING})
 	}
-	return live, sbs.GetItems(), nil
+	var sandboxes []string
+	for _, sb := range sbs.GetItems() {
+		sandboxes = append(sandboxes, sb.GetId())
+	}
+	return containers, sandboxes, nil
+}
+
+// runningContainers lists the pod's running containers.
+func (r *Runtime) runningContainers(ctx context.Context, uid types.UID) ([]*runtimeapi.Container, error) {
+	cs, err := r.rt.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{LabelPodUID: string(uid)},
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING}}})
+	if err != nil {
+		return nil, fmt.Errorf("cri: ListContainers: %w", err)
+	}
+	return cs.GetContainers(), nil
 }
 
 func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
-	// The runtime's own list, not the status the node saw: a container created since (a
-	// sync cancelled half-way) must be stopped too.
+	// The runtime's objects as of now, not the status the node saw: a container created
+	// since (a sync cancelled half-way) must be stopped too.
 	containers, sandboxes, err := r.live(ctx, pod.UID)
 	if err != nil {
 		return err
@@ -97,30 +161,22 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, g
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, sb := range sandboxes {
-		if _, err := r.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
-			return fmt.Errorf("cri: StopPodSandbox %s: %w", sb.GetId(), err)
+	for _, id := range sandboxes {
+		if _, err := r.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("cri: StopPodSandbox %s: %w", id, err)
 		}
 	}
-	// Only when nothing runs: a container started by someone else in between is caught.
-	containers, sandboxes, err = r.live(ctx, pod.UID)
+	// Only when nothing runs, as the runtime lists it: a container the runtime did not know
+	// of (started by someone else, or created by a cancelled call) is caught. (A sandbox
+	// whose StopPodSandbox succeeded is stopped: not listed again.)
+	running, err := r.runningContainers(ctx, pod.UID)
 	if err != nil {
 		return err
 	}
-	if n := countRunning(containers); n > 0 || len(sandboxes) > 0 {
-		return fmt.Errorf("%w: pod %s/%s: %d container(s), %d sandbox(es) after the kill", ErrStillRunning, pod.Namespace, pod.Name, n, len(sandboxes))
+	if len(running) > 0 {
+		return fmt.Errorf("%w: pod %s/%s: %d container(s) after the kill", ErrStillRunning, pod.Namespace, pod.Name, len(running))
 	}
 	return nil
-}
-
-func countRunning(cs []*runtimeapi.Container) int {
-	n := 0
-	for _, c := range cs {
-		if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			n++
-		}
-	}
-	return n
 }
 
 // specContainer finds the container's spec in the pod (nil for a runtime pod).
@@ -137,21 +193,18 @@ func specContainer(pod *v1.Pod, name string) *v1.Container {
 
 // killContainer runs the container's preStop hook (when it runs and the pod has a
 // budget) and stops it.
-func (r *Runtime) killContainer(ctx context.Context, pod *v1.Pod, c *runtimeapi.Container, gracePeriod int64) error {
-	name := c.GetLabels()[LabelContainerName]
-	if name == "" {
-		name = c.GetMetadata().GetName()
-	}
+func (r *Runtime) killContainer(ctx context.Context, pod *v1.Pod, c liveContainer, gracePeriod int64) error {
+	name := c.name
 	spec := specContainer(pod, name)
 	var elapsed time.Duration
-	if c.GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING && grace.HasPreStop(spec) {
-		elapsed = r.runPreStop(ctx, pod, spec, c.GetId(), gracePeriod)
+	if c.running && grace.HasPreStop(spec) {
+		elapsed = r.runPreStop(ctx, pod, spec, c.id, gracePeriod)
 	}
 	timeout := StopTimeout(pod, spec, gracePeriod, elapsed)
 	// The node records Killing ("Stopping container <name>") when it asks for the kill
 	// (node.EventRecorder): not again here.
 	r.log.Debug("StopContainer", "pod", pod.Namespace+"/"+pod.Name, "container", name, "timeout", timeout)
-	if _, err := r.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.GetId(), Timeout: timeout}); err != nil && !isNotFound(err) {
+	if _, err := r.rt.StopContainer(ctx, &runtimeapi.StopContainerRequest{ContainerId: c.id, Timeout: timeout}); err != nil && !isNotFound(err) {
 		return fmt.Errorf("cri: StopContainer %s of %s/%s: %w", name, pod.Namespace, pod.Name, err)
 	}
 	return nil
@@ -195,9 +248,9 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	for _, sb := range sandboxes {
-		if _, err := r.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sb.GetId()}); err != nil && !isNotFound(err) {
-			return fmt.Errorf("cri: StopPodSandbox %s: %w", sb.GetId(), err)
+	for _, id := range sandboxes {
+		if _, err := r.rt.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("cri: StopPodSandbox %s: %w", id, err)
 		}
 	}
 	r.mu.Lock()
@@ -238,6 +291,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		}
 		r.mu.Lock()
 		delete(r.sandboxNet, sb.GetId())
+		delete(r.sandboxes, sb.GetId())
 		r.mu.Unlock()
 	}
 	if len(errs) == 0 && rp.Name != "" && rp.Namespace != "" {
@@ -247,6 +301,9 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 	}
 	r.mu.Lock()
 	r.backOff.Forget(string(rp.ID))
+	if len(errs) == 0 {
+		delete(r.index.pods, rp.ID)
+	}
 	r.mu.Unlock()
 	return errors.Join(errs...)
 }

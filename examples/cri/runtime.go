@@ -28,8 +28,17 @@ const (
 	// DefaultBackOffInitial and DefaultBackOffMax are the kubelet's crash-loop back-off.
 	DefaultBackOffInitial = 10 * time.Second
 	DefaultBackOffMax     = 5 * time.Minute
+	// DefaultMaxConcurrentPods is Config.MaxConcurrentPods' default: on a small node,
+	// enough pods at once to keep the runtime busy, few enough that each one finishes soon.
+	DefaultMaxConcurrentPods = 4
+	// DefaultAdmissionLease is Config.AdmissionLease's default.
+	DefaultAdmissionLease = 500 * time.Millisecond
 	// maxMsgSize is the largest gRPC message accepted (the kubelet's 16 MiB).
 	maxMsgSize = 16 << 20
+	// inspectQueue and inspectors: the pods waiting to be inspected and pushed after a
+	// SyncPod that started something (see PushStatuses), and how many are inspected at once.
+	inspectQueue = 256
+	inspectors   = 2
 )
 
 // PodNetwork says how pods that are not hostNetwork get their network.
@@ -90,8 +99,17 @@ type Config struct {
 	RuntimeHandler string
 	// BackOffInitial and BackOffMax are the crash-loop back-off; 0 means the defaults.
 	BackOffInitial, BackOffMax time.Duration
-	// Clock is the time source of the back-off, the preStop hooks and sleeps; nil means
-	// the real clock.
+	// MaxConcurrentPods bounds how many pods have their sandbox and containers started at
+	// once, and, separately, how many have them stopped at once (KillPod, KillRuntimePod);
+	// the others wait in arrival order. 0 means DefaultMaxConcurrentPods; negative means no
+	// bound (every pod at once, as the kubelet does). See AdmissionLease.
+	MaxConcurrentPods int
+	// AdmissionLease is how long a pod keeps its place among MaxConcurrentPods at most: a
+	// slow start (an image pull) or stop (a container that waits out its grace period)
+	// lets the next pod in after this long and goes on. 0 means DefaultAdmissionLease.
+	AdmissionLease time.Duration
+	// Clock is the time source of the back-off, the preStop hooks, the admission leases
+	// and sleeps; nil means the real clock.
 	Clock clock.Clock
 	// Event, if set, is told of what a user of the pod should see (the kubelet runtime's
 	// events: Pulling, Pulled, Created, Started, BackOff, NetworkNotReady,
@@ -121,12 +139,23 @@ type Runtime struct {
 	stats   map[string]int64         // CRI calls by method name
 	spent   map[string]time.Duration // their total duration (the wall clock's)
 
+	// starting and stopping admit the pods whose containers are started, or stopped (nil:
+	// no bound).
+	starting, stopping *admission
+	// inspect queues the pods to inspect and push after a SyncPod (nil until
+	// PushStatuses).
+	inspect chan podRef
+
 	mu      sync.Mutex
 	backOff *BackOff // guarded by mu
 	// statuses are the containers' last fetched statuses by ID, and sandboxNet the ready
 	// sandboxes' IPs by ID; both guarded by mu, pruned by ListPods and RemovePod.
 	statuses   map[string]*pleg.ContainerStatus
 	sandboxNet map[string][]string
+	// sandboxes are the sandboxes' last PodSandboxStatus by ID (read again while ready), and
+	// index the pods' known sandbox and container IDs; both guarded by mu.
+	sandboxes map[string]*pleg.SandboxStatus
+	index     podIndex
 }
 
 var _ node.Runtime = (*Runtime)(nil)
@@ -147,7 +176,7 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.PodNetwork < PodNetworkRefuse || cfg.PodNetwork > PodNetworkNode {
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.PodNetwork)
 	}
-	if cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 {
+	if cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 || cfg.AdmissionLease < 0 {
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
 	}
 	if cfg.ConnectTimeout == 0 {
@@ -159,11 +188,18 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.BackOffMax == 0 {
 		cfg.BackOffMax = DefaultBackOffMax
 	}
+	if cfg.MaxConcurrentPods == 0 {
+		cfg.MaxConcurrentPods = DefaultMaxConcurrentPods
+	}
+	if cfg.AdmissionLease == 0 {
+		cfg.AdmissionLease = DefaultAdmissionLease
+	}
 	if cfg.BackOffMax < cfg.BackOffInitial {
 		return nil, fmt.Errorf("%w: BackOffMax %v < BackOffInitial %v", ErrInvalidConfig, cfg.BackOffMax, cfg.BackOffInitial)
 	}
 	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{}, spent: map[string]time.Duration{},
-		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{}}
+		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{},
+		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex()}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
@@ -171,6 +207,8 @@ func New(cfg Config) (*Runtime, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.backOff = NewBackOff(cfg.BackOffInitial, cfg.BackOffMax)
+	r.starting = newAdmission(cfg.MaxConcurrentPods, cfg.AdmissionLease, r.clock)
+	r.stopping = newAdmission(cfg.MaxConcurrentPods, cfg.AdmissionLease, r.clock)
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMsgSize), grpc.MaxCallSendMsgSize(maxMsgSize)),

@@ -474,8 +474,11 @@ func TestAPIStatus(t *testing.T) {
 	}
 }
 
-// TestStatusCache: PodStatus asks for a container's status again only when its listed
-// state changed, and for a sandbox's IPs once.
+// TestStatusCache: a pod the runtime knows (it created it, or listed it) is read by ID, as
+// the kubelet does: no lists, one PodSandboxStatus per sandbox and one ContainerStatus per
+// container each time, except that an exited container's status is reused. A pod it does
+// not know is listed by its label, and a container's status fetched only when its listed
+// state changed.
 func TestStatusCache(t *testing.T) {
 	h := newHarness(t, func(c *cri.Config) { c.PodNetwork = cri.PodNetworkRuntime })
 	pod := fakePod(v1.RestartPolicyNever, "a")
@@ -483,25 +486,118 @@ func TestStatusCache(t *testing.T) {
 	if err := h.sync(t, pod); err != nil {
 		t.Fatal(err)
 	}
-	calls := func() (int64, int64) {
-		s := h.rt.Stats()
-		return s["ContainerStatus"], s["PodSandboxStatus"]
+	calls := func(rt *cri.Runtime) map[string]int64 {
+		s := rt.Stats()
+		return map[string]int64{"ContainerStatus": s["ContainerStatus"], "PodSandboxStatus": s["PodSandboxStatus"],
+			"ListContainers": s["ListContainers"], "ListPodSandbox": s["ListPodSandbox"]}
 	}
-	h.status(t, pod)
-	cs0, sb0 := calls()
+	since := func(rt *cri.Runtime, before map[string]int64) map[string]int64 {
+		d := calls(rt)
+		for k := range d {
+			d[k] -= before[k]
+		}
+		return d
+	}
+	before := calls(h.rt)
 	for range 3 {
 		if st := h.status(t, pod); len(st.IPs) != 1 || st.RunningContainers() != 1 {
 			t.Fatalf("status: %+v", st)
 		}
 	}
-	if cs, sb := calls(); cs != cs0 || sb != sb0 {
-		t.Errorf("unchanged pod: %d ContainerStatus and %d PodSandboxStatus calls more", cs-cs0, sb-sb0)
+	want := map[string]int64{"ContainerStatus": 3, "PodSandboxStatus": 3, "ListContainers": 0, "ListPodSandbox": 0}
+	if diff := cmp.Diff(want, since(h.rt, before)); diff != "" {
+		t.Errorf("three statuses of a known pod: calls (-want +got):\n%s", diff)
 	}
 	h.exitContainer(t, "a", 4)
-	if c := h.status(t, pod).FindContainerStatusByName("a"); c.State != pleg.ContainerStateExited || c.ExitCode != 4 {
-		t.Errorf("after the exit: %+v", c)
+	before = calls(h.rt)
+	for range 2 {
+		if c := h.status(t, pod).FindContainerStatusByName("a"); c.State != pleg.ContainerStateExited || c.ExitCode != 4 {
+			t.Errorf("after the exit: %+v", c)
+		}
 	}
-	if cs, _ := calls(); cs != cs0+1 {
-		t.Errorf("a changed state: %d ContainerStatus calls, want 1", cs-cs0)
+	if got := since(h.rt, before)["ContainerStatus"]; got != 1 {
+		t.Errorf("an exited container: %d ContainerStatus calls, want 1 (then its status is reused)", got)
+	}
+
+	// Another runtime on the same endpoint does not know the pod: it lists it.
+	other, err := cri.New(cri.Config{Endpoint: h.endpoint, LogRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	before = calls(other)
+	for range 2 {
+		st, err := other.PodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := st.FindContainerStatusByName("a"); c == nil || c.ExitCode != 4 || len(st.SandboxStatuses) != 1 {
+			t.Errorf("listed status: %+v", st)
+		}
+	}
+	want = map[string]int64{"ContainerStatus": 1, "PodSandboxStatus": 2, "ListContainers": 1, "ListPodSandbox": 1}
+	if diff := cmp.Diff(want, since(other, before)); diff != "" {
+		t.Errorf("an unknown pod listed, then known: calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestPushStatuses: once a SyncPod started a container, the runtime inspects the pod and
+// pushes its status (the node then sees it running without waiting for a relist).
+func TestPushStatuses(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pushed := make(chan *pleg.PodStatus, 4)
+	h.rt.PushStatuses(ctx, func(s *pleg.PodStatus) { pushed <- s })
+	pod := fakePod(v1.RestartPolicyAlways, "a")
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-pushed:
+		c := st.FindContainerStatusByName("a")
+		if st.ID != pod.UID || c == nil || c.State != pleg.ContainerStateRunning || !st.IsRunning() {
+			t.Errorf("pushed %+v (container %+v), want the pod with container a running", st, c)
+		}
+	case <-t.Context().Done():
+		t.Fatal("no status pushed after the sync that started the container")
+	}
+}
+
+// TestKillKnownPod: a pod the runtime created is stopped from its objects' statuses by ID;
+// the only list is the final check that no container runs, and CleanupPod afterwards needs
+// no call at all (a stopped sandbox and exited containers do not change).
+func TestKillKnownPod(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := fakePod(v1.RestartPolicyAlways, "a", "b")
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	since := func(before map[string]int64) map[string]int64 {
+		d := map[string]int64{}
+		for k, v := range h.rt.Stats() {
+			if v > before[k] {
+				d[k] = v - before[k]
+			}
+		}
+		return d
+	}
+	before := h.rt.Stats()
+	if err := h.rt.KillPod(t.Context(), pod, nil, 5); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int64{"ContainerStatus": 2, "PodSandboxStatus": 1, "StopContainer": 2, "StopPodSandbox": 1, "ListContainers": 1}
+	if diff := cmp.Diff(want, since(before)); diff != "" {
+		t.Errorf("KillPod calls (-want +got):\n%s", diff)
+	}
+	if st := h.status(t, pod); st.IsRunning() {
+		t.Fatalf("still running after the kill: %+v", st)
+	}
+	before = h.rt.Stats()
+	if err := h.rt.CleanupPod(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+	if got := since(before); len(got) != 0 {
+		t.Errorf("CleanupPod after the kill made calls: %v", got)
 	}
 }

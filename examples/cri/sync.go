@@ -43,18 +43,30 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if a.InitFailed {
 		return nil // the pod is done; the node sees it Failed
 	}
+	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.Start) == 0)) {
+		return nil
+	}
+	leave, err := r.starting.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	started := false
+	defer func() {
+		if started {
+			r.queueInspection(pod)
+		}
+	}()
 	sandboxID := a.SandboxID
 	var sandboxCfg *runtimeapi.PodSandboxConfig
 	if a.CreateSandbox {
-		var err error
 		sandboxCfg = r.sandboxConfig(pod, a.Attempt)
 		if sandboxID, err = r.createSandbox(ctx, pod, sandboxCfg); err != nil {
 			return err
 		}
+		started = true
 		// A new sandbox starts its containers' history over only for the kubelet's
 		// restart counts; the statuses of the old one's containers stay relevant.
-	} else if sandboxID == "" {
-		return nil
 	} else {
 		sandboxCfg = r.sandboxConfig(pod, a.Attempt)
 		sandboxCfg.Metadata.Attempt = status.SandboxStatuses[0].Attempt
@@ -64,6 +76,8 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	start := func(c *v1.Container) {
 		if err := r.startContainer(ctx, pod, c, status, sandboxID, sandboxCfg); err != nil {
 			errs = append(errs, err)
+		} else {
+			started = true
 		}
 	}
 	if a.NextInit >= 0 {
@@ -149,6 +163,9 @@ func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeap
 		r.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return "", fmt.Errorf("cri: RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
+	r.mu.Lock()
+	r.index.addSandbox(pod.UID, resp.GetPodSandboxId())
+	r.mu.Unlock()
 	return resp.GetPodSandboxId(), nil
 }
 
@@ -250,6 +267,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return fmt.Errorf("cri: CreateContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
+	r.mu.Lock()
+	r.index.addContainer(pod.UID, created.GetContainerId())
+	r.mu.Unlock()
 	r.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
 	if _, err := r.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)

@@ -18,6 +18,9 @@ import (
 // are returned. Containers and sandboxes the runtime no longer lists are dropped from the
 // status caches.
 func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
+	r.mu.Lock()
+	start := r.index.gen
+	r.mu.Unlock()
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("cri: ListPodSandbox: %w", err)
@@ -63,6 +66,17 @@ func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
 		p.Containers = append(p.Containers, &pleg.Container{ID: c.GetId(), Name: c.GetMetadata().GetName(),
 			Image: c.GetImage().GetImage(), State: containerState(c.GetState())})
 	}
+	listed := make(map[types.UID]*podIDs, len(byUID))
+	for uid, p := range byUID {
+		ids := &podIDs{sandboxes: make(map[string]uint64, len(p.Sandboxes)), containers: make(map[string]uint64, len(p.Containers))}
+		for _, sb := range p.Sandboxes {
+			ids.sandboxes[sb.ID] = 0
+		}
+		for _, c := range p.Containers {
+			ids.containers[c.ID] = 0
+		}
+		listed[uid] = ids
+	}
 	r.mu.Lock()
 	for id := range r.statuses {
 		if !seen[id] {
@@ -74,6 +88,12 @@ func (r *Runtime) ListPods(ctx context.Context, all bool) ([]*pleg.Pod, error) {
 			delete(r.sandboxNet, id)
 		}
 	}
+	for id := range r.sandboxes {
+		if !seen[id] {
+			delete(r.sandboxes, id)
+		}
+	}
+	r.index.replace(start, listed)
 	r.mu.Unlock()
 	out := make([]*pleg.Pod, 0, len(byUID))
 	for _, p := range byUID {
@@ -115,11 +135,112 @@ func containerState(s runtimeapi.ContainerState) pleg.ContainerState {
 }
 
 // PodStatus is the pod's detailed status: its sandboxes (newest first; the IPs of the
-// newest, when it is ready, from PodSandboxStatus) and each container's ContainerStatus
-// (newest instance first for a name), each fetched again only when the list shows its state
-// changed. A container that vanishes between the list and its status is left out. A pod the runtime does not know gives an empty status.
+// newest, when it is ready) and each container's status (newest instance first for a name).
+// A pod the runtime knows from its last ListPods or its own actions (see podIndex) is read
+// by ID, as the kubelet does: PodSandboxStatus and ContainerStatus of each of its objects,
+// except those that ended (a stopped sandbox or an exited container does not change; their
+// last status is reused). Any other pod is listed by its UID label (ListPodSandbox,
+// ListContainers), each container's status fetched again only when the list shows its state
+// changed. An object that vanishes meanwhile is left out. A pod the runtime does not have
+// gives an empty status.
 func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
-	st := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	r.mu.Lock()
+	sandboxIDs, containerIDs, known := r.index.ids(uid)
+	r.mu.Unlock()
+	if known {
+		return r.podStatusByID(ctx, &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, sandboxIDs, containerIDs)
+	}
+	return r.podStatusByList(ctx, &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace})
+}
+
+// podStatusByID reads the pod's status from its known objects.
+func (r *Runtime) podStatusByID(ctx context.Context, st *pleg.PodStatus, sandboxIDs, containerIDs []string) (*pleg.PodStatus, error) {
+	var ips map[string][]string
+	for _, id := range sandboxIDs {
+		ss, sbIPs, err := r.sandboxStatus(ctx, id)
+		if isNotFound(err) {
+			r.mu.Lock()
+			r.index.forget(st.ID, id)
+			r.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(sbIPs) > 0 {
+			if ips == nil {
+				ips = map[string][]string{}
+			}
+			ips[id] = sbIPs
+		}
+		st.SandboxStatuses = append(st.SandboxStatuses, ss)
+	}
+	slices.SortStableFunc(st.SandboxStatuses, func(a, b *pleg.SandboxStatus) int {
+		return cmp.Or(-cmp.Compare(a.Attempt, b.Attempt), b.CreatedAt.Compare(a.CreatedAt))
+	})
+	if len(st.SandboxStatuses) > 0 && st.SandboxStatuses[0].State == pleg.SandboxReady {
+		if sbIPs := ips[st.SandboxStatuses[0].ID]; len(sbIPs) > 0 {
+			st.IPs = slices.Clone(sbIPs)
+		}
+	}
+	for _, id := range containerIDs {
+		// A cached status is reused only once the container exited (it changes no more).
+		s, err := r.containerStatus(ctx, id, pleg.ContainerStateExited)
+		if isNotFound(err) {
+			r.mu.Lock()
+			r.index.forget(st.ID, id)
+			r.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		st.ContainerStatuses = append(st.ContainerStatuses, s)
+	}
+	sortStatuses(st.ContainerStatuses)
+	return st, nil
+}
+
+// sandboxStatus returns a sandbox's status and IPs (PodSandboxStatus), the last one again
+// once it is not ready (a stopped sandbox does not come back).
+func (r *Runtime) sandboxStatus(ctx context.Context, id string) (*pleg.SandboxStatus, []string, error) {
+	r.mu.Lock()
+	cached := r.sandboxes[id]
+	r.mu.Unlock()
+	if cached != nil && cached.State == pleg.SandboxNotReady {
+		return cached, nil, nil
+	}
+	resp, err := r.rt.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil, err
+		}
+		return nil, nil, fmt.Errorf("cri: PodSandboxStatus %s: %w", id, err)
+	}
+	s := resp.GetStatus()
+	ss := &pleg.SandboxStatus{ID: id, State: pleg.SandboxNotReady, CreatedAt: time.Unix(0, s.GetCreatedAt()),
+		Attempt: s.GetMetadata().GetAttempt()}
+	var ips []string
+	if s.GetState() == runtimeapi.PodSandboxState_SANDBOX_READY {
+		ss.State = pleg.SandboxReady
+		if net := s.GetNetwork(); net.GetIp() != "" {
+			ips = append(ips, net.GetIp())
+			for _, ip := range net.GetAdditionalIps() {
+				ips = append(ips, ip.GetIp())
+			}
+			ss.IP = ips[0]
+		}
+	}
+	r.mu.Lock()
+	r.sandboxes[id] = ss
+	r.mu.Unlock()
+	return ss, ips, nil
+}
+
+// podStatusByList reads the status of a pod the index does not know by listing its objects,
+// and records them in the index.
+func (r *Runtime) podStatusByList(ctx context.Context, st *pleg.PodStatus) (*pleg.PodStatus, error) {
+	uid := st.ID
 	sel := map[string]string{LabelPodUID: string(uid)}
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})
 	if err != nil {
@@ -165,6 +286,16 @@ func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 		st.ContainerStatuses = append(st.ContainerStatuses, s)
 	}
 	sortStatuses(st.ContainerStatuses)
+	if len(st.SandboxStatuses)+len(st.ContainerStatuses) > 0 {
+		r.mu.Lock()
+		for _, ss := range st.SandboxStatuses {
+			r.index.addSandbox(uid, ss.ID)
+		}
+		for _, cs := range st.ContainerStatuses {
+			r.index.addContainer(uid, cs.ID)
+		}
+		r.mu.Unlock()
+	}
 	return st, nil
 }
 

@@ -3,19 +3,12 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
-	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/pleg"
@@ -28,7 +21,7 @@ const EnvCRIBench = "PODLIFE_E2E_CRI_BENCH"
 // one is Running and Ready on the server, deletes them all (their containers exit on
 // SIGTERM) and waits until every object is gone and housekeeping removed the containers.
 // It logs time to Running and delete-to-gone (p50, p99, max), pods/s and CRI calls per pod
-// (docs/PERFORMANCE.md, "CRI"). Run it with
+// (docs/PERFORMANCE.md, "W8": TestE2EW8SideBySide compares it with the kubelet). Run it with
 //
 //	PODLIFE_E2E_CRI_BENCH=1 hack/e2e.sh -v -run CRIMeasure
 func TestE2ECRIMeasure(t *testing.T) {
@@ -42,76 +35,23 @@ func TestE2ECRIMeasure(t *testing.T) {
 	rt := newCRI(t, ep)
 	run := fmt.Sprintf("m%d", time.Now().UnixNano()%1e6)
 
-	var mu sync.Mutex
-	running, gone := map[types.UID]time.Time{}, map[types.UID]time.Time{}
-	changed := make(chan struct{}, 1)
-	w, err := admin.CoreV1().Pods(namespace).Watch(ctx, metav1.ListOptions{LabelSelector: "bench=" + run})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	go func() {
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*v1.Pod)
-			if !ok {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			if _, seen := running[p.UID]; !seen && p.Status.Phase == v1.PodRunning && ready(p) {
-				running[p.UID] = now
-			}
-			if ev.Type == watch.Deleted {
-				gone[p.UID] = now
-			}
-			mu.Unlock()
-			select {
-			case changed <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	waitCount := func(what string, m map[types.UID]time.Time) {
-		t.Helper()
-		for {
-			mu.Lock()
-			k := len(m)
-			mu.Unlock()
-			if k == n {
-				return
-			}
-			select {
-			case <-changed:
-			case <-ctx.Done():
-				t.Fatalf("waiting for %s: %d of %d", what, k, n)
-			}
-		}
-	}
-
+	w := watchBench(t, ctx, admin, "bench="+run, nil)
 	a := startCRIAgent(t, nodeClient, rt)
 	base := rt.Stats()
 	pods := make([]*v1.Pod, n)
-	created := map[types.UID]time.Time{}
-	t0 := time.Now()
 	for i := range pods {
-		p := criPod(t, "bench", image, v1.RestartPolicyAlways, 30)
-		p.Labels = map[string]string{"bench": run}
-		created0 := time.Now()
-		pods[i] = createPod(t, ctx, admin, p)
-		created[pods[i].UID] = created0
+		pods[i] = criPod(t, "bench", image, v1.RestartPolicyAlways, 30)
+		pods[i].Labels = map[string]string{"bench": run}
 	}
+	t0 := time.Now()
+	created := createAtOnce(t, ctx, admin, pods)
 	removeLeftovers(t, rt, pods...)
-	waitCount("every pod Running", running)
-	t1 := time.Now()
+	uids := keys(created)
+	t1 := w.wait(t, ctx, uids, false)
 	afterCreate := rt.Stats()
 
-	deleted := map[types.UID]time.Time{}
-	for _, p := range pods {
-		deleted[p.UID] = time.Now()
-		deletePod(t, ctx, admin, p.Name, nil)
-	}
-	waitCount("every pod gone", gone)
-	t2 := time.Now()
+	deleted := deleteAtOnce(t, ctx, admin, pods)
+	t2 := w.wait(t, ctx, uids, true)
 	// Housekeeping removes the containers and sandboxes of the forgotten pods.
 	poll := newCRI(t, ep) // its calls do not count
 	for _, p := range pods {
@@ -122,28 +62,9 @@ func TestE2ECRIMeasure(t *testing.T) {
 	t3 := time.Now()
 	final := rt.Stats()
 
-	var toRunning, toGone []time.Duration
-	for _, p := range pods {
-		toRunning = append(toRunning, running[p.UID].Sub(created[p.UID]))
-		toGone = append(toGone, gone[p.UID].Sub(deleted[p.UID]))
-	}
-	perPod := func(a, b map[string]int64) (float64, string) {
-		var total int64
-		diff := map[string]int64{}
-		for k, v := range b {
-			if d := v - a[k]; d > 0 {
-				diff[k] = d
-				total += d
-			}
-		}
-		var parts []string
-		for _, k := range slices.Sorted(maps.Keys(diff)) {
-			parts = append(parts, fmt.Sprintf("%s %.1f", k, float64(diff[k])/n))
-		}
-		return float64(total) / n, strings.Join(parts, ", ")
-	}
-	createCalls, createBy := perPod(base, afterCreate)
-	allCalls, allBy := perPod(base, final)
+	toRunning, toGone := w.since(created, false), w.since(deleted, true)
+	createCalls, createBy := callsPerPod(diffCalls(base, afterCreate), n, nil)
+	allCalls, allBy := callsPerPod(diffCalls(base, final), n, nil)
 	t.Logf("CRI %s, %d pods: time to Running p50 %v p99 %v max %v; all Running after %v (%.1f pods/s)",
 		rt.RuntimeVersion(), n, pct(toRunning, 50), pct(toRunning, 99), pct(toRunning, 100), t1.Sub(t0).Round(time.Millisecond), n/t1.Sub(t0).Seconds())
 	t.Logf("delete to gone p50 %v p99 %v max %v; all gone after %v (%.1f pods/s); leftovers removed %v later",
@@ -170,13 +91,4 @@ func TestE2ECRIMeasure(t *testing.T) {
 	for _, e := range errs[:min(len(errs), 10)] {
 		t.Log(e)
 	}
-}
-
-// pct is the p-th percentile (nearest rank) of ds, rounded to milliseconds.
-func pct(ds []time.Duration, p int) time.Duration {
-	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := (p*len(s)+99)/100 - 1
-	i = max(0, min(i, len(s)-1))
-	return s[i].Round(time.Millisecond)
 }

@@ -87,19 +87,23 @@ func startCRIAgent(t *testing.T, nodeClient kubernetes.Interface, rt *cri.Runtim
 // of the pods (after the agents stopped: cleanups run last in, first out).
 func removeLeftovers(t *testing.T, rt *cri.Runtime, pods ...*v1.Pod) {
 	t.Helper()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, p := range pods {
-			rp := &pleg.Pod{ID: p.UID, Name: p.Name, Namespace: p.Namespace}
-			if err := rt.KillRuntimePod(ctx, rp); err != nil {
-				t.Logf("cleanup: stopping %s: %v", p.Name, err)
-			}
-			if err := rt.RemovePod(ctx, rp); err != nil {
-				t.Logf("cleanup: removing %s: %v", p.Name, err)
-			}
+	t.Cleanup(func() { removeRuntimePods(t, rt, pods) })
+}
+
+// removeRuntimePods stops and removes whatever the runtime has of the pods.
+func removeRuntimePods(t *testing.T, rt *cri.Runtime, pods []*v1.Pod) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, p := range pods {
+		rp := &pleg.Pod{ID: p.UID, Name: p.Name, Namespace: p.Namespace}
+		if err := rt.KillRuntimePod(ctx, rp); err != nil {
+			t.Logf("cleanup: stopping %s: %v", p.Name, err)
 		}
-	})
+		if err := rt.RemovePod(ctx, rp); err != nil {
+			t.Logf("cleanup: removing %s: %v", p.Name, err)
+		}
+	}
 }
 
 // criPod is a hostNetwork pod bound to node1 running the test image with args.
