@@ -61,7 +61,7 @@ import (
 //
 // Reported (means over the runs; run with -benchtime 1x -count k): pods/s end to end
 // (wall), wall ms per phase, process CPU, allocs and bytes allocated per pod (MemStats
-// deltas, the fakes' included), peak goroutines (sampled every millisecond of real time),
+// deltas, the fakes' included), the PLEG events dropped for a full channel, peak goroutines (sampled every millisecond of real time),
 // and the heap, per pod:
 //   - lib-peak-B/pod: the library-held live heap at its peak, when every pod is Running
 //     (after a GC, above the baseline, minus the runtime fake's share): the baseline is the
@@ -163,6 +163,9 @@ type w6Result struct {
 	PeakHeap, PeakStack    int64 // sampled, above the baseline
 	Left, NodeLeft         int64
 	API                    instantCounts
+	// DroppedEvents are the PLEG events dropped for a full channel (each delays its
+	// pod's sync to its resync).
+	DroppedEvents uint64
 }
 
 func (s *w6Result) add(r w6Result) {
@@ -181,6 +184,7 @@ func (s *w6Result) add(r w6Result) {
 	s.API.Gets += r.API.Gets
 	s.API.Patches += r.API.Patches
 	s.API.Deletes += r.API.Deletes
+	s.DroppedEvents += r.DroppedEvents
 }
 
 // report reports the means of runs runs of n pods each (the peak of the goroutines).
@@ -204,6 +208,7 @@ func (s *w6Result) report(b *testing.B, runs, n int) {
 	b.ReportMetric(perPod(float64(s.NodeLeft)), "node-left-B/pod")
 	b.ReportMetric(perPod(float64(s.API.Gets)), "get/pod")
 	b.ReportMetric(perPod(float64(s.API.Patches)), "patch/pod")
+	b.ReportMetric(float64(s.DroppedEvents)/float64(runs), "dropped-events")
 }
 
 // runW6 is one run of n pods (see BenchmarkW6Scale) inside a synctest bubble; syncs is
@@ -283,6 +288,7 @@ func runW6(t *testing.T, n, syncs int, s *sampler) w6Result {
 		t.Fatal(err)
 	}
 	r.API = api.counts()
+	r.DroppedEvents = nd.Relister().DroppedEvents()
 	if k := nd.Workers().Len(); k != 0 {
 		t.Fatalf("the pod workers still know %d pods", k)
 	}
