@@ -269,7 +269,7 @@ func runLifecycle(tb testing.TB, n int, s *sampler) lifecycleResult {
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
 	r.Allocs, r.Bytes = ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc
-	peakHeap, peakG := s.peaks()
+	peakHeap, peakG, _ := s.peaks()
 	r.PeakHeap, r.PeakGoroutines = int64(peakHeap)-int64(base), int64(peakG)
 	r.Left = int64(heapAfterGC()) - int64(base)
 
@@ -321,11 +321,12 @@ func runLifecycle(tb testing.TB, n int, s *sampler) lifecycleResult {
 	return r
 }
 
-// sampler samples the heap (garbage included) and the goroutines every millisecond of
-// real time until stopped. Start it outside any synctest bubble.
+// sampler samples the heap (garbage included), the goroutines and their stacks every
+// millisecond of real time until stopped. Start it outside any synctest bubble.
 type sampler struct {
 	mu       sync.Mutex
 	heap     uint64
+	stacks   uint64
 	routines int
 	quit     chan struct{}
 	done     chan struct{}
@@ -334,7 +335,7 @@ type sampler struct {
 
 func startSampler() *sampler {
 	s := &sampler{quit: make(chan struct{}), done: make(chan struct{}),
-		sample: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
+		sample: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(time.Millisecond)
@@ -357,23 +358,24 @@ func (s *sampler) take() {
 	defer s.mu.Unlock()
 	metrics.Read(s.sample)
 	s.heap = max(s.heap, s.sample[0].Value.Uint64())
+	s.stacks = max(s.stacks, s.sample[1].Value.Uint64())
 	s.routines = max(s.routines, runtime.NumGoroutine())
 }
 
 // reset forgets the peaks so far.
 func (s *sampler) reset() {
 	s.mu.Lock()
-	s.heap, s.routines = 0, 0
+	s.heap, s.stacks, s.routines = 0, 0, 0
 	s.mu.Unlock()
 	s.take()
 }
 
 // peaks returns the peaks since the last reset, a sample taken now included.
-func (s *sampler) peaks() (heap uint64, goroutines int) {
+func (s *sampler) peaks() (heap uint64, goroutines int, stacks uint64) {
 	s.take()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.heap, s.routines
+	return s.heap, s.routines, s.stacks
 }
 
 func (s *sampler) stop() {

@@ -26,10 +26,11 @@ const (
 	DefaultRelistPeriod       = time.Second
 	DefaultHousekeepingPeriod = 2 * time.Second
 	DefaultStatusSyncPeriod   = 10 * time.Second
-	// DefaultEventChannelCapacity is the PLEG channel's: room for every container of a
-	// busy node changing in one relist (the kubelet's 1,000 drops events when a thousand
-	// pods start at once, and a dropped event delays the pod's sync to its resync).
-	DefaultEventChannelCapacity = 1 << 16
+	// DefaultEventChannelCapacity is the PLEG channel's: room for every container and
+	// sandbox of 100,000 single-container pods changing in one relist (two events each;
+	// the buffer takes 2 MiB). The kubelet's 1,000 drops events when a thousand pods start
+	// at once, and a dropped event delays the pod's sync to its resync (a minute).
+	DefaultEventChannelCapacity = 1 << 18
 	// SourceAPI is the name of the API server's pod source (the kubelet's "api"): pods
 	// from any other source are static pods.
 	SourceAPI = podfacts.APISource

@@ -406,15 +406,19 @@ func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 		}
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	e := m.c.entries[want]
 	if e == nil {
 		e = m.c.byMirrorUID(uid)
 	}
+	var status v1.PodStatus
+	if e != nil {
+		status = e.status // a stored status is never modified: copied without the lock
+	}
+	m.mu.Unlock()
 	if e == nil {
 		return v1.PodStatus{}, false
 	}
-	return *e.status.DeepCopy(), true
+	return *status.DeepCopy(), true
 }
 
 // RemoveOrphanedStatuses forgets the status of every pod whose UID is not a key of

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,13 +50,8 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 	fields := 0
 	ov := reflect.ValueOf(oldStatus).Elem()
 	nv := reflect.ValueOf(newStatus).Elem()
-	t := ov.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name := jsonName(f)
-		if name == "" {
-			continue
-		}
+	for _, jf := range statusFields() {
+		f, name := jf.f, jf.name
 		if name == "conditions" {
 			n, err := writeConditionsPatch(&b, fields > 0, oldStatus.Conditions, newStatus.Conditions)
 			if err != nil {
@@ -64,7 +60,7 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 			fields += n
 			continue
 		}
-		of, nf := ov.Field(i), nv.Field(i)
+		of, nf := ov.Field(f.Index[0]), nv.Field(f.Index[0])
 		if fieldEqual(of, nf) {
 			continue
 		}
@@ -292,14 +288,12 @@ func conditionDiff(oc, nc *v1.PodCondition) ([]byte, error) {
 	}
 	ov := reflect.ValueOf(oc).Elem()
 	nv := reflect.ValueOf(nc).Elem()
-	t := ov.Type()
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		name := jsonName(f)
-		if name == "" || name == "type" {
+	for _, jf := range conditionFields() {
+		f, name := jf.f, jf.name
+		if name == "type" {
 			continue
 		}
-		of, nf := ov.Field(i), nv.Field(i)
+		of, nf := ov.Field(f.Index[0]), nv.Field(f.Index[0])
 		if fieldEqual(of, nf) {
 			continue
 		}
@@ -326,15 +320,50 @@ func fieldEqual(a, b reflect.Value) bool {
 		return a.Bool() == b.Bool()
 	case reflect.Struct:
 		if a.Type() == reflect.TypeFor[metav1.Time]() {
-			ta, tb := a.Interface().(metav1.Time), b.Interface().(metav1.Time)
-			return ta.Equal(&tb)
+			return ref(a).(*metav1.Time).Equal(ref(b).(*metav1.Time))
 		}
 	case reflect.Slice, reflect.Map:
 		if a.Len() == 0 && b.Len() == 0 {
 			return true
 		}
 	}
-	return equality.Semantic.DeepEqual(a.Interface(), b.Interface())
+	return equality.Semantic.DeepEqual(ref(a), ref(b))
+}
+
+// ref returns a pointer to v's value as an interface, without copying the value to the
+// heap (v.Interface() would); an unaddressable v is copied once.
+func ref(v reflect.Value) any {
+	if !v.CanAddr() {
+		p := reflect.New(v.Type())
+		p.Elem().Set(v)
+		return p.Interface()
+	}
+	return v.Addr().Interface()
+}
+
+// jsonField is a struct field that JSON encodes, with its JSON name.
+type jsonField struct {
+	f    reflect.StructField
+	name string
+}
+
+// The JSON fields of PodStatus and PodCondition, in order, listed once (reflect's Field
+// allocates on every call).
+var (
+	statusFields    = sync.OnceValue(func() []jsonField { return jsonFields(reflect.TypeFor[v1.PodStatus]()) })
+	conditionFields = sync.OnceValue(func() []jsonField { return jsonFields(reflect.TypeFor[v1.PodCondition]()) })
+)
+
+// jsonFields lists the fields of the struct type t that JSON encodes.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name := jsonName(f); name != "" {
+			out = append(out, jsonField{f: f, name: name})
+		}
+	}
+	return out
 }
 
 func jsonName(f reflect.StructField) string {

@@ -72,9 +72,13 @@ type PodSpec struct {
 type Runtime struct {
 	clock clock.Clock
 
-	mu      sync.Mutex
-	pods    map[types.UID]*pod
-	order   []types.UID // pods in creation order, for stable listings
+	mu   sync.Mutex
+	pods map[types.UID]*pod
+	// order holds the pods in creation order, for stable listings; a removed pod stays
+	// in it (no longer in pods) until compact drops it, so removing a pod does not scan
+	// every pod. removed counts those.
+	order   []*pod
+	removed int
 	nextID  int
 	listErr error
 	statErr map[types.UID]error
@@ -189,7 +193,7 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 		p = &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
 			ip: fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+1)}
 		r.pods[spec.UID] = p
-		r.order = append(r.order, spec.UID)
+		r.order = append(r.order, p)
 	}
 	p.advance(now)
 	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
@@ -299,7 +303,18 @@ func (r *Runtime) RemovePod(uid types.UID) {
 		return
 	}
 	delete(r.pods, uid)
-	r.order = slices.DeleteFunc(r.order, func(u types.UID) bool { return u == uid })
+	if r.removed++; r.removed > len(r.order)/2 {
+		r.compact()
+	}
+}
+
+// compact drops the removed pods from r.order. Callers hold r.mu.
+func (r *Runtime) compact() {
+	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return r.pods[p.uid] != p })
+	if len(r.order) == 0 {
+		r.order = nil // a burst does not pin memory
+	}
+	r.removed = 0
 }
 
 // SetListError makes ListPods fail with err (nil restores it).
@@ -349,9 +364,11 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 		return nil, r.listErr
 	}
 	now := r.clock.Now()
-	out := make([]*pleg.Pod, 0, len(r.order))
-	for _, uid := range r.order {
-		p := r.pods[uid]
+	out := make([]*pleg.Pod, 0, len(r.pods))
+	for _, p := range r.order {
+		if r.pods[p.uid] != p {
+			continue // removed
+		}
 		p.advance(now)
 		rp := &pleg.Pod{ID: p.uid, Name: p.name, Namespace: p.namespace, CreatedAt: p.createdAt}
 		active := false

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/pleg"
@@ -202,5 +203,59 @@ func TestRemoveUnknownAndErrors(t *testing.T) {
 	}
 	if c := r.Calls(); c.ListPods != 3 || c.PodStatus != 2 {
 		t.Errorf("Calls = %+v, want 3 lists and 2 statuses", c)
+	}
+}
+
+// TestRemovePodKeepsCreationOrder: ListPods lists in creation order while pods are removed
+// (lazily, then compacted) and a removed UID is started again (it lists last).
+func TestRemovePodKeepsCreationOrder(t *testing.T) {
+	ctx := context.Background()
+	r := NewRuntime(nil)
+	start := func(uid string) {
+		t.Helper()
+		if err := r.StartPod(ctx, PodSpec{UID: types.UID(uid), Name: uid, Namespace: "default"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := func() []string {
+		t.Helper()
+		pods, err := r.ListPods(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pods {
+			out = append(out, string(p.ID))
+		}
+		return out
+	}
+	for _, uid := range []string{"a", "b", "c", "d", "e"} {
+		start(uid)
+	}
+	for _, step := range []struct {
+		remove, start string
+		want          []string
+	}{
+		{remove: "b", want: []string{"a", "c", "d", "e"}},
+		{remove: "b", want: []string{"a", "c", "d", "e"}}, // twice: a no-op
+		{start: "b", want: []string{"a", "c", "d", "e", "b"}},
+		{remove: "a", want: []string{"c", "d", "e", "b"}},
+		{remove: "d", want: []string{"c", "e", "b"}}, // compacts
+		{remove: "e", want: []string{"c", "b"}},
+		{start: "a", want: []string{"c", "b", "a"}},
+		{remove: "c", want: []string{"b", "a"}},
+		{remove: "b", want: []string{"a"}},
+		{remove: "a", want: nil},
+		{start: "e", want: []string{"e"}},
+	} {
+		if step.remove != "" {
+			r.RemovePod(types.UID(step.remove))
+		}
+		if step.start != "" {
+			start(step.start)
+		}
+		if diff := cmp.Diff(step.want, list()); diff != "" {
+			t.Fatalf("after remove %q, start %q: (-want +got)\n%s", step.remove, step.start, diff)
+		}
 	}
 }
