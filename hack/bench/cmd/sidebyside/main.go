@@ -61,11 +61,13 @@ type workload struct {
 var workloads = []workload{
 	{"W1-informer", kubelet, func(s string) (result, error) { return runW1(s, false) }, w1Figures},
 	{"W1-fresh", kubelet, func(s string) (result, error) { return runW1(s, true) }, w1Figures},
-	{"W2", kubelet, runW2, w2Figures},
+	{"W2", kubelet, func(s string) (result, error) { return runW2(s, false) }, w2Figures},
+	{"W2-real", kubelet, func(s string) (result, error) { return runW2(s, true) }, w2RealFigures},
 	{"W2-hot", kubelet, runW2Hot, w2HotFigures},
 	{"W3", kubelet, func(s string) (result, error) { return runW3(s, false) }, w3Figures},
 	{"W3-cri", kubelet, func(s string) (result, error) { return runW3(s, true) }, w3Figures},
-	{"W4", kubelet, runW4, w4Figures},
+	{"W4", kubelet, func(s string) (result, error) { return runW4(s, false) }, w4Figures},
+	{"W4-realistic", kubelet, func(s string) (result, error) { return runW4(s, true) }, w4Figures},
 }
 
 var w1Figures = []figure{
@@ -85,6 +87,15 @@ var w2Figures = []figure{
 	{"cpu-ms", "CPU ms", cpu},
 	{"wall-ms", "wall ms", wall},
 	{"pods/s", "pods/s", wall},
+}
+
+var w2RealFigures = []figure{
+	{"status/pod", "runtime status calls per pod", counts},
+	{"syncpod/pod", "SyncPod calls per pod", counts},
+	{"allocs/pod", "allocs per pod (relister and runtime included)", counts},
+	{"peak-goroutines", "peak goroutines", counts},
+	{"cpu-ms", "CPU ms", cpu},
+	{"wall-ms", "wall ms", wall},
 }
 
 var w2HotFigures = []figure{
