@@ -68,6 +68,8 @@ var workloads = []workload{
 	{"W3-cri", kubelet, func(s string) (result, error) { return runW3(s, true) }, w3Figures},
 	{"W4", kubelet, func(s string) (result, error) { return runW4(s, false) }, w4Figures},
 	{"W4-realistic", kubelet, func(s string) (result, error) { return runW4(s, true) }, w4Figures},
+	{"W5-notifying", virtualKub, func(s string) (result, error) { return runW5(s, true) }, w5Figures},
+	{"W5-polled", virtualKub, func(s string) (result, error) { return runW5(s, false) }, w5Figures},
 }
 
 var w1Figures = []figure{
@@ -121,6 +123,18 @@ var w4Figures = []figure{
 	{"allocs/pod", "allocs per pod (fake clientset included)", counts},
 	{"cpu-ms", "CPU ms", cpu},
 	{"wall-ms", "wall ms until every pod is deleted", wall},
+}
+
+var w5Figures = []figure{
+	{"api/pod", "API calls on pods per pod", counts},
+	{"provider/pod", "provider calls per pod", counts},
+	{"terminal-at-del-%", "% of pods terminal on the server at the final delete", counts},
+	{"create-cpu-ms", "create: CPU ms", cpu},
+	{"delete-cpu-ms", "delete: CPU ms", cpu},
+	{"create-ms", "create: ms until every pod Running", wall},
+	{"delete-ms", "delete: ms until every object gone", wall},
+	{"stop-del-p50-ms", "DeletePod -> final delete p50, ms", wall},
+	{"stop-del-p99-ms", "DeletePod -> final delete p99, ms", wall},
 }
 
 func main() {
