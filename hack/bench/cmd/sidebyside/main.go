@@ -179,7 +179,9 @@ func main() {
 }
 
 // drive runs every workload pairs times on each side, alternating (for each pair, every
-// workload: the other side then podlife), and prints the table of medians.
+// workload: the other side then podlife), and prints the table of medians. A run that
+// fails its checks is left out of the medians, listed under the table with its error, and
+// makes drive return an error once the table is printed.
 func drive(out io.Writer, ws []workload, pairs int) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -188,18 +190,23 @@ func drive(out io.Writer, ws []workload, pairs int) error {
 	start := time.Now()
 	load0 := loadavg()
 	runs := map[string][]result{}
+	var failed []string
 	for p := range pairs {
 		for _, w := range ws {
 			for _, s := range []string{kubelet, podlife} {
 				cmd := exec.Command(self, "-one", w.name, "-side", s)
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("%s on %s (pair %d): %v\n%s", w.name, s, p+1, err, stderr.String())
-				}
 				var r result
-				if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-					return fmt.Errorf("%s on %s: %v", w.name, s, err)
+				err := cmd.Run()
+				if err == nil {
+					err = json.Unmarshal(stdout.Bytes(), &r)
+				}
+				if err != nil {
+					msg := fmt.Sprintf("%s on %s (pair %d): %v: %s", w.name, s, p+1, err, strings.TrimSpace(stderr.String()))
+					fmt.Fprintln(os.Stderr, "FAILED", msg)
+					failed = append(failed, msg)
+					continue
 				}
 				runs[w.name+"/"+s] = append(runs[w.name+"/"+s], r)
 				fmt.Fprintf(os.Stderr, "pair %d/%d %s %s done\n", p+1, pairs, w.name, s)
@@ -229,6 +236,13 @@ func drive(out io.Writer, ws []workload, pairs int) error {
 		}
 	}
 	printTable(out, rows)
+	if len(failed) > 0 {
+		fmt.Fprintf(out, "\n%d failed runs (left out of the medians):\n", len(failed))
+		for _, f := range failed {
+			fmt.Fprintln(out, "- "+f)
+		}
+		return fmt.Errorf("%d runs failed", len(failed))
+	}
 	return nil
 }
 

@@ -342,7 +342,18 @@ func runW5(side string, notify bool) (result, error) {
 		case <-time.After(w5Timeout):
 			a.client.Lock()
 			defer a.client.Unlock()
-			return fmt.Errorf("%s: not after %s (%d Running, %d deleted)", what, w5Timeout, len(a.running), a.deletes)
+			var left []string
+			for _, p := range pods {
+				if o, err := a.client.Tracker().Get(podsResource, p.Namespace, p.Name); err == nil {
+					q := o.(*v1.Pod)
+					left = append(left, fmt.Sprintf("%s (phase %s, deletionTimestamp %v; provider: CreatePod %d, DeletePod %d)", q.Name, q.Status.Phase,
+						q.DeletionTimestamp != nil, provider.CountFor(q.UID, vktest.Create), provider.CountFor(q.UID, vktest.Delete)))
+				}
+				if len(left) == 10 {
+					break
+				}
+			}
+			return fmt.Errorf("%s: not after %s (%d Running, %d deleted); left (up to 10): %v", what, w5Timeout, len(a.running), a.deletes, left)
 		}
 	}
 
