@@ -2,26 +2,29 @@ package config
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // The annotations the kubelet keeps for itself. They are ignored when two versions of a pod
-// are compared, and the stored pod's values of them survive every update.
+// are compared, and the stored pod's values of them survive every update. These are the
+// public names of the keys; other packages' copies equal them.
 const (
 	// ConfigSourceAnnotationKey names the pod's source ("api", "file", ...). Merge sets it.
-	ConfigSourceAnnotationKey = "kubernetes.io/config.source"
+	ConfigSourceAnnotationKey = podfacts.SourceAnnotationKey
 	// ConfigMirrorAnnotationKey marks a mirror pod (the API copy of a static pod).
-	ConfigMirrorAnnotationKey = "kubernetes.io/config.mirror"
+	ConfigMirrorAnnotationKey = podfacts.MirrorAnnotationKey
 	// ConfigFirstSeenAnnotationKey holds when the store first saw the pod, formatted with
 	// SeenTimeLayout. Merge sets it on every added pod.
-	ConfigFirstSeenAnnotationKey = "kubernetes.io/config.seen"
+	ConfigFirstSeenAnnotationKey = podfacts.SeenAnnotationKey
 	// ConfigHashAnnotationKey is the hash of a static pod's manifest. It is not a local
 	// key: a change of it is a change of the pod.
-	ConfigHashAnnotationKey = "kubernetes.io/config.hash"
+	ConfigHashAnnotationKey = podfacts.HashAnnotationKey
 )
 
 // SeenTimeLayout is the time layout of the ConfigFirstSeenAnnotationKey annotation: RFC 3339
 // with exactly nine digits of nanoseconds.
-const SeenTimeLayout = "2006-01-02T15:04:05.000000000Z07:00"
+const SeenTimeLayout = podfacts.SeenTimeLayout
 
 // localAnnotationKeys returns the kubelet-local annotation keys: the one list every
 // comparison and merge of annotations uses.

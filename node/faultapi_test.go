@@ -115,7 +115,7 @@ type faultAPI struct {
 	rate   float64 // share of calls that fail
 
 	// callSem (a semaphore of one) serializes the applying of calls, so the reactor
-	// (which runs on the calling goroutine under FakeAPI's lock) knows the call in
+	// (which runs on the calling goroutine) knows the call in
 	// flight: cur. It is a channel, not a mutex, and never held while an injected delay
 	// runs: the status manager calls from several writers at once, and a writer parked
 	// on a mutex would stop a synctest bubble's clock.
@@ -267,11 +267,14 @@ func (fa *faultAPI) DeletePod(ctx context.Context, namespace, name string, uid t
 	return err
 }
 
-// react checks the call in flight against the server as it is when the call is applied
-// (it runs under FakeAPI's lock) and returns the fault to inject before applying.
+// react checks the call in flight against the server as it is just before the call is
+// applied (it runs on the calling goroutine, with no lock held, so it reads the server
+// itself: the observer may not have heard of the latest changes yet) and returns the
+// fault to inject before applying.
 func (fa *faultAPI) react(verb statusmgrtest.Verb, namespace, name string) error {
 	c := fa.cur
 	key := types.NamespacedName{Namespace: namespace, Name: name}
+	obj, _ := fa.api.Pod(namespace, name)
 	fa.mu.Lock()
 	defer fa.mu.Unlock()
 	fa.stats["call/"+string(verb)]++
@@ -289,7 +292,6 @@ func (fa *faultAPI) react(verb statusmgrtest.Verb, namespace, name string) error
 		fa.violate(kind, key, "", "%s without a UID precondition", verb)
 		return c.beforeEr
 	}
-	obj := fa.server[key]
 	switch {
 	case obj == nil:
 		fa.stats["call/"+string(verb)+"/gone"]++

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/statusmgr"
@@ -93,7 +94,7 @@ func (n *Node) dispatch(u config.PodUpdate) {
 		if n.observed() {
 			n.emit(Event{Kind: EventConfig, Op: u.Op, Pod: p, Message: fmt.Sprintf("%s from %s", u.Op, u.Source)})
 		}
-		mirror := statusmgr.IsMirrorPod(p)
+		mirror := podfacts.IsMirror(p)
 		switch u.Op {
 		case config.Remove:
 			n.pods.remove(p)
@@ -136,7 +137,7 @@ func (n *Node) dispatch(u config.PodUpdate) {
 // for a sync (the kubelet's HandlePodReconcile): its Ready condition disagrees with its
 // containers, or it is terminal and deleted, so its worker can finish it.
 func needsReconcile(p *v1.Pod) bool {
-	if p.DeletionTimestamp != nil && statusmgr.IsTerminalPhase(p.Status.Phase) {
+	if p.DeletionTimestamp != nil && podfacts.IsTerminalPhase(p.Status.Phase) {
 		return true
 	}
 	want := statusmgr.PodReadyCondition(p, &p.Status)
@@ -150,7 +151,7 @@ func needsReconcile(p *v1.Pod) bool {
 
 // mirrorOf returns the mirror pod of a static pod, or nil.
 func (n *Node) mirrorOf(p *v1.Pod) *v1.Pod {
-	if !statusmgr.IsStaticPod(p) {
+	if !podfacts.IsStatic(p) {
 		return nil
 	}
 	mp, _ := n.pods.GetMirrorPodByPod(p)
@@ -209,7 +210,7 @@ func (n *Node) housekeeping(ctx context.Context) {
 	round := HousekeepingRound{At: n.clock.Now()}
 	desired, mirrors, uids := n.pods.snapshot()
 	for _, p := range desired {
-		if statusmgr.IsStaticPod(p) {
+		if podfacts.IsStatic(p) {
 			round.DesiredStaticPods++
 		} else {
 			round.DesiredPods++
@@ -231,7 +232,7 @@ func (n *Node) housekeeping(ctx context.Context) {
 	// their previous run is dropped with the orphans', so the new run starts afresh.
 	var restart []*v1.Pod
 	for _, p := range desired {
-		if _, ok := known[p.UID]; ok || statusmgr.IsTerminalPhase(p.Status.Phase) {
+		if _, ok := known[p.UID]; ok || podfacts.IsTerminalPhase(p.Status.Phase) {
 			continue
 		}
 		restart = append(restart, p)
@@ -243,13 +244,13 @@ func (n *Node) housekeeping(ctx context.Context) {
 	for _, p := range restart {
 		n.log.DebugContext(ctx, "pod will be restarted because it is in the desired set and not known to the pod workers (likely due to UID reuse)", podKeys(p, "")...)
 		n.emit(Event{Kind: EventHousekeeping, Pod: p, Reason: ReasonRestarted, Message: "desired pod unknown to the pod workers: started again"})
-		if statusmgr.IsStaticPod(p) {
+		if podfacts.IsStatic(p) {
 			round.RestartedStatic++
 		} else {
 			round.Restarted++
 		}
 		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p, MirrorPod: n.mirrorOf(p)})
-		known[p.UID] = podworker.PodWorkerSync{State: podworker.SyncPod, HasConfig: true, Static: statusmgr.IsStaticPod(p)}
+		known[p.UID] = podworker.PodWorkerSync{State: podworker.SyncPod, HasConfig: true, Static: podfacts.IsStatic(p)}
 		uids[p.UID] = true
 	}
 
@@ -269,7 +270,7 @@ func (n *Node) housekeeping(ctx context.Context) {
 	// Terminal pods that were deleted and that no worker knows (the agent restarted)
 	// are handed to the workers so their objects can be deleted.
 	for _, p := range desired {
-		if _, ok := known[p.UID]; ok || p.DeletionTimestamp == nil || !statusmgr.IsTerminalPhase(p.Status.Phase) || running[p.UID] {
+		if _, ok := known[p.UID]; ok || p.DeletionTimestamp == nil || !podfacts.IsTerminalPhase(p.Status.Phase) || running[p.UID] {
 			continue
 		}
 		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p, MirrorPod: n.mirrorOf(p)})

@@ -7,16 +7,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/podworker"
-	"github.com/podlife/podlife/statusmgr"
 )
 
 // Annotation keys of static and mirror pods (the kubelet's).
 const (
-	// ConfigHashAnnotationKey holds a static pod's hash, set by its source.
-	ConfigHashAnnotationKey = "kubernetes.io/config.hash"
+	// ConfigHashAnnotationKey holds a static pod's hash, set by its source. It equals
+	// config.ConfigHashAnnotationKey.
+	ConfigHashAnnotationKey = podfacts.HashAnnotationKey
 	// ConfigMirrorAnnotationKey marks a mirror pod; its value is the static pod's hash.
-	ConfigMirrorAnnotationKey = statusmgr.ConfigMirrorAnnotationKey
+	// It equals config.ConfigMirrorAnnotationKey.
+	ConfigMirrorAnnotationKey = podfacts.MirrorAnnotationKey
 )
 
 // MirrorPodClient is implemented by a Config.Patcher that can create and delete pods: the
@@ -63,7 +65,7 @@ func IsMirrorPodOf(mirror, static *v1.Pod) bool {
 // replaces one that is being deleted or mirrors another version (the kubelet's SyncPod).
 func (n *Node) ensureMirrorPod(ctx context.Context, pod *v1.Pod) error {
 	var mirror *v1.Pod
-	if n.mirrors == nil || !statusmgr.IsStaticPod(pod) {
+	if n.mirrors == nil || !podfacts.IsStatic(pod) {
 		return nil
 	}
 	// The pod manager's mirror pod is the latest (the worker's copy may be one the API
@@ -105,7 +107,7 @@ func (n *Node) removeOrphanedMirrorPods(ctx context.Context, mirrors []*v1.Pod, 
 		if static, ok := n.pods.staticPodOf(mp); ok && IsMirrorPodOf(mp, static) {
 			continue
 		}
-		if busy[fullName(mp)] || mp.DeletionTimestamp != nil {
+		if busy[podfacts.PodFullName(mp)] || mp.DeletionTimestamp != nil {
 			continue
 		}
 		if err := n.mirrors.DeleteMirrorPod(ctx, mp.Namespace, mp.Name, mp.UID); err != nil {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
@@ -31,7 +32,7 @@ const (
 	DefaultEventChannelCapacity = 1 << 16
 	// SourceAPI is the name of the API server's pod source (the kubelet's "api"): pods
 	// from any other source are static pods.
-	SourceAPI = "api"
+	SourceAPI = podfacts.APISource
 )
 
 // Errors of the package. Every error it returns wraps one of them.
@@ -77,7 +78,9 @@ type Config struct {
 	StatusSyncPeriod time.Duration
 	// EventChannelCapacity is the PLEG's event buffer (DefaultEventChannelCapacity).
 	EventChannelCapacity int
-	// MaxConcurrentSyncs bounds the runtime actions in flight at once (0: unbounded).
+	// MaxConcurrentSyncs bounds the runtime actions in flight at once
+	// (podworker.Config.MaxConcurrentSyncs; 0: podworker.DefaultMaxConcurrentSyncs,
+	// podworker.Unbounded: no bound, the kubelet's rule).
 	MaxConcurrentSyncs int
 	// MaxConcurrentWrites bounds the status manager's API calls in flight at once, one
 	// per pod at a time (statusmgr.Config.MaxConcurrentWrites; 0:
@@ -91,9 +94,9 @@ type Config struct {
 	// from the loop's and the pod workers' goroutines. It must be quick and safe for
 	// concurrent use; it may call the Node's query methods.
 	OnEvent func(Event)
-	// OnTransition, if set, receives every stage change of a pod (podworker's hook; it
-	// is called with the pod workers' lock held, must be quick and must not call them).
-	// Metrics.PodWorkers.Transition gets the same, outside the lock.
+	// OnTransition, if set, receives every stage change of a pod, in order, outside the
+	// pod workers' lock (podworker.Config.OnTransition); Metrics.PodWorkers.Transition
+	// gets the same with the time of the change.
 	OnTransition func(podworker.Transition)
 	// Recorder, if set, receives the Kubernetes events the kubelet records about pods
 	// (Killing, FailedKillPod, FailedSync; see EventRecorder), outside every lock. It
@@ -120,6 +123,9 @@ type Node struct {
 	workers  *podworker.Runner
 	status   *statusmgr.Manager
 	pods     *podManager
+	// stopped holds, per pod, the status SyncTerminatingPod inspected after a successful
+	// kill, until the terminated work takes it (see statusAfter).
+	stopped stoppedStatuses
 
 	ready     chan struct{} // closed once every source delivered its first full list
 	readyOnce sync.Once
@@ -150,7 +156,8 @@ func New(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
-	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n), Cache: n.cache, Refresher: n.relister,
+	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n),
+		View:            podworker.RuntimeViewFuncs{StatusAfterFunc: n.statusAfter, LastStatusFunc: n.relister.LastStatus},
 		SerializeByName: cfg.SerializeByName, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition, Hooks: n.podWorkerHooks()})
 	if err != nil {
@@ -209,8 +216,8 @@ func validateConfig(cfg *Config) error {
 	if cfg.EventChannelCapacity == 0 {
 		cfg.EventChannelCapacity = DefaultEventChannelCapacity
 	}
-	if cfg.MaxConcurrentSyncs < 0 {
-		return bad("MaxConcurrentSyncs %d is negative", cfg.MaxConcurrentSyncs)
+	if cfg.MaxConcurrentSyncs < 0 && cfg.MaxConcurrentSyncs != podworker.Unbounded {
+		return bad("MaxConcurrentSyncs %d is negative and not podworker.Unbounded", cfg.MaxConcurrentSyncs)
 	}
 	if cfg.MaxConcurrentWrites < 0 {
 		return bad("MaxConcurrentWrites %d is negative", cfg.MaxConcurrentWrites)

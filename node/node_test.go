@@ -500,7 +500,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"typed nil patcher", node.Config{NodeName: "n", Runtime: rt, Patcher: nilAPI}, "Patcher"},
 		{"negative relist period", node.Config{NodeName: "n", Runtime: rt, Patcher: api, RelistPeriod: -1}, "RelistPeriod"},
 		{"negative housekeeping period", node.Config{NodeName: "n", Runtime: rt, Patcher: api, HousekeepingPeriod: -time.Second}, "HousekeepingPeriod"},
-		{"negative concurrency", node.Config{NodeName: "n", Runtime: rt, Patcher: api, MaxConcurrentSyncs: -1}, "MaxConcurrentSyncs"},
+		{"negative concurrency", node.Config{NodeName: "n", Runtime: rt, Patcher: api, MaxConcurrentSyncs: -2}, "MaxConcurrentSyncs"},
 		{"negative write concurrency", node.Config{NodeName: "n", Runtime: rt, Patcher: api, MaxConcurrentWrites: -2}, "MaxConcurrentWrites"},
 		{"duplicate source", node.Config{NodeName: "n", Runtime: rt, Patcher: api, Sources: []string{"api", "api"}}, "Sources"},
 		{"empty source", node.Config{NodeName: "n", Runtime: rt, Patcher: api, Sources: []string{""}}, "Sources"},

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // ReasonRestartingAllContainers is the reason of a container status whose container
@@ -11,10 +13,6 @@ import (
 // all containers of the pod in place (the kubelet's RestartingAllContainers). A
 // container terminated with this reason always counts as restarting.
 const ReasonRestartingAllContainers = "RestartingAllContainers"
-
-// staticPodSourceAnnotation is the annotation the kubelet's config sources set on
-// the pods they deliver; a pod whose source is not the API server is a static pod.
-const staticPodSourceAnnotation = "kubernetes.io/config.source"
 
 // PodPhase computes the pod's phase from its API container statuses, as the
 // kubelet's getPhase (1.37, ContainerRestartRules and
@@ -152,7 +150,7 @@ func PodPhaseInitialized(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatu
 	case running > 0 && unknown == 0:
 		return v1.PodRunning
 	case running == 0 && stopped > 0 && unknown == 0:
-		if podIsTerminal && !isStaticPod(pod) {
+		if podIsTerminal && !podfacts.IsStatic(pod) {
 			if stopped == succeeded {
 				return v1.PodSucceeded
 			}
@@ -237,14 +235,6 @@ func matchingRestartRule(c *v1.Container, exitCode int32) (v1.ContainerRestartRu
 // (restartPolicy Always).
 func isRestartableInitContainer(c *v1.Container) bool {
 	return c != nil && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
-// isStaticPod reports whether the pod came from a file or URL source rather than the
-// API server (the kubelet's kubetypes.IsStaticPod): its config.source annotation is
-// set to something other than "api".
-func isStaticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[staticPodSourceAnnotation]
-	return ok && src != "api"
 }
 
 // hasAnyRegularContainerStarted reports whether a regular container of spec has a

@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/statusmgr"
 )
 
@@ -50,20 +51,18 @@ func newPodManager() *podManager {
 	return &podManager{pods: map[types.UID]*v1.Pod{}, mirrors: map[string]*v1.Pod{}, static: map[string]*v1.Pod{}, staticNames: map[types.UID]string{}}
 }
 
-func fullName(p *v1.Pod) string { return p.Name + "_" + p.Namespace }
-
 // set records p (a mirror pod by its full name).
 func (m *podManager) set(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if statusmgr.IsMirrorPod(p) {
-		m.mirrors[fullName(p)] = p
+	if podfacts.IsMirror(p) {
+		m.mirrors[podfacts.PodFullName(p)] = p
 		return
 	}
 	m.pods[p.UID] = p
-	if statusmgr.IsStaticPod(p) {
-		m.static[fullName(p)] = p
-		m.staticNames[p.UID] = fullName(p)
+	if podfacts.IsStatic(p) {
+		m.static[podfacts.PodFullName(p)] = p
+		m.staticNames[p.UID] = podfacts.PodFullName(p)
 	}
 }
 
@@ -71,15 +70,15 @@ func (m *podManager) set(p *v1.Pod) {
 func (m *podManager) remove(p *v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if statusmgr.IsMirrorPod(p) {
-		if cur, ok := m.mirrors[fullName(p)]; ok && cur.UID == p.UID {
-			delete(m.mirrors, fullName(p))
+	if podfacts.IsMirror(p) {
+		if cur, ok := m.mirrors[podfacts.PodFullName(p)]; ok && cur.UID == p.UID {
+			delete(m.mirrors, podfacts.PodFullName(p))
 		}
 		return
 	}
 	delete(m.pods, p.UID)
-	if cur, ok := m.static[fullName(p)]; ok && cur.UID == p.UID {
-		delete(m.static, fullName(p))
+	if cur, ok := m.static[podfacts.PodFullName(p)]; ok && cur.UID == p.UID {
+		delete(m.static, podfacts.PodFullName(p))
 	}
 }
 
@@ -95,7 +94,7 @@ func (m *podManager) GetPodByUID(uid types.UID) (*v1.Pod, bool) {
 func (m *podManager) GetMirrorPodByPod(p *v1.Pod) (*v1.Pod, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	mp, ok := m.mirrors[fullName(p)]
+	mp, ok := m.mirrors[podfacts.PodFullName(p)]
 	return mp, ok
 }
 
@@ -103,7 +102,7 @@ func (m *podManager) GetMirrorPodByPod(p *v1.Pod) (*v1.Pod, bool) {
 func (m *podManager) staticPodOf(mirror *v1.Pod) (*v1.Pod, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	p, ok := m.static[fullName(mirror)]
+	p, ok := m.static[podfacts.PodFullName(mirror)]
 	return p, ok
 }
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/utils/net"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -141,11 +142,11 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	s.Phase = PodPhaseInitialized(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.PodIsTerminal,
 		hasAnyActiveRegularContainerStarted(&pod.Spec, rs))
-	if !isTerminalPhase(s.Phase) {
+	if !podfacts.IsTerminalPhase(s.Phase) {
 		switch {
-		case isTerminalPhase(old.Phase):
+		case podfacts.IsTerminalPhase(old.Phase):
 			s.Phase = old.Phase
-		case isTerminalPhase(pod.Status.Phase):
+		case podfacts.IsTerminalPhase(pod.Status.Phase):
 			s.Phase = pod.Status.Phase
 		}
 	}
@@ -158,7 +159,7 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 			s.Message = pod.Status.Message
 		}
 	}
-	if isTerminalPhase(pod.Status.Phase) {
+	if podfacts.IsTerminalPhase(pod.Status.Phase) {
 		s.Phase = pod.Status.Phase
 	}
 
@@ -199,11 +200,6 @@ func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
 		return pod.Status
 	}
 	return opts.OldStatus
-}
-
-// isTerminalPhase reports whether the phase is Succeeded or Failed.
-func isTerminalPhase(p v1.PodPhase) bool {
-	return p == v1.PodSucceeded || p == v1.PodFailed
 }
 
 // parseIPs parses addresses leniently (leading zeros allowed), dropping invalid ones.

@@ -3,12 +3,15 @@ package node
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
-	"github.com/podlife/podlife/statusmgr"
 )
 
 // syncer is the node's PodSyncer (the kubelet's SyncPod, SyncTerminatingPod,
@@ -30,7 +33,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err := n.setStatus(pod, st); err != nil {
 		return false, err
 	}
-	if statusmgr.IsTerminalPhase(st.Phase) {
+	if podfacts.IsTerminalPhase(st.Phase) {
 		if n.observed() {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
 		}
@@ -77,7 +80,9 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 		}
 		return fmt.Errorf("node: killing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
-	stopped, err := n.runtime.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	// The relister inspects the pod (its cache and events see the stop at once), and the
+	// terminated work gets this status without inspecting it again.
+	stopped, err := n.relister.Refresh(ctx, pod.UID)
 	if err != nil {
 		return fmt.Errorf("node: inspecting %s/%s after the kill: %w", pod.Namespace, pod.Name, err)
 	}
@@ -103,6 +108,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 	if err := n.setStatus(pod, st); err != nil {
 		return err
 	}
+	n.stopped.put(pod.UID, stopped)
 	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: "SyncTerminatingPod done: every container stopped"})
 	return nil
 }
@@ -161,4 +167,42 @@ func (n *Node) setStatus(pod *v1.Pod, st v1.PodStatus) error {
 		return fmt.Errorf("node: setting the status of %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return nil
+}
+
+// statusAfter is the pod workers' view of the runtime: the relister's, except that the
+// terminated work right after a successful SyncTerminatingPod gets the status that call
+// inspected after the kill (nothing ran then, and nothing starts a stopped pod again), so
+// a graceful stop inspects the runtime twice, not three times.
+func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error) {
+	if s := n.stopped.take(uid); s != nil {
+		return s, nil
+	}
+	return n.relister.StatusAfter(ctx, uid, minTime, inspect)
+}
+
+// stoppedStatuses maps pods to the status inspected after their kill, each kept from a
+// successful SyncTerminatingPod to the next status read of the pod.
+type stoppedStatuses struct {
+	mu sync.Mutex
+	m  map[types.UID]*pleg.PodStatus
+}
+
+func (s *stoppedStatuses) put(uid types.UID, status *pleg.PodStatus) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = make(map[types.UID]*pleg.PodStatus)
+	}
+	s.m[uid] = status
+}
+
+// take returns and forgets the pod's status, or nil.
+func (s *stoppedStatuses) take(uid types.UID) *pleg.PodStatus {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status, ok := s.m[uid]
+	if ok {
+		delete(s.m, uid)
+	}
+	return status
 }

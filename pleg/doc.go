@@ -61,10 +61,12 @@
 //   - Healthy is polled by the node's health check: false before the first successful
 //     relist and when the last one started more than RelistThreshold ago.
 //
-// Relist, refreshes and pushes are serialized by one lock and call the runtime while
-// holding it; Healthy, RequestRefresh, Events and DroppedEvents never wait for it. Runtime
-// calls get the context of Run (or of Relist) and should return when it ends; they must not
-// call Relist or PushStatus themselves (RequestRefresh is fine).
+// Relists run one at a time. No lock is held across a runtime call: a Refresh or push
+// during a relist waits only for one pod's bookkeeping, not for the relist; the cache keeps
+// the newer of two observations of a pod, and a pod observed by a refresh or push while a
+// relist runs is compared with the list again by the next relist. Healthy, RequestRefresh,
+// Events and DroppedEvents never wait. Runtime calls get the context of Run (or of Relist,
+// or of Refresh) and should return when it ends; they must not call Relist themselves.
 //
 // # Cache
 //

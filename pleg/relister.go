@@ -128,7 +128,15 @@ type Relister struct {
 	// wake has capacity 1: a pending signal means "the refresh queue may be non-empty".
 	wake chan struct{}
 
-	// mu serializes relists, refreshes and pushes, and guards every field below.
+	// relistMu serializes relists, and guards prev and next.
+	relistMu sync.Mutex
+	// prev and next are, by position, the records of the previous and the current list
+	// (nil where the list had no valid pod): a pod listed at the same position as before
+	// is matched without a map lookup.
+	prev, next []*podRecord
+
+	// mu guards every field below. It is never held across a runtime call: a refresh
+	// or push waits for one pod's bookkeeping, never for a whole relist.
 	mu sync.Mutex
 	// records maps each pod UID to the pod as last seen and handled. Invariant: a record's
 	// view is the one that was diffed into events and whose status reached the cache,
@@ -139,10 +147,9 @@ type Relister struct {
 	reinspect map[types.UID]struct{}
 	// gen counts successful ListPods calls; a record listed by the current one has it.
 	gen uint64
-	// prev and next are, by position, the records of the previous and the current list
-	// (nil where the list had no valid pod): a pod listed at the same position as before
-	// is matched without a map lookup.
-	prev, next []*podRecord
+	// epoch counts the ListPods calls started; a record applied by a refresh or push
+	// keeps the epoch it was applied in (see podRecord.epoch).
+	epoch uint64
 	// changes is a scratch buffer of appendChanges, scratch one of podView.rebuild.
 	changes []change
 	scratch []viewEntry
@@ -159,6 +166,11 @@ type podRecord struct {
 	view podView
 	// gen is the relist generation that last listed the pod.
 	gen uint64
+	// epoch is the relister's epoch when a refresh or push last applied an observation
+	// of the pod. Equal to the current epoch, that observation overlaps the list in
+	// progress (it may be newer), which then leaves the pod alone (no diff, not
+	// vanished): the next relist compares them again.
+	epoch uint64
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil
@@ -255,14 +267,16 @@ func (r *Relister) Healthy() (bool, error) {
 // for the next relist, which inspects them again); the relist itself completed. If ctx
 // ends during the relist, it stops and returns ctx.Err(); the next relist picks up.
 func (r *Relister) Relist(ctx context.Context) error {
-	r.mu.Lock()
+	r.relistMu.Lock()
 	start := r.clock.Now()
 	r.healthMu.Lock()
 	prev := r.relistTime
 	r.healthMu.Unlock()
 	err := r.relist(ctx, start)
+	r.mu.Lock()
 	dropped := r.logDrops(ctx, "relist")
 	r.mu.Unlock()
+	r.relistMu.Unlock()
 	r.observeDrops(dropped)
 	if r.hooks.Relisted != nil {
 		info := Relist{Start: start, Duration: r.clock.Since(start), Err: err}
@@ -285,8 +299,11 @@ func (r *Relister) observeDrops(n int) {
 	}
 }
 
-// relist is Relist with r.mu held.
+// relist is Relist with r.relistMu held. It takes r.mu, except around runtime calls.
 func (r *Relister) relist(ctx context.Context, start time.Time) error {
+	r.mu.Lock()
+	r.epoch++
+	r.mu.Unlock()
 	pods, err := r.runtime.ListPods(ctx, true)
 	if err != nil {
 		r.log.ErrorContext(ctx, "pleg: relist: listing pods failed", "err", err)
@@ -295,6 +312,8 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.healthMu.Lock()
 	r.relistTime = start
 	r.healthMu.Unlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.gen++
 
 	var errs []error
@@ -306,6 +325,12 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 			// relist finds their changes again. No cache timestamp is claimed.
 			r.prev = nil
 			return err
+		}
+		if i%relistYield == relistYield-1 {
+			// Let refreshes and pushes in: nothing here holds across the gap (see
+			// handleListed).
+			r.mu.Unlock()
+			r.mu.Lock()
 		}
 		rec := r.lookup(ctx, i, p)
 		if rec == nil {
@@ -323,7 +348,7 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 
 	if seen < len(r.records) {
 		for uid, rec := range r.records {
-			if rec.gen != r.gen {
+			if rec.gen != r.gen && rec.epoch != r.epoch {
 				r.handleVanished(uid, rec)
 			}
 		}
@@ -332,6 +357,9 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.cache.UpdateTime(start)
 	return errors.Join(errs...)
 }
+
+// relistYield is how many listed pods a relist handles between two releases of r.mu.
+const relistYield = 256
 
 // lookup returns the record of the i-th listed pod, creating it for a new pod and marking
 // it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
@@ -356,8 +384,12 @@ func (r *Relister) lookup(ctx context.Context, i int, p *Pod) *podRecord {
 }
 
 // handleListed diffs a listed pod against its record; a pod with changes or marked for
-// re-inspection gets its status fetched, cached and its events sent.
+// re-inspection gets its status fetched (r.mu released meanwhile), cached and its events
+// sent. A pod that a refresh or push observed during this relist is left alone.
 func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) error {
+	if rec.epoch == r.epoch {
+		return nil
+	}
 	var same bool
 	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
 	_, again := r.reinspect[p.ID]
@@ -368,7 +400,14 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 		return nil
 	}
 	ts := r.clock.Now()
+	r.mu.Unlock()
 	status, err := r.runtime.PodStatus(ctx, p.ID, p.Name, p.Namespace)
+	r.mu.Lock()
+	if rec.epoch == r.epoch {
+		return nil // a refresh or push applied a newer observation meanwhile
+	}
+	// A refresh of another pod may have used the scratch buffer: diff again.
+	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
 	if err != nil {
 		// Keep the old record: the same differences come back at the next relist.
 		r.cache.Set(p.ID, status, err, ts)

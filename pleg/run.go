@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -67,8 +68,9 @@ func (r *Relister) RequestRefresh(uid types.UID) {
 // against the pod's record, whose events are sent; the caller gets the cached status
 // without comparing timestamps, which on a fake clock may not have moved since its action.
 // A failed fetch returns an error wrapping ErrPodStatus, and the next relist inspects the
-// pod again. It waits for a relist in progress. An empty UID is an error wrapping
-// ErrInvalidStatus.
+// pod again. It does not wait for a relist in progress (no lock is held across runtime
+// calls; the cache keeps the newer of the two observations). An empty UID is an error
+// wrapping ErrInvalidStatus.
 func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, error) {
 	if uid == "" {
 		return nil, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
@@ -82,6 +84,33 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 	}
 	return status, nil
 }
+
+// StatusAfter returns the pod's status observed after minTime; *Relister is the pod
+// workers' view of the runtime (podworker.RuntimeView). It never waits for a relist: the
+// cached status if it was observed after minTime, otherwise the pod is re-inspected now
+// (Refresh), whether inspect asks for it (the caller's previous action changed the
+// runtime) or not. If the inspection fails, it waits for the cache (Cache.GetNewerThan)
+// until ctx ends.
+func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, _ bool) (*PodStatus, error) {
+	s, err := r.cache.GetNewerThan(expired, uid, minTime)
+	if !errors.Is(err, context.Canceled) {
+		return s, err
+	}
+	if s, err := r.Refresh(ctx, uid); err == nil {
+		return s, nil
+	}
+	return r.cache.GetNewerThan(ctx, uid, minTime)
+}
+
+// LastStatus returns the pod's last cached status without waiting (Cache.Get).
+func (r *Relister) LastStatus(uid types.UID) (*PodStatus, error) { return r.cache.Get(uid) }
+
+// expired is an ended context: Cache.GetNewerThan given it answers without waiting.
+var expired = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // refreshPending refreshes every pod whose refresh was requested, in request order.
 func (r *Relister) refreshPending(ctx context.Context) {
@@ -103,38 +132,38 @@ func (r *Relister) refreshPending(ctx context.Context) {
 // refresh re-inspects one pod: the status the runtime reports now replaces the pod's
 // record, as if a relist had listed the pod with the containers and sandboxes of that
 // status. A failure caches the error and leaves the pod to be inspected again by the next
-// relist.
+// relist. r.mu is not held during the runtime call.
 func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 	r.mu.Lock()
-	err := r.refreshLocked(ctx, uid)
-	dropped := r.logDrops(ctx, "refresh")
-	r.mu.Unlock()
-	r.observeDrops(dropped)
-	return err
-}
-
-// refreshLocked is refresh with r.mu held.
-func (r *Relister) refreshLocked(ctx context.Context, uid types.UID) error {
 	var name, namespace string
-	rec := r.records[uid]
-	if rec == nil {
-		// Never listed: remember it, so that a relist that does not list it deletes the
-		// cache entry made here like any vanished pod's.
-		rec = &podRecord{uid: uid}
-		r.records[uid] = rec
-	} else {
+	if rec := r.records[uid]; rec != nil {
 		name, namespace = rec.view.name, rec.view.namespace
 	}
+	r.mu.Unlock()
+
 	ts := r.clock.Now()
 	status, err := r.runtime.PodStatus(ctx, uid, name, namespace)
+
+	r.mu.Lock()
 	if err != nil {
+		if r.records[uid] == nil {
+			// Never listed: remember it, so that a relist that does not list it deletes
+			// the cache entry made here like any vanished pod's.
+			r.records[uid] = &podRecord{uid: uid}
+		}
 		r.cache.Set(uid, status, err, ts)
 		r.reinspect[uid] = struct{}{}
-		r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
-		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
+		err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
+	} else {
+		r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts)
 	}
-	r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts)
-	return nil
+	dropped := r.logDrops(ctx, "refresh")
+	r.mu.Unlock()
+	if err != nil {
+		r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
+	}
+	r.observeDrops(dropped)
+	return err
 }
 
 // PushStatus is the push mode: a caller whose runtime emits container events (like the
@@ -143,7 +172,7 @@ func (r *Relister) refreshLocked(ctx context.Context, uid types.UID) error {
 // is cached and diffed against the pod's record, whose events are sent at once; periodic
 // relisting goes on as the fallback (a longer RelistPeriod is then reasonable). It returns
 // whether the status was applied, or an error wrapping ErrInvalidStatus for a nil status
-// or one without ID. It waits for a relist or refresh in progress.
+// or one without ID. It does not wait for a relist in progress.
 func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied bool, err error) {
 	if status == nil {
 		return false, fmt.Errorf("%w: nil status", ErrInvalidStatus)
@@ -161,8 +190,9 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 
 // apply caches a freshly fetched status of uid observed at ts and, if the cache took it,
 // replaces the pod's record with the view of that status and sends the events of the
-// difference. name and namespace complete a status that lacks them. It reports whether
-// the cache took the status. r.mu must be held.
+// difference. name and namespace complete a status that lacks them. The record keeps the
+// current epoch: a relist whose list was taken meanwhile leaves the pod alone. It reports
+// whether the cache took the status. r.mu must be held.
 func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatus, ts time.Time) bool {
 	if !r.cache.Set(uid, status, nil, ts) {
 		return false
@@ -177,6 +207,7 @@ func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatu
 	cur := podFromStatus(status, name, namespace)
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
 	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	rec.epoch = r.epoch
 	delete(r.reinspect, uid)
 	r.emit(uid, r.changes, &rec.view)
 	return true

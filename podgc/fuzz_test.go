@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // byteReader hands out fuzz bytes, then zeros.
@@ -184,7 +186,7 @@ func FuzzDecide(f *testing.F) {
 				t.Fatalf("pod %s planned twice", d.Pod.UID)
 			}
 			got[d.Pod.UID] = d.Reason
-			if wantStatus := !hasTerminalPhase(d.Pod); (d.Status != nil) != wantStatus {
+			if wantStatus := !podfacts.IsTerminal(d.Pod); (d.Status != nil) != wantStatus {
 				t.Fatalf("pod %s phase %q: status written = %v", d.Pod.Name, d.Pod.Status.Phase, d.Status != nil)
 			}
 			if d.Status != nil && d.Status.Phase != v1.PodFailed {
@@ -244,7 +246,7 @@ func FuzzFailedStatusPatch(f *testing.F) {
 		}
 		now := t0.Add(time.Hour)
 		st, ok := FailedStatus(pod, cond, now)
-		if ok != !hasTerminalPhase(pod) {
+		if ok != !podfacts.IsTerminal(pod) {
 			t.Fatalf("phase %q: write = %v", ph, ok)
 		}
 		if !ok {

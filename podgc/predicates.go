@@ -40,12 +40,6 @@ func IsEvicted(pod *v1.Pod) bool {
 	return pod != nil && pod.Status.Phase == v1.PodFailed && pod.Status.Reason == evictedReason
 }
 
-// hasTerminalPhase reports whether the phase is Succeeded or Failed, the phases a pod never
-// leaves and that the garbage collector does not patch.
-func hasTerminalPhase(pod *v1.Pod) bool {
-	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
-}
-
 // IsNodeReady reports whether node's first Ready condition has status True. A node without
 // conditions, or whose Ready condition is False or Unknown, is not ready; a nil node is not
 // ready.

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 const (
@@ -52,7 +54,7 @@ func ConditionFor(r Reason) *v1.PodCondition {
 // with the same status was already there, whose transition time is kept. pod is not
 // modified; a nil pod gives (zero, false).
 func FailedStatus(pod *v1.Pod, cond *v1.PodCondition, now time.Time) (v1.PodStatus, bool) {
-	if pod == nil || hasTerminalPhase(pod) {
+	if pod == nil || podfacts.IsTerminal(pod) {
 		return v1.PodStatus{}, false
 	}
 	st := *pod.Status.DeepCopy()

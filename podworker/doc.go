@@ -15,14 +15,14 @@
 // resync delays. It never blocks, reads no clock and starts no goroutine, so every
 // decision can be tested step by step (see podworkertest). Runner wraps a Machine with a
 // mutex, a goroutine per pod only while that pod has work in flight (at most
-// MaxConcurrentSyncs PodSyncer calls at once when set; a few idle workers are kept for
+// MaxConcurrentSyncs PodSyncer calls at once, DefaultMaxConcurrentSyncs unless set; a few idle workers are kept for
 // the next burst), and one timer goroutine for resyncs and retries; it calls the
 // PodSyncer and the status cache outside its lock. No goroutine is parked per known pod.
 //
 // # Guarantees
 //
 //   - At most one PodSyncer call is in flight per pod UID; calls for different pods run
-//     concurrently (bounded by MaxConcurrentSyncs if set, in arrival order beyond it).
+//     concurrently (bounded by MaxConcurrentSyncs, 1,024 by default, in arrival order beyond it).
 //   - Updates coalesce: while a call is in flight, only the latest configuration is kept,
 //     and exactly one further call follows (the kubelet's pendingUpdate).
 //   - The WorkType of the next call is decided when it starts: SyncPod until termination
@@ -36,14 +36,13 @@
 //   - The grace period is grace.Effective on every termination request; it only ever
 //     decreases. A shorter one cancels the running SyncTerminatingPod, which then runs
 //     again with the shorter period. Runtime-only pods are killed with grace 1.
-//   - Each call reads the runtime status (StatusCache.GetNewerThan) newer than the end of
-//     the pod's previous call, so it never acts on stale state. Before the first read of
-//     a new stage (terminating, terminated) the runner asks the Refresher for an
-//     immediate re-inspection, so a transition does not wait for the next relist (the
-//     kubelet loses up to a relist period, ~1 s, per transition here). Likewise, when
-//     the cache holds no status newer than the previous call (it was observed while that
-//     call ran, e.g. pushed by the runtime), a sync re-inspects the pod instead of
-//     waiting for the next relist.
+//   - Each call reads the runtime status observed after the end of the pod's previous
+//     call (RuntimeView.StatusAfter), so it never acts on stale state. For terminating and
+//     terminated work the view re-inspects the pod first, so a transition does not wait
+//     for the next relist (the kubelet loses up to a relist period, ~1 s, per transition
+//     here). *pleg.Relister likewise re-inspects a pod for a sync when it holds no status
+//     newer than the previous call (one observed while that call ran, e.g. pushed by the
+//     runtime), instead of waiting for the next relist.
 //   - A failed call is retried after a backoff (doubling from BackoffInitial to
 //     BackoffMax, jittered downwards); a successful SyncPod is resynced after
 //     ResyncInterval; a transition runs the next stage at once. A call cancelled because
@@ -115,7 +114,7 @@
 // duration, error and whether it was cancelled; kubelet_pod_worker_duration_seconds and
 // kubelet_pod_worker_start_duration_seconds), and Transition for every stage change with
 // the pod's namespace/name and the time, delivered in the Machine's order after the lock
-// is released. Config.OnTransition is the older hook, called under the lock. Logs use
+// is released. Config.OnTransition gets the same, just before it. Logs use
 // the keys pod (namespace/name) and podUID; transitions and cancellations are Debug,
 // failed syncs Error.
 package podworker

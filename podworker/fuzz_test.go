@@ -60,7 +60,7 @@ func FuzzMachine(f *testing.F) {
 				if st == nil || st.finished {
 					t.Fatalf("work for a finished or unknown pod %s", w.UID)
 				}
-				if w.WorkType == SyncPod && st.startedTerminating {
+				if w.WorkType == SyncPod && st.terminationStarted {
 					t.Fatalf("SyncPod for %s after termination started", w.UID)
 				}
 				if w.WorkType == TerminatingPod && w.GracePeriodSeconds < 1 {
@@ -147,9 +147,9 @@ func FuzzMachine(f *testing.F) {
 			_, rd := m.SyncKnownPods(now, nil)
 			apply(rd)
 		}
-		if m.Len() != 0 || len(m.requeue) != 0 || len(m.startedStatic) != 0 || len(m.waitingStatic) != 0 || m.inFlight != 0 {
+		if m.Len() != 0 || len(m.requeue) != 0 || len(m.nameHolders) != 0 || len(m.nameWaiters) != 0 || m.inFlight != 0 {
 			t.Fatalf("left behind after forgetting all: pods=%d heap=%d started=%v waiting=%v inFlight=%d",
-				m.Len(), len(m.requeue), m.startedStatic, m.waitingStatic, m.inFlight)
+				m.Len(), len(m.requeue), m.nameHolders, m.nameWaiters, m.inFlight)
 		}
 		if closed != opened {
 			t.Fatalf("%d completion channels, %d closed", opened, closed)

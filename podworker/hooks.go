@@ -22,7 +22,10 @@ import (
 //   - Transition is called once per stage change, in the order the Machine decided them
 //     (across pods too), after the lock that decided them was released: a transition may
 //     be delivered a moment after the call that caused it returned, by another goroutine
-//     that was already delivering, never out of order and never twice.
+//     that was already delivering, never out of order and never twice. A work, and the
+//     cancellation of a work, that a transition caused wait until it was delivered: an
+//     observer sees a pod enter a stage before its PodSyncer does, and must not wait for
+//     the pod workers' progress itself.
 type Hooks struct {
 	SyncStarted  func(Sync)
 	SyncFinished func(Sync)
@@ -76,31 +79,50 @@ func (s Sync) PodName() string {
 	return ""
 }
 
-// timedTransition is a transition waiting to be delivered to Hooks.Transition.
+// timedTransition is a transition waiting to be delivered to Config.OnTransition and
+// Hooks.Transition, or (cancel set) the cancellation of a work, which waits for the
+// transitions queued before it.
 type timedTransition struct {
-	t  Transition
-	at time.Time
+	t      Transition
+	at     time.Time
+	cancel canceler
 }
 
-// queueTransitionsLocked queues rd's transitions for Hooks.Transition. r.mu must be held:
-// the queue's order is the Machine's.
+// queueTransitionsLocked queues rd's transitions for OnTransition and Hooks.Transition.
+// r.mu must be held: the queue's order is the Machine's.
 func (r *Runner) queueTransitionsLocked(ts []Transition, at time.Time) {
-	if r.hooks.Transition == nil || len(ts) == 0 {
+	if (r.hooks.Transition == nil && r.onTransition == nil) || len(ts) == 0 {
 		return
 	}
 	r.hmu.Lock()
 	for _, t := range ts {
 		r.hq = append(r.hq, timedTransition{t: t, at: at})
 	}
+	r.queued += uint64(len(ts))
 	r.hmu.Unlock()
 }
 
-// deliver hands the queued transitions to Hooks.Transition, without holding any lock
+// cancelAfterTransitionsLocked cancels a work's context, after the transitions queued so
+// far were delivered when they have observers (an observer sees a pod stop syncing
+// before its SyncPod sees its context end). r.mu must be held.
+func (r *Runner) cancelAfterTransitionsLocked(c canceler) {
+	if r.hooks.Transition == nil && r.onTransition == nil {
+		c.cancel()
+		return
+	}
+	r.hmu.Lock()
+	r.hq = append(r.hq, timedTransition{cancel: c})
+	r.queued++
+	r.hmu.Unlock()
+}
+
+// deliver hands the queued transitions to OnTransition and Hooks.Transition (golang-lru's
+// rule: collected under the lock, delivered after it), without holding any lock
 // during the calls. One goroutine delivers at a time, in queue order; a goroutine that
 // finds another delivering leaves its transitions to it. Every holder of r.mu calls it
 // after unlocking, so no transition is stranded.
 func (r *Runner) deliver() {
-	if r.hooks.Transition == nil {
+	if r.hooks.Transition == nil && r.onTransition == nil {
 		return
 	}
 	r.hmu.Lock()
@@ -114,10 +136,38 @@ func (r *Runner) deliver() {
 		r.hq = nil
 		r.hmu.Unlock()
 		for _, tt := range batch {
-			r.hooks.Transition(tt.t, tt.at)
+			if tt.cancel != nil {
+				tt.cancel.cancel()
+				continue
+			}
+			if r.onTransition != nil {
+				r.onTransition(tt.t)
+			}
+			if r.hooks.Transition != nil {
+				r.hooks.Transition(tt.t, tt.at)
+			}
 		}
 		r.hmu.Lock()
+		r.delivered += uint64(len(batch))
+		r.hdone.Broadcast()
 	}
 	r.delivering = false
+	r.hmu.Unlock()
+}
+
+// awaitDelivery returns once every transition queued so far was delivered, delivering
+// them itself if no other goroutine does. A work calls it before it starts, so that an
+// observer sees a pod's transition before the work it caused (the transitions of every
+// pod are delivered in one order: a slow observer delays the works that start after it
+// was called, never the runner's lock or its callers).
+func (r *Runner) awaitDelivery() {
+	if r.hooks.Transition == nil && r.onTransition == nil {
+		return
+	}
+	r.deliver()
+	r.hmu.Lock()
+	for target := r.queued; r.delivered < target; {
+		r.hdone.Wait()
+	}
 	r.hmu.Unlock()
 }

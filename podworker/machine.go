@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/grace"
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // Defaults of MachineConfig and Config.
@@ -16,7 +17,18 @@ const (
 	DefaultResyncInterval = time.Minute
 	DefaultBackoffInitial = time.Second
 	DefaultBackoffMax     = 10 * time.Second
+	// DefaultMaxConcurrentSyncs is the default bound of PodSyncer calls in flight at
+	// once. The kubelet runs a goroutine per pod without a bound; a bound keeps the
+	// goroutines (and their stacks) of a node that receives tens of thousands of pods at
+	// once in check. A blocking SyncTerminatingPod holds its slot for up to the pod's
+	// grace period: a node that expects more blocking syncs at once than this raises it,
+	// or opts out with Unbounded.
+	DefaultMaxConcurrentSyncs = 1024
 )
+
+// Unbounded, as MaxConcurrentSyncs, lets every pod's work run at once (the kubelet's
+// rule: a goroutine per pod).
+const Unbounded = -1
 
 // MachineConfig configures a Machine. Zero durations take the defaults.
 type MachineConfig struct {
@@ -29,8 +41,9 @@ type MachineConfig struct {
 	BackoffInitial time.Duration
 	BackoffMax     time.Duration
 	// MaxConcurrentSyncs bounds how many works are in flight at once over all pods;
-	// 0 means no bound (the kubelet's behaviour). Pods beyond the bound wait in arrival
-	// order.
+	// pods beyond the bound wait in arrival order. 0 means DefaultMaxConcurrentSyncs;
+	// Unbounded means no bound (the kubelet's behaviour); any other negative value is
+	// invalid.
 	MaxConcurrentSyncs int
 	// SerializeByName makes every pod wait for its full name (namespace and name) as
 	// static pods do: a pod does not start while another UID of the same name has
@@ -53,8 +66,11 @@ func (c *MachineConfig) validate() error {
 		return fmt.Errorf("%w: negative BackoffInitial %v", ErrInvalidConfig, c.BackoffInitial)
 	case c.BackoffMax < 0:
 		return fmt.Errorf("%w: negative BackoffMax %v", ErrInvalidConfig, c.BackoffMax)
-	case c.MaxConcurrentSyncs < 0:
-		return fmt.Errorf("%w: negative MaxConcurrentSyncs %d", ErrInvalidConfig, c.MaxConcurrentSyncs)
+	case c.MaxConcurrentSyncs < 0 && c.MaxConcurrentSyncs != Unbounded:
+		return fmt.Errorf("%w: MaxConcurrentSyncs %d is negative and not Unbounded", ErrInvalidConfig, c.MaxConcurrentSyncs)
+	}
+	if c.MaxConcurrentSyncs == 0 {
+		c.MaxConcurrentSyncs = DefaultMaxConcurrentSyncs
 	}
 	if c.ResyncInterval == 0 {
 		c.ResyncInterval = DefaultResyncInterval
@@ -99,10 +115,11 @@ type Machine struct {
 	// buf backs the slices of the Ready returned by the last call.
 	buf Ready
 
-	// startedStatic maps a static pod's full name to the UID allowed to run under it;
-	// waitingStatic lists, in arrival order, the UIDs that want to.
-	startedStatic map[string]types.UID
-	waitingStatic map[string][]types.UID
+	// nameHolders maps the full name of every pod serialized by name (static pods, and
+	// every pod under SerializeByName) to the UID allowed to run under it; nameWaiters
+	// lists, in arrival order, the UIDs that want to.
+	nameHolders map[string]types.UID
+	nameWaiters map[string][]types.UID
 
 	// chans tracks every completion channel some known pod holds (podState.notify or
 	// podState.closed), so that each is listed in Ready.Close exactly once whatever the
@@ -128,12 +145,12 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 		return nil, err
 	}
 	return &Machine{
-		cfg:           cfg,
-		backoff:       Backoff{Initial: cfg.BackoffInitial, Max: cfg.BackoffMax},
-		pods:          make(map[types.UID]*podState),
-		startedStatic: make(map[string]types.UID),
-		waitingStatic: make(map[string][]types.UID),
-		chans:         make(map[chan<- struct{}]*chanState),
+		cfg:         cfg,
+		backoff:     Backoff{Initial: cfg.BackoffInitial, Max: cfg.BackoffMax},
+		pods:        make(map[types.UID]*podState),
+		nameHolders: make(map[string]types.UID),
+		nameWaiters: make(map[string][]types.UID),
+		chans:       make(map[chan<- struct{}]*chanState),
 	}, nil
 }
 
@@ -201,18 +218,18 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	if !known {
 		st = &podState{uid: uid, heapIdx: -1, lastWork: -1}
 		if runtimeOnly {
-			st.fullname = fullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
+			st.fullname = podfacts.FullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
 		} else {
-			st.fullname = fullName(opts.Pod.Name, opts.Pod.Namespace)
-			st.static = IsStaticPod(opts.Pod)
+			st.fullname = podfacts.PodFullName(opts.Pod)
+			st.static = podfacts.IsStatic(opts.Pod)
 			st.byName = st.static || m.cfg.SerializeByName
-			if isTerminalPhase(opts.Pod) && runtimeStopped {
+			if podfacts.IsTerminal(opts.Pod) && runtimeStopped {
 				st.terminatingAt, st.terminatedAt = now, now
-				st.startedTerminating = true
+				st.terminationStarted = true
 			}
 		}
 		if st.byName {
-			m.waitingStatic[st.fullname] = append(m.waitingStatic[st.fullname], uid)
+			m.nameWaiters[st.fullname] = append(m.nameWaiters[st.fullname], uid)
 		}
 		m.pods[uid] = st
 		m.peakPods = max(m.peakPods, len(m.pods))
@@ -249,7 +266,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		case runtimeOnly, st.pod.DeletionTimestamp != nil:
 			st.deleted = true
 			became = true
-		case isTerminalPhase(st.pod):
+		case podfacts.IsTerminal(st.pod):
 			became = true
 		case opts.UpdateType == SyncPodKill:
 			if opts.KillPodOptions != nil && opts.KillPodOptions.Evict {
@@ -297,7 +314,7 @@ func (m *Machine) setPending(st *podState, t SyncPodType) {
 	st.hasPending = true
 	st.pendingType = t
 	if !st.working && !st.queued {
-		st.waitingStatic = false
+		st.waitingForName = false
 		m.enqueue(st)
 	}
 }
@@ -359,7 +376,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 			st.terminatingAt = now
 			st.gracePeriod, _ = grace.Effective(st.gracePeriod, st.pod, nil)
 		}
-		st.startedTerminating = true
+		st.terminationStarted = true
 		m.unschedule(st)
 		m.requeueLast(st)
 	default:
@@ -606,20 +623,20 @@ func (m *Machine) finish(st *podState, now time.Time, r *Ready) {
 	}
 	st.finished = true
 	st.hasPending = false
-	st.waitingStatic = false
+	st.waitingForName = false
 	st.statusFn = nil
 	m.closeNotify(st, r)
 	m.unschedule(st)
-	m.releaseStatic(st)
+	m.releaseName(st)
 }
 
 // forget drops every trace of the pod.
 func (m *Machine) forget(st *podState) {
 	m.dropChans(st)
 	m.unschedule(st)
-	m.releaseStatic(st)
+	m.releaseName(st)
 	if st.byName {
-		m.setWaiting(st.fullname, withoutUID(m.waitingStatic[st.fullname], st.uid))
+		m.setWaiting(st.fullname, withoutUID(m.nameWaiters[st.fullname], st.uid))
 	}
 	delete(m.pods, st.uid)
 }

@@ -131,7 +131,8 @@ func TestNewMachineValidation(t *testing.T) {
 		{"negative backoff max", MachineConfig{BackoffMax: -1}, false},
 		{"max below initial", MachineConfig{BackoffInitial: time.Minute, BackoffMax: time.Second}, false},
 		{"initial above default max", MachineConfig{BackoffInitial: time.Minute}, true},
-		{"negative bound", MachineConfig{MaxConcurrentSyncs: -1}, false},
+		{"negative bound", MachineConfig{MaxConcurrentSyncs: -2}, false},
+		{"unbounded", MachineConfig{MaxConcurrentSyncs: Unbounded}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewMachine(tc.cfg)
@@ -375,9 +376,9 @@ func TestForgottenPodLeavesNothing(t *testing.T) {
 		step(t, m, rd, ok)
 	}
 	known, _ := m.SyncKnownPods(t0, nil)
-	if len(known) != 0 || m.Len() != 0 || len(m.requeue) != 0 || len(m.startedStatic) != 0 ||
-		len(m.waitingStatic) != 0 || m.inFlight != 0 || m.qhead != len(m.queue) {
+	if len(known) != 0 || m.Len() != 0 || len(m.requeue) != 0 || len(m.nameHolders) != 0 ||
+		len(m.nameWaiters) != 0 || m.inFlight != 0 || m.qhead != len(m.queue) {
 		t.Fatalf("left behind: known=%d pods=%d heap=%d started=%v waiting=%v inFlight=%d queue=%v",
-			len(known), m.Len(), len(m.requeue), m.startedStatic, m.waitingStatic, m.inFlight, m.queue[m.qhead:])
+			len(known), m.Len(), len(m.requeue), m.nameHolders, m.nameWaiters, m.inFlight, m.queue[m.qhead:])
 	}
 }

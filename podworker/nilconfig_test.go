@@ -1,8 +1,10 @@
 package podworker
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -22,12 +24,10 @@ func TestNewRejectsTypedNils(t *testing.T) {
 		cfg  Config
 	}{
 		{"nil *ptrSyncer Syncer", Config{Syncer: (*ptrSyncer)(nil)}},
-		{"nil *pleg.Cache Cache", Config{Syncer: ok, Cache: (*pleg.Cache)(nil)}},
-		{"nil StatusCacheFunc Cache", Config{Syncer: ok, Cache: StatusCacheFunc(nil)}},
-		{"nil *pleg.Relister Refresher", Config{Syncer: ok, Refresher: (*pleg.Relister)(nil)}},
-		{"nil RefresherFunc Refresher", Config{Syncer: ok, Refresher: RefresherFunc(nil)}},
-		{"nil *pleg.Cache StatusGetter", Config{Syncer: ok, StatusGetter: (*pleg.Cache)(nil)}},
-		{"nil StatusGetterFunc StatusGetter", Config{Syncer: ok, StatusGetter: StatusGetterFunc(nil)}},
+		{"nil *pleg.Relister View", Config{Syncer: ok, View: (*pleg.Relister)(nil)}},
+		{"RuntimeViewFuncs without funcs", Config{Syncer: ok, View: RuntimeViewFuncs{}}},
+		{"RuntimeViewFuncs without LastStatusFunc", Config{Syncer: ok, View: RuntimeViewFuncs{
+			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return nil, nil }}}},
 		{"nil *FakeClock Clock", Config{Syncer: ok, Clock: (*clocktesting.FakeClock)(nil)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -38,8 +38,11 @@ func TestNewRejectsTypedNils(t *testing.T) {
 		})
 	}
 	// Set and valid, or unset: accepted.
-	if _, err := New(Config{Syncer: &ptrSyncer{}, Cache: pleg.NewCache(), StatusGetter: pleg.NewCache(),
-		Refresher: RefresherFunc(func(types.UID) {}), Clock: clocktesting.NewFakeClock(t0)}); err != nil {
+	rel, err := pleg.New(pleg.Config{Runtime: pleg.RuntimeServiceFuncs{}, Cache: pleg.NewCache()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Syncer: &ptrSyncer{}, View: rel, Clock: clocktesting.NewFakeClock(t0)}); err != nil {
 		t.Errorf("New with valid fields: %v", err)
 	}
 }

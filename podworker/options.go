@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -132,21 +133,8 @@ func (o *UpdatePodOptions) ref() string {
 }
 
 // ConfigSourceAnnotationKey is the annotation naming a pod's config source; a pod whose
-// source is set and is not "api" is a static pod.
-const ConfigSourceAnnotationKey = "kubernetes.io/config.source"
+// source is set and is not "api" is a static pod. It equals config.ConfigSourceAnnotationKey.
+const ConfigSourceAnnotationKey = podfacts.SourceAnnotationKey
 
 // IsStaticPod reports whether pod came from a source other than the API server.
-func IsStaticPod(pod *v1.Pod) bool {
-	if pod == nil {
-		return false
-	}
-	src, ok := pod.Annotations[ConfigSourceAnnotationKey]
-	return ok && src != "api"
-}
-
-// fullName is the kubelet's pod full name, name_namespace.
-func fullName(name, namespace string) string { return name + "_" + namespace }
-
-func isTerminalPhase(pod *v1.Pod) bool {
-	return pod != nil && (pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed)
-}
+func IsStaticPod(pod *v1.Pod) bool { return podfacts.IsStatic(pod) }

@@ -100,7 +100,7 @@ func TestParityWorkTypeOfStatus(t *testing.T) {
 		{"§2 rule 4: terminatedAt set wins over terminatingAt", podState{startedAt: at, terminatingAt: at, terminatedAt: at.Add(time.Second)}, TerminatedPod},
 		{"§2 rule 4: terminatedAt alone gives TerminatedPod", podState{terminatedAt: at}, TerminatedPod},
 		{"§2 rule 4: a finished pod is still TerminatedPod", podState{terminatingAt: at, terminatedAt: at, finished: true}, TerminatedPod},
-		{"§2 rule 4: flags without timestamps do not count (deleted, startedTerminating)", podState{deleted: true, startedTerminating: true, evicted: true}, SyncPod},
+		{"§2 rule 4: flags without timestamps do not count (deleted, terminationStarted)", podState{deleted: true, terminationStarted: true, evicted: true}, SyncPod},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, tc.st.workType()); diff != "" {

@@ -5,10 +5,5 @@ import (
 	"github.com/podlife/podlife/podworker"
 )
 
-// pleg's cache and relister plug into the Runner as they are.
-var (
-	_ podworker.StatusCache     = (*pleg.Cache)(nil)
-	_ podworker.StatusGetter    = (*pleg.Cache)(nil)
-	_ podworker.Refresher       = (*pleg.Relister)(nil)
-	_ podworker.StatusRefresher = (*pleg.Relister)(nil)
-)
+// pleg's relister plugs into the Runner as it is.
+var _ podworker.RuntimeView = (*pleg.Relister)(nil)

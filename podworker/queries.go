@@ -43,7 +43,7 @@ func (m *Machine) IsPodTerminationRequested(uid types.UID) bool {
 // again, so no new container starts); an unknown pod once SyncKnownPods was first called.
 func (m *Machine) ShouldPodContainersBeTerminating(uid types.UID) bool {
 	if st, ok := m.pods[uid]; ok {
-		return st.startedTerminating
+		return st.terminationStarted
 	}
 	return m.podsSynced
 }

@@ -2,21 +2,20 @@ package podworker
 
 import (
 	"context"
-	"errors"
+
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 )
@@ -25,18 +24,12 @@ import (
 type Config struct {
 	// Syncer is the caller's PodSyncer. Required.
 	Syncer PodSyncer
-	// Cache is read before every sync (except for runtime-only pods) for a status newer
-	// than the pod's previous sync; *pleg.Cache satisfies it. nil: syncs get a nil status.
-	Cache StatusCache
-	// Refresher, if set, is asked to re-inspect a pod at once before the status read of
-	// every terminating and terminated work, so a transition does not wait for the next
-	// periodic relist. *pleg.Relister satisfies it, and StatusRefresher too: its
-	// synchronous Refresh is then used and its status passed on directly.
-	Refresher Refresher
-	// StatusGetter, if set, tells whether anything of a pod first seen in a terminal
-	// phase still runs (see Machine.UpdatePod). nil: Cache is used if it implements
-	// StatusGetter; otherwise such a pod is stopped through SyncTerminatingPod first.
-	StatusGetter StatusGetter
+	// View is read before every sync (except for runtime-only pods) for a status
+	// observed after the pod's previous sync, inspected afresh for every terminating and
+	// terminated work, so a transition does not wait for a periodic relist (see
+	// RuntimeView); *pleg.Relister implements it. nil: syncs get a nil status, and a pod
+	// first seen in a terminal phase is stopped through SyncTerminatingPod first.
+	View RuntimeView
 	// Clock is the time source of the runner; nil means the real clock.
 	Clock clock.Clock
 	// Logger receives debug logs of transitions and error logs of failed syncs; nil
@@ -52,10 +45,10 @@ type Config struct {
 	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means a
 	// private generator seeded from Clock. It is called with the runner's lock held.
 	Rand func() float64
-	// OnTransition, if set, is called for every stage change of a pod, in order per pod,
-	// with the runner's lock held: it must be quick and must not call the Runner. Prefer
-	// Hooks.Transition, which is called outside the lock (in the same order) and also
-	// gets the time of the change.
+	// OnTransition, if set, is called for every stage change of a pod, in the Machine's
+	// order, outside the runner's lock (it may call the Runner), just before
+	// Hooks.Transition, which also gets the time of the change; see Hooks for the order
+	// of transitions and works.
 	OnTransition func(Transition)
 	// Hooks are the runner's observation points (syncs started and finished, stage
 	// changes), each called outside the runner's lock; the zero value observes nothing.
@@ -64,26 +57,22 @@ type Config struct {
 
 // Runner drives a Machine: it owns the lock, the goroutines and the timer, and calls the
 // caller's PodSyncer outside the lock. A goroutine exists only while a pod has work in
-// flight (at most MaxConcurrentSyncs PodSyncer calls run at once when set; a worker that
+// flight (at most MaxConcurrentSyncs PodSyncer calls run at once, 1,024 by default; a worker that
 // just finished may linger briefly while it exits), plus at most 2*GOMAXPROCS idle ones
 // waiting for the next burst and one timer goroutine, all while Run runs. All methods
 // are safe for concurrent use.
 //
-// Workers never wait for the lock: a finished work is queued as a completion, and
-// whichever goroutine holds (or next takes) the lock applies every queued completion
-// to the Machine (flat combining), so a burst of thousands of short syncs does not
-// turn into a convoy on one mutex.
+// How works run is the engine's business (see engine): by default workers never wait for
+// the lock, a finished work is queued as a completion, and whichever goroutine holds (or
+// next takes) the lock applies every queued completion to the Machine (flat combining),
+// so a burst of thousands of short syncs does not turn into a convoy on one mutex.
 type Runner struct {
 	syncer       PodSyncer
-	cache        StatusCache
-	refresher    Refresher
-	getter       StatusGetter
+	view         RuntimeView
 	clock        clock.Clock
 	log          *slog.Logger
 	onTransition func(Transition)
 	hooks        Hooks
-	// expired is an ended context: GetNewerThan with it answers without waiting.
-	expired context.Context
 
 	mu sync.Mutex
 	m  *Machine
@@ -95,45 +84,24 @@ type Runner struct {
 	deferred []Work
 	// cancels holds the context of every in-flight work; cancelsPeak is its largest size
 	// since it was last allocated (maps never shrink, so an emptied big one is replaced).
-	cancels     map[types.UID]*workContext
+	cancels     map[types.UID]canceler
 	cancelsPeak int
 	// armed is the due time the timer goroutine waits for (zero: none).
 	armed time.Time
 	kick  chan struct{}
-	wg    sync.WaitGroup
+	// eng runs the works; wg counts its goroutines.
+	eng engine
+	wg  sync.WaitGroup
 
-	// cmu guards completions: finished works not yet reported to the Machine. Every
-	// holder of mu checks it after unlocking, so none is ever stranded.
-	cmu         sync.Mutex
-	completions []completion
-	spare       []completion
-
-	// handoff passes a work to an idle worker; idle counts the workers that are (or are
-	// about to be) waiting on it, at most maxIdle; accepting tells workers whether they
-	// may wait (while Run runs).
-	handoff   chan workItem
-	idle      atomic.Int32
-	maxIdle   int32
-	accepting atomic.Bool
-
-	// hmu guards hq (the transitions not yet delivered to Hooks.Transition, in the
-	// Machine's order) and delivering (a goroutine is calling Hooks.Transition).
-	hmu        sync.Mutex
-	hq         []timedTransition
-	delivering bool
-}
-
-// workItem is a work with its context, handed to an idle worker.
-type workItem struct {
-	w   Work
-	ctx context.Context
-}
-
-// completion is a finished work waiting to be reported to the Machine.
-type completion struct {
-	uid types.UID
-	res Result
-	at  time.Time
+	// hmu guards hq (the transitions not yet delivered to OnTransition and
+	// Hooks.Transition, in the Machine's order), delivering (a goroutine is delivering
+	// them), and the counts of transitions queued and delivered so far; hdone is
+	// broadcast when delivered grows.
+	hmu               sync.Mutex
+	hq                []timedTransition
+	delivering        bool
+	queued, delivered uint64
+	hdone             *sync.Cond
 }
 
 // New returns a Runner, or an error wrapping ErrInvalidConfig: for a nil Syncer, an
@@ -145,12 +113,13 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if bad := validate.TypedNils(
 		validate.Field{Name: "Syncer", Value: cfg.Syncer},
-		validate.Field{Name: "Cache", Value: cfg.Cache},
-		validate.Field{Name: "Refresher", Value: cfg.Refresher},
-		validate.Field{Name: "StatusGetter", Value: cfg.StatusGetter},
+		validate.Field{Name: "View", Value: cfg.View},
 		validate.Field{Name: "Clock", Value: cfg.Clock},
 	); len(bad) > 0 {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidConfig, strings.Join(bad, "; "))
+	}
+	if f, ok := cfg.View.(RuntimeViewFuncs); ok && (f.StatusAfterFunc == nil || f.LastStatusFunc == nil) {
+		return nil, fmt.Errorf("%w: View is a RuntimeViewFuncs with a nil func", ErrInvalidConfig)
 	}
 	clk := cfg.Clock
 	if clk == nil {
@@ -176,28 +145,20 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	getter := cfg.StatusGetter
-	if getter == nil {
-		getter, _ = cfg.Cache.(StatusGetter)
-	}
-	expired, cancel := context.WithCancel(context.Background())
-	cancel()
-	return &Runner{
-		expired:      expired,
+	r := &Runner{
 		syncer:       cfg.Syncer,
-		cache:        cfg.Cache,
-		refresher:    cfg.Refresher,
-		getter:       getter,
+		view:         cfg.View,
 		clock:        clk,
 		log:          log,
 		onTransition: cfg.OnTransition,
 		hooks:        cfg.Hooks,
 		m:            m,
-		cancels:      make(map[types.UID]*workContext),
+		cancels:      make(map[types.UID]canceler),
 		kick:         make(chan struct{}, 1),
-		handoff:      make(chan workItem),
-		maxIdle:      int32(2 * runtime.GOMAXPROCS(0)),
-	}, nil
+	}
+	r.hdone = sync.NewCond(&r.hmu)
+	r.eng = newEngine(r)
+	return r, nil
 }
 
 // Run starts the work queued so far and drives resyncs and retries until ctx ends; then
@@ -211,7 +172,6 @@ func (r *Runner) Run(ctx context.Context) error {
 		return ErrRunning
 	}
 	r.running, r.ctx = true, ctx
-	r.accepting.Store(true)
 	for _, w := range r.deferred {
 		r.spawnLocked(w)
 	}
@@ -222,7 +182,7 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	r.mu.Lock()
 	r.running, r.stopped = false, true
-	r.accepting.Store(false)
+	r.eng.stopping()
 	for _, c := range r.cancels {
 		c.cancel()
 	}
@@ -231,74 +191,40 @@ func (r *Runner) Run(ctx context.Context) error {
 	return nil
 }
 
-// unlock releases mu, then applies the completions queued meanwhile, if any, and
-// delivers the transitions queued for Hooks.Transition.
+// unlock releases mu, lets the engine act on what happened meanwhile (the default one
+// applies the completions queued meanwhile) and delivers the transitions queued for
+// OnTransition and Hooks.Transition.
 func (r *Runner) unlock() {
 	r.mu.Unlock()
-	if r.hasCompletions() {
-		r.combine(false)
-	}
+	r.eng.unlocked()
 	r.deliver()
 }
 
-func (r *Runner) hasCompletions() bool {
-	r.cmu.Lock()
-	defer r.cmu.Unlock()
-	return len(r.completions) > 0
-}
-
-// combine applies queued completions for as long as it gets the lock without waiting
-// and completions keep arriving. With inline, the first work to start is returned to
-// the caller (a worker that runs it next) instead of spawned.
-func (r *Runner) combine(inline bool) (next Work, nextCtx context.Context, ok bool) {
-	for r.mu.TryLock() {
-		for {
-			r.cmu.Lock()
-			batch := r.completions
-			r.completions, r.spare = r.spare[:0], nil
-			r.cmu.Unlock()
-			if len(batch) == 0 {
-				break
-			}
-			for i := range batch {
-				c := &batch[i]
-				delete(r.cancels, c.uid)
-				rd, err := r.m.Complete(c.at, c.uid, c.res)
-				if err != nil {
-					r.log.Error("pod worker lost its work", "podUID", c.uid, "err", err)
-					continue
-				}
-				w, wctx, got := r.applyLocked(&rd, c.at, inline && !ok)
-				if got {
-					next, nextCtx, ok = w, wctx, true
-				}
-			}
-			clear(batch)
-			if cap(batch) <= 256 { // a burst's large buffer is not kept
-				r.cmu.Lock()
-				if r.spare == nil {
-					r.spare = batch[:0]
-				}
-				r.cmu.Unlock()
-			}
-		}
-		if len(r.cancels) == 0 && r.cancelsPeak > 256 {
-			r.cancels, r.cancelsPeak = make(map[types.UID]*workContext), 0
-		}
-		r.mu.Unlock()
-		if !r.hasCompletions() {
-			break
-		}
+// completeLocked reports a finished work to the Machine and carries out its decision,
+// with r.mu held; with inline, the first work to start is returned to the caller instead
+// of spawned (see applyLocked).
+func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, inline bool) (next Work, nextCtx context.Context, ok bool) {
+	if c := r.cancels[uid]; c != nil {
+		c.cancel() // the work is over: its context ends (and leaves its parent)
+		delete(r.cancels, uid)
 	}
-	return next, nextCtx, ok
+	if len(r.cancels) == 0 && r.cancelsPeak > 256 {
+		r.cancels, r.cancelsPeak = make(map[types.UID]canceler), 0
+	}
+	rd, err := r.m.Complete(at, uid, res)
+	if err != nil {
+		r.log.Error("pod worker lost its work", "podUID", uid, "err", err)
+		return next, nextCtx, false
+	}
+	return r.applyLocked(&rd, at, inline)
 }
 
 // UpdatePod records an update of a pod (see Machine.UpdatePod) and starts its work if
 // possible. It never blocks on a sync; it returns an error for invalid options.
 func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	stopped := false
-	if opts.Pod != nil && isTerminalPhase(opts.Pod) && r.getter != nil {
-		if s, err := r.getter.Get(opts.Pod.UID); err == nil && !s.IsRunning() {
+	if opts.Pod != nil && podfacts.IsTerminal(opts.Pod) && r.view != nil {
+		if s, err := r.view.LastStatus(opts.Pod.UID); err == nil && !s.IsRunning() {
 			stopped = true
 		}
 	}
@@ -347,9 +273,6 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 		if debug {
 			r.log.Debug("pod stage changed", "pod", t.PodName(), "podUID", t.UID, "from", t.From.String(), "to", t.To.String())
 		}
-		if r.onTransition != nil {
-			r.onTransition(t)
-		}
 	}
 	r.queueTransitionsLocked(rd.Transitions, now)
 	for _, uid := range rd.Cancel {
@@ -357,7 +280,7 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 			if debug {
 				r.log.Debug("cancelling current pod sync", "podUID", uid)
 			}
-			c.cancel()
+			r.cancelAfterTransitionsLocked(c)
 		}
 	}
 	for _, ch := range rd.Close {
@@ -386,65 +309,28 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 	return next, nextCtx, ok
 }
 
+// workContextLocked returns the context of the pod's next work, registered for
+// cancellation (ended already if Run is over).
 func (r *Runner) workContextLocked(uid types.UID) context.Context {
-	c := &workContext{Context: r.ctx}
+	ctx, c := r.eng.newContext(r.ctx)
 	if r.stopped || r.ctx.Err() != nil {
 		c.cancel()
 	}
 	r.cancels[uid] = c
 	r.cancelsPeak = max(r.cancelsPeak, len(r.cancels))
-	return c
+	return ctx
 }
 
+// spawnLocked has the engine run w. r.mu must be held.
 func (r *Runner) spawnLocked(w Work) {
-	ctx := r.workContextLocked(w.UID)
-	if r.idle.Load() > 0 {
-		select {
-		case r.handoff <- workItem{w: w, ctx: ctx}:
-			r.idle.Add(-1)
-			return
-		default:
-		}
-	}
-	r.wg.Add(1)
-	go r.worker(ctx, w)
-}
-
-// worker runs works until none is left for it. A worker left without work waits for a
-// handoff if fewer than maxIdle others do (so a burst of short syncs does not start a
-// goroutine per pod), and exits otherwise or when Run's context ends.
-func (r *Runner) worker(ctx context.Context, w Work) {
-	defer r.wg.Done()
-	done := r.ctx.Done()
-	for {
-		res := r.execute(ctx, w)
-		now := r.clock.Now()
-		r.cmu.Lock()
-		r.completions = append(r.completions, completion{uid: w.UID, res: res, at: now})
-		r.cmu.Unlock()
-		var ok bool
-		w, ctx, ok = r.combine(true)
-		r.deliver()
-		if ok {
-			continue
-		}
-		if !r.accepting.Load() || r.idle.Add(1) > r.maxIdle {
-			r.idle.Add(-1)
-			return
-		}
-		select {
-		case it := <-r.handoff:
-			w, ctx = it.w, it.ctx
-		case <-done:
-			r.idle.Add(-1)
-			return
-		}
-	}
+	r.eng.spawn(w, r.workContextLocked(w.UID))
 }
 
 // execute reads the pod's runtime status and calls the PodSyncer, outside any lock,
-// between the SyncStarted and SyncFinished hooks.
+// once the transitions queued before were delivered, between the SyncStarted and
+// SyncFinished hooks.
 func (r *Runner) execute(ctx context.Context, w Work) Result {
+	r.awaitDelivery()
 	if r.hooks.SyncStarted == nil && r.hooks.SyncFinished == nil {
 		return r.sync(ctx, w)
 	}
@@ -464,44 +350,12 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 // sync reads the pod's runtime status and calls the PodSyncer.
 func (r *Runner) sync(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
-	if w.RunningPod == nil {
-		refreshed := false
-		if w.RefreshStatus && r.refresher != nil {
-			if sr, ok := r.refresher.(StatusRefresher); ok {
-				if s, err := sr.Refresh(ctx, w.UID); err == nil {
-					status, refreshed = s, true
-				}
-			} else {
-				r.refresher.RequestRefresh(w.UID)
-			}
+	if w.RunningPod == nil && r.view != nil {
+		s, err := r.view.StatusAfter(ctx, w.UID, w.StatusNewerThan, w.RefreshStatus)
+		if err != nil {
+			return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
 		}
-		if r.cache != nil && !refreshed && !w.RefreshStatus && r.refresher != nil {
-			// Probe without waiting. A status observed before the previous call ended
-			// (typically that call's own effect, pushed or refreshed while it ran) is not
-			// newer than it: re-inspect the pod now rather than wait up to a relist period.
-			s, err := r.cache.GetNewerThan(r.expired, w.UID, w.StatusNewerThan)
-			switch {
-			case err == nil:
-				status, refreshed = s, true
-			case !errors.Is(err, context.Canceled) || ctx.Err() != nil:
-				return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
-			default:
-				if sr, ok := r.refresher.(StatusRefresher); ok {
-					if s, err := sr.Refresh(ctx, w.UID); err == nil {
-						status, refreshed = s, true
-					}
-				} else {
-					r.refresher.RequestRefresh(w.UID)
-				}
-			}
-		}
-		if r.cache != nil && !refreshed {
-			s, err := r.cache.GetNewerThan(ctx, w.UID, w.StatusNewerThan)
-			if err != nil {
-				return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
-			}
-			status = s
-		}
+		status = s
 	}
 	var res Result
 	switch {
@@ -616,46 +470,4 @@ func (r *Runner) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
 // ShouldPodContentBeRemoved: see Machine.ShouldPodContentBeRemoved.
 func (r *Runner) ShouldPodContentBeRemoved(uid types.UID) bool {
 	return r.query((*Machine).ShouldPodContentBeRemoved, uid)
-}
-
-// workContext is the context of one work: cancelled by the runner when the Machine asks
-// or when Run ends. Unlike context.WithCancel it does not register with its parent (the
-// runner cancels every in-flight work itself when Run's context ends), which keeps a
-// work's start cheap. Values and the deadline come from Run's context.
-type workContext struct {
-	context.Context
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
-}
-
-// Done returns a channel closed when the work is cancelled.
-func (c *workContext) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		c.done = make(chan struct{})
-		if c.err != nil {
-			close(c.done)
-		}
-	}
-	return c.done
-}
-
-// Err returns context.Canceled once the work is cancelled.
-func (c *workContext) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.err
-}
-
-func (c *workContext) cancel() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.err == nil {
-		c.err = context.Canceled
-		if c.done != nil {
-			close(c.done)
-		}
-	}
 }

@@ -28,7 +28,7 @@ func TestNewValidation(t *testing.T) {
 	}{
 		{"nil syncer", Config{}},
 		{"negative resync", Config{Syncer: PodSyncerFuncs{}, ResyncInterval: -time.Second}},
-		{"negative bound", Config{Syncer: PodSyncerFuncs{}, MaxConcurrentSyncs: -1}},
+		{"negative bound", Config{Syncer: PodSyncerFuncs{}, MaxConcurrentSyncs: -2}},
 		{"backoff max below initial", Config{Syncer: PodSyncerFuncs{}, BackoffInitial: time.Minute, BackoffMax: time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,30 +115,35 @@ func TestRunnerQueuesBeforeRun(t *testing.T) {
 	})
 }
 
-// TestRunnerReadsNewerStatus: each sync asks the cache for a status newer than the end
-// of the previous sync, refreshes before every terminating and terminated read, and a
-// cache error is retried like a sync error.
+// TestRunnerReadsNewerStatus: each sync asks the view for a status observed after the
+// end of the pod's previous sync, inspected afresh for terminating and terminated work; a
+// failed read is retried like a sync error.
 func TestRunnerReadsNewerStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
-		var reads []time.Duration
-		var refreshes []types.UID
+		type read struct {
+			min     time.Duration
+			inspect bool
+		}
+		var reads []read
 		fail := true
-		cache := StatusCacheFunc(func(_ context.Context, _ types.UID, min time.Time) (*pleg.PodStatus, error) {
-			if min.IsZero() {
-				reads = append(reads, -1)
-			} else {
-				reads = append(reads, min.Sub(t0))
-			}
-			clk.Step(time.Second) // each read and sync "takes" a second
-			if fail {
-				fail = false
-				return nil, errors.New("cache unavailable")
-			}
-			return &pleg.PodStatus{}, nil
-		})
-		r, err := New(Config{Syncer: PodSyncerFuncs{}, Cache: cache, Clock: clk, Rand: func() float64 { return 0 },
-			Refresher: RefresherFunc(func(uid types.UID) { refreshes = append(refreshes, uid) })})
+		view := RuntimeViewFuncs{
+			StatusAfterFunc: func(_ context.Context, _ types.UID, min time.Time, inspect bool) (*pleg.PodStatus, error) {
+				d := time.Duration(-1)
+				if !min.IsZero() {
+					d = min.Sub(t0)
+				}
+				reads = append(reads, read{d, inspect})
+				clk.Step(time.Second) // each read and sync "takes" a second
+				if fail {
+					fail = false
+					return nil, errors.New("runtime unavailable")
+				}
+				return &pleg.PodStatus{}, nil
+			},
+			LastStatusFunc: func(types.UID) (*pleg.PodStatus, error) { return &pleg.PodStatus{}, nil },
+		}
+		r, err := New(Config{Syncer: PodSyncerFuncs{}, View: view, Clock: clk, Rand: func() float64 { return 0 }})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,17 +160,9 @@ func TestRunnerReadsNewerStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		want := []time.Duration{-1, time.Second, 3 * time.Second, 4 * time.Second}
-		if len(reads) != len(want) {
-			t.Fatalf("reads %v, want %v", reads, want)
-		}
-		for i := range want {
-			if reads[i] != want[i] {
-				t.Fatalf("reads %v, want %v", reads, want)
-			}
-		}
-		if len(refreshes) != 2 {
-			t.Errorf("refreshes %v, want one per terminating and terminated work", refreshes)
+		want := []read{{-1, false}, {time.Second, false}, {3 * time.Second, true}, {4 * time.Second, true}}
+		if diff := cmp.Diff(want, reads, cmp.AllowUnexported(read{})); diff != "" {
+			t.Errorf("status reads (-want +got):\n%s", diff)
 		}
 		if s, _ := r.PodState("a"); s.Stage != StageFinished {
 			t.Errorf("stage %v, want finished", s.Stage)
@@ -315,137 +312,3 @@ func stress(t *testing.T, bound int) {
 }
 
 // syncRefresher is a StatusRefresher whose Refresh returns a status naming the call.
-type syncRefresher struct {
-	calls int
-	fail  bool
-}
-
-func (f *syncRefresher) RequestRefresh(types.UID) {
-	panic("RequestRefresh called on a StatusRefresher")
-}
-
-func (f *syncRefresher) Refresh(_ context.Context, uid types.UID) (*pleg.PodStatus, error) {
-	f.calls++
-	if f.fail {
-		return nil, errors.New("runtime unavailable")
-	}
-	return &pleg.PodStatus{ID: uid, Name: fmt.Sprintf("refresh-%d", f.calls)}, nil
-}
-
-// TestRunnerUsesSynchronousRefresh: with a StatusRefresher, terminating and terminated
-// work get the refreshed status directly, even on a clock that never moves (where a cache
-// read "newer than the previous sync" could only wait); a failing Refresh falls back to
-// the cache.
-func TestRunnerUsesSynchronousRefresh(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		t.Run(fmt.Sprintf("refresh fails=%t", fail), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				clk := clocktesting.NewFakeClock(t0) // never stepped
-				var got []string
-				cacheReads := 0
-				cache := StatusCacheFunc(func(_ context.Context, uid types.UID, _ time.Time) (*pleg.PodStatus, error) {
-					cacheReads++
-					return &pleg.PodStatus{ID: uid, Name: "cache"}, nil
-				})
-				syncer := PodSyncerFuncs{
-					SyncTerminatingPodFunc: func(_ context.Context, _ *v1.Pod, s *pleg.PodStatus, _ int64, _ func(*v1.PodStatus)) error {
-						got = append(got, "terminating:"+s.Name)
-						return nil
-					},
-					SyncTerminatedPodFunc: func(_ context.Context, _ *v1.Pod, s *pleg.PodStatus) error {
-						got = append(got, "terminated:"+s.Name)
-						return nil
-					},
-				}
-				ref := &syncRefresher{fail: fail}
-				r, err := New(Config{Syncer: syncer, Cache: cache, Refresher: ref, Clock: clk, Rand: func() float64 { return 0 }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error)
-				go func() { done <- r.Run(ctx) }()
-				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(5))}); err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
-				want := []string{"terminating:refresh-1", "terminated:refresh-2"}
-				wantReads := 0
-				if fail {
-					want = []string{"terminating:cache", "terminated:cache"}
-					wantReads = 2
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("statuses passed on (-want +got):\n%s", diff)
-				}
-				if ref.calls != 2 || cacheReads != wantReads {
-					t.Errorf("Refresh calls %d, cache reads %d; want 2 and %d", ref.calls, cacheReads, wantReads)
-				}
-				cancel()
-				<-done
-			})
-		})
-	}
-}
-
-// TestRunnerRefreshesStaleSyncStatus: a status observed while the previous call ran (here
-// pushed into the cache during SyncPod, on a clock that never moves) is not newer than
-// that call, so the next SyncPod re-inspects the pod at once, through a StatusRefresher's
-// Refresh or a plain Refresher's request, instead of waiting for the next relist; a
-// status already newer is used without any refresh.
-func TestRunnerRefreshesStaleSyncStatus(t *testing.T) {
-	for _, synchronous := range []bool{true, false} {
-		t.Run(fmt.Sprintf("synchronous=%t", synchronous), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				clk := clocktesting.NewFakeClock(t0) // never stepped
-				cache := pleg.NewCache()
-				var got []string
-				syncer := PodSyncerFuncs{SyncPodFunc: func(_ context.Context, _ SyncPodType, p *v1.Pod, _ *v1.Pod, s *pleg.PodStatus) (bool, error) {
-					got = append(got, s.Name)
-					if len(got) == 1 {
-						cache.Set(p.UID, &pleg.PodStatus{ID: p.UID, Name: "pushed"}, nil, clk.Now())
-					}
-					return false, nil
-				}}
-				sr := &syncRefresher{}
-				var requested []types.UID
-				var refresher Refresher = sr
-				if !synchronous {
-					refresher = RefresherFunc(func(uid types.UID) {
-						requested = append(requested, uid)
-						// What a relister's refresh does: observe the pod now (later than the sync).
-						cache.Set(uid, &pleg.PodStatus{ID: uid, Name: "requested"}, nil, clk.Now().Add(time.Millisecond))
-					})
-				}
-				r, err := New(Config{Syncer: syncer, Cache: cache, Refresher: refresher, Clock: clk, Rand: func() float64 { return 0 }})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error)
-				go func() { done <- r.Run(ctx) }()
-				cache.Set("a", &pleg.PodStatus{ID: "a", Name: "first"}, nil, t0)
-				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
-				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodSync, Pod: testPod("a")}); err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
-				want := []string{"first", "refresh-1"}
-				if !synchronous {
-					want = []string{"first", "requested"}
-				}
-				if diff := cmp.Diff(want, got); diff != "" {
-					t.Errorf("statuses passed to SyncPod (-want +got):\n%s", diff)
-				}
-				if synchronous && sr.calls != 1 || !synchronous && len(requested) != 1 {
-					t.Errorf("Refresh calls %d, requests %v; want exactly one", sr.calls, requested)
-				}
-				cancel()
-				<-done
-			})
-		})
-	}
-}

@@ -18,7 +18,7 @@ func (m *Machine) enqueue(st *podState) {
 
 // fill starts work for queued pods, in arrival order, while the concurrency bound allows.
 func (m *Machine) fill(now time.Time, r *Ready) {
-	for m.qhead < len(m.queue) && (m.cfg.MaxConcurrentSyncs == 0 || m.inFlight < m.cfg.MaxConcurrentSyncs) {
+	for m.qhead < len(m.queue) && (m.cfg.MaxConcurrentSyncs == Unbounded || m.inFlight < m.cfg.MaxConcurrentSyncs) {
 		uid := m.queue[m.qhead]
 		m.queue[m.qhead] = ""
 		m.qhead++
@@ -57,14 +57,14 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 			m.finish(st, now, r)
 			m.note(st, r)
 			return Work{}, false
-		case !m.allowStaticStart(st):
-			st.waitingStatic = true
+		case !m.claimName(st):
+			st.waitingForName = true
 			return Work{}, false
 		}
 		st.startedAt = now
 	}
 	st.hasPending = false
-	st.waitingStatic = false
+	st.waitingForName = false
 	st.working = true
 	m.inFlight++
 	w := Work{
@@ -78,7 +78,7 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 	}
 	st.lastWork = wt
 	if wt == TerminatingPod {
-		st.startedTerminating = true
+		st.terminationStarted = true
 		w.GracePeriodSeconds = st.gracePeriod
 		w.PodStatusFunc = st.statusFn
 		if st.pod == nil {
@@ -89,19 +89,19 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 	return w, true
 }
 
-// allowStaticStart grants the pod's full name to st if no other UID holds it and st is
-// the first live pod waiting for it (the kubelet's allowStaticPodStart).
-func (m *Machine) allowStaticStart(st *podState) bool {
-	if holder, ok := m.startedStatic[st.fullname]; ok {
+// claimName grants the pod's full name to st if no other UID holds it and st is the
+// first live pod waiting for it (the kubelet's allowStaticPodStart).
+func (m *Machine) claimName(st *podState) bool {
+	if holder, ok := m.nameHolders[st.fullname]; ok {
 		return holder == st.uid
 	}
-	waiting := m.waitingStatic[st.fullname]
+	waiting := m.nameWaiters[st.fullname]
 	if st.isTerminationRequested() {
 		// A pod serialized by name whose termination was requested before it started
 		// (static ones never get here): stop it now that the name is free, ahead of the
 		// live waiters, which start after it finished.
 		m.setWaiting(st.fullname, withoutUID(waiting, st.uid))
-		m.startedStatic[st.fullname] = st.uid
+		m.nameHolders[st.fullname] = st.uid
 		return true
 	}
 	for _, uid := range waiting {
@@ -115,37 +115,37 @@ func (m *Machine) allowStaticStart(st *podState) bool {
 			continue
 		}
 		if uid != st.uid {
-			m.waitingStatic[st.fullname] = waiting[i:]
+			m.nameWaiters[st.fullname] = waiting[i:]
 			return false
 		}
 		waiting = waiting[i+1:]
 		break
 	}
 	m.setWaiting(st.fullname, waiting)
-	m.startedStatic[st.fullname] = st.uid
+	m.nameHolders[st.fullname] = st.uid
 	return true
 }
 
 // setWaiting stores the UIDs waiting for a full name, or forgets the name if none is.
 func (m *Machine) setWaiting(fullname string, waiting []types.UID) {
 	if len(waiting) == 0 {
-		delete(m.waitingStatic, fullname)
+		delete(m.nameWaiters, fullname)
 	} else {
-		m.waitingStatic[fullname] = waiting
+		m.nameWaiters[fullname] = waiting
 	}
 }
 
-// releaseStatic gives up st's full name and queues the pods waiting for it.
-func (m *Machine) releaseStatic(st *podState) {
+// releaseName gives up st's full name and queues the pods waiting for it.
+func (m *Machine) releaseName(st *podState) {
 	if !st.byName {
 		return
 	}
-	if holder, ok := m.startedStatic[st.fullname]; ok && holder == st.uid {
-		delete(m.startedStatic, st.fullname)
+	if holder, ok := m.nameHolders[st.fullname]; ok && holder == st.uid {
+		delete(m.nameHolders, st.fullname)
 	}
-	for _, uid := range m.waitingStatic[st.fullname] {
-		if other, ok := m.pods[uid]; ok && other.waitingStatic && !other.queued && !other.working {
-			other.waitingStatic = false
+	for _, uid := range m.nameWaiters[st.fullname] {
+		if other, ok := m.pods[uid]; ok && other.waitingForName && !other.queued && !other.working {
+			other.waitingForName = false
 			m.enqueue(other)
 		}
 	}

@@ -69,7 +69,7 @@ type podState struct {
 	// lastWork is the WorkType of the last started work, -1 before any.
 	lastWork WorkType
 
-	startedTerminating bool // SyncPod will never run again
+	terminationStarted bool // SyncPod will never run again
 	deleted            bool // deleted from config (or orphaned, or runtime-only)
 	evicted            bool // killed with Evict
 	finished           bool // SyncTerminatedPod returned nil; updates are ignored
@@ -77,7 +77,7 @@ type podState struct {
 	working            bool // a work is in flight
 	queued             bool // in the Machine's ready queue
 	cancelRequested    bool // the in-flight work's context was (asked to be) cancelled
-	waitingStatic      bool // a static pod waiting for its full name, with a pending update
+	waitingForName     bool // a pod serialized by name waiting for its full name, with a pending update
 	// observedRuntime: a RunningPod update was received for the UID, so something of it
 	// may run and it must be stopped even if it never started (the kubelet's field).
 	observedRuntime bool
@@ -115,7 +115,7 @@ func (s *podState) snapshot() PodState {
 		Stage:              s.stage(),
 		WorkType:           s.workType(),
 		Working:            s.working,
-		TerminationStarted: s.startedTerminating,
+		TerminationStarted: s.terminationStarted,
 		GracePeriodSeconds: s.gracePeriod,
 		Deleted:            s.deleted,
 		Evicted:            s.evicted,

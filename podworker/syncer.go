@@ -77,60 +77,39 @@ func (f PodSyncerFuncs) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, stat
 	return f.SyncTerminatedPodFunc(ctx, pod, status)
 }
 
-// StatusCache is the runtime status cache the pod workers read before each sync;
-// *pleg.Cache satisfies it. GetNewerThan blocks until the pod's entry (or the cache as a
-// whole) was refreshed after minTime, or ctx ends.
-type StatusCache interface {
-	GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error)
+// RuntimeView is how the pod workers read a pod's runtime status; *pleg.Relister
+// implements it, RuntimeViewFuncs adapts functions.
+//
+//   - StatusAfter returns the pod's status observed after minTime, waiting until there is
+//     one or ctx ends. inspect says that the caller's previous work changed the runtime
+//     (the runner sets it for every terminating and terminated work): the view must not
+//     wait for its next periodic observation but inspect the pod now when it holds
+//     nothing newer than minTime. *pleg.Relister never waits: it inspects the pod
+//     whenever it holds nothing newer, so a status observed after minTime costs no
+//     runtime call, whatever inspect says.
+//   - LastStatus returns the last status observed, without waiting (an empty status when
+//     none is). The runner reads it only for a pod first seen in a terminal phase, to tell
+//     an agent restart (nothing runs: straight to terminated) from a pod still to stop.
+type RuntimeView interface {
+	StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error)
+	LastStatus(uid types.UID) (*pleg.PodStatus, error)
 }
 
-// StatusCacheFunc adapts a function to a StatusCache.
-type StatusCacheFunc func(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error)
-
-var _ StatusCache = StatusCacheFunc(nil)
-
-// GetNewerThan calls f.
-func (f StatusCacheFunc) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error) {
-	return f(ctx, uid, minTime)
+// RuntimeViewFuncs adapts functions to a RuntimeView. Both are required (New rejects a
+// nil one): a view that silently answered nothing would change what the pod workers do.
+type RuntimeViewFuncs struct {
+	StatusAfterFunc func(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error)
+	LastStatusFunc  func(uid types.UID) (*pleg.PodStatus, error)
 }
 
-// Refresher asks the runtime observer to re-inspect one pod at once; *pleg.Relister
-// satisfies it. RequestRefresh must not block.
-type Refresher interface {
-	RequestRefresh(uid types.UID)
+var _ RuntimeView = RuntimeViewFuncs{}
+
+// StatusAfter calls StatusAfterFunc.
+func (f RuntimeViewFuncs) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error) {
+	return f.StatusAfterFunc(ctx, uid, minTime, inspect)
 }
 
-// StatusRefresher is a Refresher that can also re-inspect a pod synchronously and return
-// the fresh status; *pleg.Relister satisfies it. When the Runner's Refresher implements it,
-// the Runner uses Refresh instead of RequestRefresh followed by GetNewerThan: the status is
-// then known to be observed after the previous work without comparing timestamps, which on
-// a fake or synctest clock may not have moved since that work ended. If Refresh fails, the
-// Runner falls back to GetNewerThan.
-type StatusRefresher interface {
-	Refresher
-	Refresh(ctx context.Context, uid types.UID) (*pleg.PodStatus, error)
+// LastStatus calls LastStatusFunc.
+func (f RuntimeViewFuncs) LastStatus(uid types.UID) (*pleg.PodStatus, error) {
+	return f.LastStatusFunc(uid)
 }
-
-// RefresherFunc adapts a function to a Refresher.
-type RefresherFunc func(uid types.UID)
-
-var _ Refresher = RefresherFunc(nil)
-
-// RequestRefresh calls f.
-func (f RefresherFunc) RequestRefresh(uid types.UID) { f(uid) }
-
-// StatusGetter returns the last cached runtime status of a pod without blocking (an
-// empty status when none is cached). The runner uses it only when a pod is first seen in
-// a terminal phase, to tell an agent restart (nothing runs: go straight to terminated)
-// from a pod that still has to be stopped.
-type StatusGetter interface {
-	Get(uid types.UID) (*pleg.PodStatus, error)
-}
-
-// StatusGetterFunc adapts a function to a StatusGetter.
-type StatusGetterFunc func(uid types.UID) (*pleg.PodStatus, error)
-
-var _ StatusGetter = StatusGetterFunc(nil)
-
-// Get calls f.
-func (f StatusGetterFunc) Get(uid types.UID) (*pleg.PodStatus, error) { return f(uid) }

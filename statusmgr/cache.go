@@ -33,8 +33,10 @@ type entry struct {
 	firstUnsent time.Time
 	// versionAt is when the current version was set.
 	versionAt time.Time
-	// queued is true while the UID is in the cache's queue.
+	// queued is true while the UID is in the queue of lane.
 	queued bool
+	// lane is the queue the UID was last put in (laneFinal once the pod is finished).
+	lane lane
 	// mirrorUID is, for a static pod, the UID of its mirror pod last seen on the server
 	// ("" until one was seen); cache.mirrors maps it back.
 	mirrorUID types.UID
@@ -52,10 +54,10 @@ type cache struct {
 	// mirrors maps the UID of a mirror pod seen on the server to its static pod's UID
 	// (entry.mirrorUID is the reverse); a mapping whose entry is gone is removed with it.
 	mirrors map[types.UID]types.UID
-	// queue lists, in order, the UIDs whose status changed since their last sync; each at
-	// most once (entry.queued). queue[qhead:] is live.
-	queue []types.UID
-	qhead int
+	// queues lists, per lane and in order, the UIDs whose status changed since their last
+	// sync; each live at most once (entry.queued, in the queue of entry.lane; a UID left in
+	// the other lane's queue when its pod finished is skipped there).
+	queues [numLanes]queue
 	// writing holds the UID of every pod with a sync in flight (at most one per pod), mapped
 	// to whether the pod was taken from the queue meanwhile (then it is queued again when
 	// the sync ends, so its newer version is written after the older one's call returned).
@@ -211,23 +213,59 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode s
 	return changed, nil
 }
 
-func (c *cache) enqueue(uid types.UID, e *entry) {
-	if !e.queued {
-		e.queued = true
-		c.queue = append(c.queue, uid)
+// lane is one of the two queues of pods to write; their writes have separate bounds (see
+// Manager.next).
+type lane int
+
+const (
+	// laneStatus holds the pods not finished: their statuses are written by a few writers,
+	// so that a burst of changes coalesces.
+	laneStatus lane = iota
+	// laneFinal holds the finished pods (TerminatePod ran): their terminal status and final
+	// delete may use every writer.
+	laneFinal
+	numLanes
+)
+
+// laneOf is the lane of a pod: laneFinal once it is finished.
+func laneOf(finished bool) lane {
+	if finished {
+		return laneFinal
 	}
+	return laneStatus
 }
 
-// takeQueue returns the queued UIDs and empties the queue.
-func (c *cache) takeQueue() []types.UID {
-	q := c.queue[c.qhead:]
-	c.queue, c.qhead = nil, 0
-	for _, uid := range q {
-		if e := c.entries[uid]; e != nil {
-			e.queued = false
-		}
+// queue is a FIFO of UIDs; items[head:] is live.
+type queue struct {
+	items []types.UID
+	head  int
+}
+
+// enqueue queues the pod in its lane, unless it is queued there already; a pod queued in
+// the other lane (it finished meanwhile) moves to the end of its lane's queue.
+func (c *cache) enqueue(uid types.UID, e *entry) {
+	l := laneOf(e.podIsFinished)
+	if e.queued && e.lane == l {
+		return
 	}
-	return q
+	e.queued, e.lane = true, l
+	c.queues[l].items = append(c.queues[l].items, uid)
+}
+
+// takeQueue returns the queued UIDs, the finished pods' first, and empties the queues.
+func (c *cache) takeQueue() []types.UID {
+	var out []types.UID
+	for _, l := range [...]lane{laneFinal, laneStatus} {
+		q := &c.queues[l]
+		for _, uid := range q.items[q.head:] {
+			if e := c.entries[uid]; e != nil && e.queued && e.lane == l {
+				e.queued = false
+				out = append(out, uid)
+			}
+		}
+		*q = queue{}
+	}
+	return out
 }
 
 // queueAll queues, after the pods already queued, every other pod whose status needs a
@@ -245,16 +283,17 @@ func (c *cache) queueAll() {
 	}
 }
 
-// next takes the first queued pod that needs a sync and has none in flight, marks it
-// written and returns its snapshot; false when there is none. A queued pod with a sync in
-// flight is set aside and queued again by done.
-func (c *cache) next() (snapshot, bool) {
-	for c.qhead < len(c.queue) {
-		uid := c.queue[c.qhead]
-		c.queue[c.qhead] = ""
-		c.qhead++
+// next takes the first queued pod of the lane that needs a sync and has none in flight,
+// marks it written and returns its snapshot; false when there is none. A queued pod with a
+// sync in flight is set aside and queued again by done.
+func (c *cache) next(l lane) (snapshot, bool) {
+	q := &c.queues[l]
+	for q.head < len(q.items) {
+		uid := q.items[q.head]
+		q.items[q.head] = ""
+		q.head++
 		e := c.entries[uid]
-		if e == nil || !e.queued {
+		if e == nil || !e.queued || e.lane != l {
 			continue
 		}
 		e.queued = false
@@ -268,9 +307,9 @@ func (c *cache) next() (snapshot, bool) {
 		c.writing[uid] = false
 		return e.snapshot(uid), true
 	}
-	c.queue, c.qhead = c.queue[:0], 0
-	if cap(c.queue) > 4096 {
-		c.queue = nil // a burst does not pin memory
+	q.items, q.head = q.items[:0], 0
+	if cap(q.items) > 4096 {
+		q.items = nil // a burst does not pin memory
 	}
 	return snapshot{}, false
 }

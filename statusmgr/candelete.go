@@ -2,39 +2,33 @@ package statusmgr
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
-// Annotations the node agent's pod sources set (the kubelet's config package).
+// The kubelet's config annotations and source name, the same as package config's
+// (config.ConfigMirrorAnnotationKey, ...), which is their public home.
 const (
 	// ConfigMirrorAnnotationKey marks a mirror pod: the API server's copy of a static pod.
-	ConfigMirrorAnnotationKey = "kubernetes.io/config.mirror"
+	// It equals config.ConfigMirrorAnnotationKey.
+	ConfigMirrorAnnotationKey = podfacts.MirrorAnnotationKey
 	// ConfigSourceAnnotationKey names the source a pod came from; "api" for the API server.
-	ConfigSourceAnnotationKey = "kubernetes.io/config.source"
+	// It equals config.ConfigSourceAnnotationKey.
+	ConfigSourceAnnotationKey = podfacts.SourceAnnotationKey
 	// ConfigHashAnnotationKey carries a static pod's hash; its mirror pod's mirror
-	// annotation has the same value.
-	ConfigHashAnnotationKey = "kubernetes.io/config.hash"
+	// annotation has the same value. It equals config.ConfigHashAnnotationKey.
+	ConfigHashAnnotationKey = podfacts.HashAnnotationKey
 	// APISource is the value of the source annotation for pods from the API server.
-	APISource = "api"
+	APISource = podfacts.APISource
 )
 
 // IsMirrorPod reports whether pod carries the mirror annotation (any value, "" included).
-func IsMirrorPod(pod *v1.Pod) bool {
-	if pod == nil {
-		return false
-	}
-	_, ok := pod.Annotations[ConfigMirrorAnnotationKey]
-	return ok
-}
+// A nil pod is not a mirror pod.
+func IsMirrorPod(pod *v1.Pod) bool { return podfacts.IsMirror(pod) }
 
 // IsStaticPod reports whether pod came from a source other than the API server (its source
-// annotation is set and is not "api").
-func IsStaticPod(pod *v1.Pod) bool {
-	if pod == nil {
-		return false
-	}
-	src, ok := pod.Annotations[ConfigSourceAnnotationKey]
-	return ok && src != APISource
-}
+// annotation is set and is not "api"). A nil pod is not static.
+func IsStaticPod(pod *v1.Pod) bool { return podfacts.IsStatic(pod) }
 
 // CanBeDeleted reports whether the pod object may now be deleted from the API server (with
 // grace 0 and a UID precondition): it has a deletionTimestamp, it is not a mirror pod, its

@@ -2,6 +2,8 @@ package statusmgr
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // IsKubeletOwnedCondition reports whether the kubelet (and so this package) owns the pod
@@ -39,6 +41,4 @@ func findCondition(conds []v1.PodCondition, t v1.PodConditionType) int {
 }
 
 // IsTerminalPhase reports whether the phase is Succeeded or Failed.
-func IsTerminalPhase(p v1.PodPhase) bool {
-	return p == v1.PodSucceeded || p == v1.PodFailed
-}
+func IsTerminalPhase(p v1.PodPhase) bool { return podfacts.IsTerminalPhase(p) }

@@ -339,7 +339,7 @@ func TestCacheSet(t *testing.T) {
 		t.Fatalf("first set: %v %v", changed, err)
 	}
 	e := c.entries["u1"]
-	if e.version != 1 || !e.queued || e.status.StartTime == nil || !e.status.StartTime.Time.Equal(now) {
+	if e.version != 1 || !e.queued || e.lane != laneStatus || e.status.StartTime == nil || !e.status.StartTime.Time.Equal(now) {
 		t.Errorf("entry after first set: %+v", e)
 	}
 	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(now) {

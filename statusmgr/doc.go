@@ -23,9 +23,12 @@
 //     deletionTimestamp, it is not a mirror pod, its phase on the server is terminal, and
 //     TerminatePod has run for it. Then its status is forgotten.
 //   - The StatusPatcher is never called while the manager holds its lock. Up to
-//     Config.MaxConcurrentWrites pods (default 16) are written at once, never two calls
+//     Config.MaxConcurrentWrites pods (default 64) are written at once, never two calls
 //     of one pod at a time: a pod's newer version is written after the call writing its
-//     older one has returned, so each pod's writes reach the server in order.
+//     older one has returned, so each pod's writes reach the server in order. Of those,
+//     at most MaxConcurrentStatusWrites (1) write pods not finished, so that bursts of
+//     status changes coalesce; finished pods (their terminal status and final delete) may
+//     use every slot, so that many pods finishing at once are deleted fast.
 //
 // # Where it sits in the lifecycle
 //
@@ -69,11 +72,15 @@
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
 // and wake the loop. They prepare the version (copy, compare, normalize) without the
 // manager's lock and take it only to read the pod's entry and to store the result. Run is the loop: it syncs changed pods at once and, every SyncPeriod
-// (default 10 s), every pod that still needs it, in arrival order, each in a goroutine of
-// its own, at most MaxConcurrentWrites at once (the goroutines exist only while a write is
-// in flight and end with Run's context). A pod changed while its write is in flight is
-// written again once that write returns, with its newest version. Sync does one full pass
-// synchronously, with the same bound (shared with Run's writes), and returns the errors.
+// (default 10 s), every pod that still needs it, each in a goroutine of its own, at most
+// MaxConcurrentWrites at once (the goroutines exist only while a write is in flight and end
+// with Run's context). It keeps two queues, each in arrival order: the pods not finished,
+// written by at most MaxConcurrentStatusWrites writers (a pod's versions set while it
+// waits are sent as one), and the finished pods, which take every other slot; a pod that
+// finishes while queued moves to the second queue. A pod changed while its write is in
+// flight is written again once that write returns, with its newest version. Sync does one
+// full pass synchronously, the finished pods first, with the same bounds (shared with
+// Run's writes), and returns the errors.
 // A sync of one pod:
 //
 //  1. uses the server's pod from the last answer (GET only when it knows nothing, after an

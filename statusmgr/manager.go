@@ -21,7 +21,13 @@ const DefaultSyncPeriod = 10 * time.Second
 const DefaultMaxConflictRetries = 2
 
 // DefaultMaxConcurrentWrites is Config.MaxConcurrentWrites when it is 0.
-const DefaultMaxConcurrentWrites = 16
+const DefaultMaxConcurrentWrites = 64
+
+// MaxConcurrentStatusWrites bounds, within Config.MaxConcurrentWrites, the writes of pods
+// that are not finished (TerminatePod has not run for them): so few that a burst of
+// status changes coalesces (a pod's versions set while it waits are sent as one) instead of
+// each version being sent as it comes.
+const MaxConcurrentStatusWrites = 1
 
 // Config configures a Manager. Patcher is required; everything else has a default.
 type Config struct {
@@ -47,11 +53,15 @@ type Config struct {
 	MaxConflictRetries int
 	// MaxConcurrentWrites bounds how many pods' statuses are written at once (Run's
 	// immediate and full syncs and Sync together): the StatusPatcher sees at most this
-	// many calls in flight, and never two for one pod. 1 writes one pod at a time, as the
-	// kubelet does. With an API round trip of r and two calls per finished pod (the
-	// terminal status, then the delete), n pods finishing at once are all deleted after
-	// about 2·r·n/MaxConcurrentWrites. 0 means DefaultMaxConcurrentWrites; negative is an
-	// error.
+	// many calls in flight, and never two for one pod. Of these, at most
+	// MaxConcurrentStatusWrites (1) write pods that are not finished, so that a burst of
+	// status changes coalesces into few patches, as with the kubelet's single writer; the
+	// finished pods' final work (the terminal status after TerminatePod, then the delete)
+	// may use every slot, and neither kind waits behind the other's queue. With an API
+	// round trip of r and two calls per finished pod, n pods finishing at once are all
+	// deleted after about 2·r·n/MaxConcurrentWrites (the default: 3,000 pods at 1 ms, p50
+	// 48 ms, all within 94 ms). 1 writes one pod at a time, as the kubelet does. 0 means
+	// DefaultMaxConcurrentWrites; negative is an error.
 	MaxConcurrentWrites int
 	// Logger receives the manager's logs. nil discards them.
 	Logger *slog.Logger
@@ -108,6 +118,10 @@ type Manager struct {
 	// slots holds a token per write in flight (Run's and Sync's); its capacity is
 	// MaxConcurrentWrites.
 	slots chan struct{}
+	// statusSlots holds a token per write in flight of a pod not finished (laneStatus),
+	// taken before its slot; its capacity is MaxConcurrentStatusWrites (at most
+	// MaxConcurrentWrites).
+	statusSlots chan struct{}
 
 	mu    sync.Mutex // guards c, stats, running and idle
 	c     *cache
@@ -160,6 +174,7 @@ func New(cfg Config) (*Manager, error) {
 		observe:     cfg.ObserveSyncLatency,
 		wake:        make(chan struct{}, 1),
 		slots:       make(chan struct{}, cfg.MaxConcurrentWrites),
+		statusSlots: make(chan struct{}, min(MaxConcurrentStatusWrites, cfg.MaxConcurrentWrites)),
 		c:           newCache(),
 	}
 	if m.clock == nil {

@@ -24,7 +24,9 @@ import (
 //   - a status field that is semantically equal on both sides is left out; a field that
 //     became empty is sent as null; a changed object field is replaced whole
 //     ("$patch":"replace"); a changed list is replaced whole (lists with a merge key through
-//     a {"$patch":"replace"} element);
+//     a {"$patch":"replace"} element); inside a value sent whole, a member the server
+//     decodes to the same value when it is absent (false, 0, "", an empty list) is left
+//     out (a pointer to such a value is kept);
 //   - conditions are patched element by element (merge key "type"): only changed or new
 //     conditions and deletions are sent, so conditions another client wrote since oldStatus
 //     was read are kept by the server; "$setElementOrder/conditions" is added only when the
@@ -96,13 +98,11 @@ func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Valu
 	if writeScalar(b, nf) {
 		return nil
 	}
-	data, err := json.Marshal(nf.Interface())
-	if err != nil {
-		return fmt.Errorf("%w: status field %s: %w", ErrEncode, f.Name, err)
+	var v bytes.Buffer
+	if err := writeValue(&v, nf); err != nil {
+		return fmt.Errorf("status field %s: %w", f.Name, err) // err wraps ErrEncode
 	}
-	// The value replaces the field whole (or fills an empty one): a null member inside it
-	// means the same as an absent one, so it is dropped (zero times encode as null).
-	data = stripNullMembers(data)
+	data := v.Bytes()
 	switch {
 	case len(data) >= 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
 		b.WriteString(`[{"$patch":"replace"}`)
@@ -389,53 +389,93 @@ func isEmptyValue(v reflect.Value) bool {
 	return false
 }
 
-// stripNullMembers removes every object member whose value is null from compact JSON (as
-// encoding/json writes it: no insignificant whitespace). Strings are skipped intact.
-func stripNullMembers(data []byte) []byte {
-	if !bytes.Contains(data, []byte(":null")) {
-		return data
+// writeValue writes v as JSON for a patch value that replaces (or fills) a field whole,
+// leaving out every struct member the server would decode to the same value if absent: a
+// nil pointer, slice or map, an empty slice or map (equal to nil, semantically), and a
+// zero value of any other type (false, 0, "", a zero time, an empty struct). A non-nil
+// pointer is always written, even to a zero value (a *bool false is not nil). Types with
+// their own JSON encoding (quantities and the like), maps and byte slices are encoded by
+// encoding/json. An error wraps ErrEncode.
+func writeValue(b *bytes.Buffer, v reflect.Value) error {
+	if writeScalar(b, v) {
+		return nil
 	}
-	out := make([]byte, 0, len(data))
-	for i := 0; i < len(data); {
-		c := data[i]
-		// A member starts right after '{' or ','; its key is a string.
-		if c == '"' && len(out) > 0 && (out[len(out)-1] == '{' || out[len(out)-1] == ',') {
-			end := stringEnd(data, i)
-			if end+5 < len(data) && string(data[end:end+5]) == ":null" && (data[end+5] == ',' || data[end+5] == '}') {
-				// Drop the member and the comma that now dangles.
-				i = end + 5
-				if data[i] == ',' {
-					i++
-				} else if out[len(out)-1] == ',' {
-					out = out[:len(out)-1]
-				}
-				continue
+	switch {
+	case v.Kind() != reflect.Pointer && v.Type().Implements(reflect.TypeFor[json.Marshaler]()),
+		v.Kind() == reflect.Map,
+		v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
+		return writeJSON(b, v.Interface())
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			b.WriteString("null")
+			return nil
+		}
+		return writeValue(b, v.Elem())
+	case reflect.Slice:
+		if v.IsNil() {
+			b.WriteString("null")
+			return nil
+		}
+		b.WriteByte('[')
+		for i := range v.Len() {
+			if i > 0 {
+				b.WriteByte(',')
 			}
-			out = append(out, data[i:end]...)
-			i = end
-			continue
+			if err := writeValue(b, v.Index(i)); err != nil {
+				return err
+			}
 		}
-		if c == '"' {
-			end := stringEnd(data, i)
-			out = append(out, data[i:end]...)
-			i = end
-			continue
+		b.WriteByte(']')
+		return nil
+	case reflect.Struct:
+		b.WriteByte('{')
+		first := true
+		if err := writeMembers(b, v, &first); err != nil {
+			return err
 		}
-		out = append(out, c)
-		i++
+		b.WriteByte('}')
+		return nil
 	}
-	return out
+	return writeJSON(b, v.Interface())
 }
 
-// stringEnd returns the index just past the JSON string starting at data[start] == '"'.
-func stringEnd(data []byte, start int) int {
-	for i := start + 1; i < len(data); i++ {
-		switch data[i] {
-		case '\\':
-			i++
-		case '"':
-			return i + 1
+// writeMembers writes the members of struct v that writeValue keeps (an embedded struct's
+// inline), each after a comma unless *first.
+func writeMembers(b *bytes.Buffer, v reflect.Value, first *bool) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f, fv := t.Field(i), v.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			if err := writeMembers(b, fv, first); err != nil {
+				return err
+			}
+			continue
+		}
+		name := jsonName(f)
+		if name == "" || omitted(fv) {
+			continue
+		}
+		if !*first {
+			b.WriteByte(',')
+		}
+		*first = false
+		writeKey(b, name)
+		if err := writeValue(b, fv); err != nil {
+			return err
 		}
 	}
-	return len(data)
+	return nil
+}
+
+// omitted reports whether a struct member decodes to v when absent (see writeValue).
+func omitted(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		return v.IsNil()
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }

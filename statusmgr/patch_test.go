@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -221,26 +222,6 @@ func FuzzStatusPatch(f *testing.F) {
 	})
 }
 
-func TestStripNullMembers(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"none", `{"a":1}`, `{"a":1}`},
-		{"only member", `{"a":null}`, `{}`},
-		{"first", `{"a":null,"b":2}`, `{"b":2}`},
-		{"last", `{"a":1,"b":null}`, `{"a":1}`},
-		{"middle and nested", `{"a":1,"b":null,"c":{"d":null,"e":[{"f":null}]}}`, `{"a":1,"c":{"e":[{}]}}`},
-		{"null in arrays kept", `[null,"x",null]`, `[null,"x",null]`},
-		{"strings untouched", `{"m":"\"x\":null,","n":"a\\","o":null}`, `{"m":"\"x\":null,","n":"a\\"}`},
-		{"string key then null-looking value", `{"k":"null"}`, `{"k":"null"}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := string(stripNullMembers([]byte(tc.in))); got != tc.want {
-				t.Errorf("got %s, want %s", got, tc.want)
-			}
-		})
-	}
-}
-
 // The patch of the terminal status of BENCHMARKS.md's seed pod, built by StatusPatch and,
 // for comparison, the way the kubelet builds it (two JSON encodings of the pod and
 // apimachinery's two-way strategic merge).
@@ -321,5 +302,48 @@ func TestWriteScalarMatchesEncodingJSON(t *testing.T) {
 	var b bytes.Buffer
 	if writeScalar(&b, reflect.ValueOf([]string{"a"})) {
 		t.Error("a slice was written as a scalar")
+	}
+}
+
+// writeValue leaves out exactly the members that decode back to the same value: zero
+// values and empty lists, but not a pointer to a zero value.
+func TestWriteValue(t *testing.T) {
+	no, cpu := false, resource.MustParse("250m")
+	tests := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"zero members left out", v1.ContainerStatus{Name: "c", Image: "busybox"}, `{"name":"c","image":"busybox"}`},
+		{"pointer to false kept", v1.ContainerStatus{Name: "c", Started: &no}, `{"name":"c","started":false}`},
+		{"pointer to an empty struct kept", v1.ContainerState{Running: &v1.ContainerStateRunning{}}, `{"running":{}}`},
+		{"exit code 0 left out, times kept", v1.ContainerStateTerminated{Reason: "Completed", FinishedAt: metav1.NewTime(t0)},
+			`{"reason":"Completed","finishedAt":"2026-01-02T03:04:05Z"}`},
+		{"quantities and maps by encoding/json", v1.ContainerStatus{Name: "c", AllocatedResources: v1.ResourceList{v1.ResourceCPU: cpu}},
+			`{"name":"c","allocatedResources":{"cpu":"250m"}}`},
+		{"empty list left out", v1.ContainerStatus{Name: "c", VolumeMounts: []v1.VolumeMountStatus{}}, `{"name":"c"}`},
+		{"list elements", []v1.HostIP{{IP: "10.0.0.1"}, {}}, `[{"ip":"10.0.0.1"},{}]`},
+		{"bytes as base64", struct {
+			Data []byte `json:"data"`
+		}{Data: []byte("hi")}, `{"data":"aGk="}`},
+		{"escaped strings", v1.ContainerStateWaiting{Message: `say "hi" <now>`}, `{"message":"say \"hi\" \u003cnow\u003e"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			if err := writeValue(&b, reflect.ValueOf(tc.v)); err != nil {
+				t.Fatal(err)
+			}
+			if b.String() != tc.want {
+				t.Errorf("got %s, want %s", b.String(), tc.want)
+			}
+			back := reflect.New(reflect.TypeOf(tc.v))
+			if err := json.Unmarshal(b.Bytes(), back.Interface()); err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(back.Elem().Interface(), tc.v) {
+				t.Errorf("reads back as %+v, want %+v", back.Elem().Interface(), tc.v)
+			}
+		})
 	}
 }

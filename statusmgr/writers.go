@@ -13,11 +13,12 @@ import (
 // started has returned (their calls get ctx). It syncs the statuses that changed as soon
 // as they change and, every SyncPeriod, every status that still needs it (failed writes,
 // finished pods to delete). Up to MaxConcurrentWrites pods are written at once, at most
-// one call in flight per pod; a pod's newer version waits until the call writing its older
-// one returned, and versions set meanwhile are coalesced (only the newest is sent). A
-// sync that fails leaves the status pending; it is logged, counted and retried by the
-// next full sync. Pods not yet written when ctx ends stay queued. Run returns
-// ErrAlreadyRunning if another Run is active.
+// MaxConcurrentStatusWrites of them not finished, at most one call in flight per pod; a
+// pod's newer version waits until the call writing its older one returned, and versions
+// set meanwhile are coalesced (only the newest is sent). A sync that fails leaves the
+// status pending; it is logged, counted and retried by the next full sync. Pods not yet
+// written when ctx ends stay queued. Run returns ErrAlreadyRunning if another Run is
+// active.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.running {
@@ -64,23 +65,76 @@ func (m *Manager) dispatch(ctx context.Context, writes *sync.WaitGroup) {
 		default:
 			return // every slot taken
 		}
-		m.mu.Lock()
-		s, ok := m.c.next()
-		m.mu.Unlock()
+		s, l, ok := m.next()
 		if !ok {
 			<-m.slots
 			return
 		}
 		writes.Go(func() {
-			_ = m.write(ctx, s)
+			_ = m.write(ctx, s, l)
 		})
 	}
 }
 
-// write syncs the claimed snapshot s, ends its claim and frees its slot.
-func (m *Manager) write(ctx context.Context, s snapshot) error {
+// next claims the pod to write in a free slot: the first queued pod not finished while
+// fewer than MaxConcurrentStatusWrites of those are in flight, else the first finished
+// one. So neither lane waits behind the other: the pods not finished get their few
+// writers, the finished ones every other slot.
+func (m *Manager) next() (snapshot, lane, bool) {
+	var status bool
+	select {
+	case m.statusSlots <- struct{}{}:
+		status = true
+	default:
+	}
+	var (
+		s  snapshot
+		ok bool
+	)
+	m.mu.Lock()
+	if status {
+		s, ok = m.c.next(laneStatus)
+	}
+	l := laneStatus
+	if !ok {
+		s, ok = m.c.next(laneFinal)
+		l = laneFinal
+	}
+	m.mu.Unlock()
+	if status && l != laneStatus {
+		<-m.statusSlots
+	}
+	return s, l, ok
+}
+
+// acquire waits for a slot in lane l (for laneStatus, a status slot first) and returns an
+// error wrapping ErrInterrupted if ctx ends first.
+func (m *Manager) acquire(ctx context.Context, l lane) error {
+	if l == laneStatus {
+		select {
+		case m.statusSlots <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+		}
+	}
+	select {
+	case m.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		if l == laneStatus {
+			<-m.statusSlots
+		}
+		return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+	}
+}
+
+// write syncs the claimed snapshot s, ends its claim and frees its slots in lane l.
+func (m *Manager) write(ctx context.Context, s snapshot, l lane) error {
 	err := m.syncPod(ctx, s)
 	m.release(s.uid)
+	if l == laneStatus {
+		<-m.statusSlots
+	}
 	<-m.slots
 	m.signal()
 	return err
@@ -100,9 +154,9 @@ func (m *Manager) release(uid types.UID) {
 // TakeSyncs is Sync's first half, for a caller that makes the API calls itself (a test
 // harness, a runner of its own): it claims every pod that needs a sync and has no write in
 // flight (reconciling first, as a full sync does) and returns their PodSyncs, in the order
-// Sync would write them. The caller steps each one to its end, making the calls it asks
-// for, and hands it back with FinishSync; until then the pod is not written by Run or
-// Sync. A pod whose write is in flight is left to that write's owner (it is written
+// Sync would write them (the finished pods first). The caller steps each one to its end,
+// making the calls it asks for, and hands it back with FinishSync; until then the pod is
+// not written by Run or Sync. A pod whose write is in flight is left to that write's owner (it is written
 // again after it if it still needs it).
 func (m *Manager) TakeSyncs() []*PodSync {
 	if m.lookup != nil {
@@ -141,10 +195,10 @@ func (m *Manager) FinishSync(ps *PodSync) error {
 }
 
 // Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
-// does) and returns the errors of the pods that failed, joined. It writes pods in
-// parallel (up to MaxConcurrentWrites at once, the slots shared with Run's writes) and
-// waits for a pod whose write Run has in flight to end before it syncs that pod again if
-// it still needs it. If ctx ends, the pods not synced stay queued and ctx's error is
+// does) and returns the errors of the pods that failed, joined. It writes the finished
+// pods first, in parallel (up to MaxConcurrentWrites at once, MaxConcurrentStatusWrites
+// for the pods not finished, the slots shared with Run's writes) and waits for a pod whose
+// write Run has in flight to end before it syncs that pod again if it still needs it. If ctx ends, the pods not synced stay queued and ctx's error is
 // among the errors returned. Useful without Run (tools, tests, examples).
 func (m *Manager) Sync(ctx context.Context) error {
 	if m.lookup != nil {
@@ -163,10 +217,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 	for i, uid := range uids {
 		s, ok, err := m.claim(ctx, uid)
 		if err == nil && ok {
-			select {
-			case m.slots <- struct{}{}:
-			case <-ctx.Done():
-				err = fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+			if err = m.acquire(ctx, laneOf(s.finished)); err != nil {
 				m.release(uid)
 			}
 		}
@@ -188,7 +239,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 			continue
 		}
 		writes.Go(func() {
-			if err := m.write(ctx, s); err != nil {
+			if err := m.write(ctx, s, laneOf(s.finished)); err != nil {
 				emu.Lock()
 				errs = append(errs, err)
 				emu.Unlock()

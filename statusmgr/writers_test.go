@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -15,21 +16,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/podlife/podlife/statusmgr"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // checkedAPI is a StatusPatcher over a FakeAPI that takes a random time for every call
-// (0-2 ms on the clock), fails some calls at random, and checks the writers' contract: at
-// most max calls in flight, never two for one pod, and the versions each pod's patches
-// leave on the server never go backwards.
+// (0-2 ms on the clock; rtt if set), fails some calls at random, and checks the writers'
+// contract: at most max calls in flight, at most MaxConcurrentStatusWrites of them for
+// pods not finished, never two for one pod, and the versions each pod's patches leave on
+// the server never go backwards. It logs every successful PATCH and DELETE ("patch p1").
 type checkedAPI struct {
 	t    *testing.T
 	api  *statusmgrtest.FakeAPI
 	clk  clock.Clock
 	max  int
-	fail float64 // probability of an injected error per call
+	fail float64       // probability of an injected error per call
+	rtt  time.Duration // every call's round trip when set
 
 	mu       sync.Mutex
 	rnd      *rand.Rand
@@ -38,6 +42,28 @@ type checkedAPI struct {
 	busy     map[string]bool
 	written  map[string]int // the version the pod's last successful patch left
 	deletes  map[string]int // successful final deletes per pod
+	// finishing holds the pods the test is about to terminate (set before TerminatePod):
+	// a call of any other pod is a write of a pod not finished.
+	finishing      map[string]bool
+	statusCall     map[string]bool // the pod's call in flight is counted in statusInFlight
+	statusInFlight int
+	log            []string
+}
+
+func newCheckedAPI(t *testing.T, api *statusmgrtest.FakeAPI, clk clock.Clock, maxWrites int) *checkedAPI {
+	if maxWrites == 0 {
+		maxWrites = statusmgr.DefaultMaxConcurrentWrites
+	}
+	return &checkedAPI{t: t, api: api, clk: clk, max: maxWrites, rnd: rand.New(rand.NewPCG(1, 2)),
+		busy: map[string]bool{}, written: map[string]int{}, deletes: map[string]int{},
+		finishing: map[string]bool{}, statusCall: map[string]bool{}}
+}
+
+// finish marks the pod as one the test terminates.
+func (c *checkedAPI) finish(name string) {
+	c.mu.Lock()
+	c.finishing[name] = true
+	c.mu.Unlock()
 }
 
 func (c *checkedAPI) enter(name string) (time.Duration, error) {
@@ -52,7 +78,17 @@ func (c *checkedAPI) enter(name string) (time.Duration, error) {
 	if c.inFlight > c.max {
 		c.t.Errorf("%d calls in flight, bound %d", c.inFlight, c.max)
 	}
-	d := time.Duration(c.rnd.Int64N(int64(2*time.Millisecond) + 1))
+	if !c.finishing[name] {
+		c.statusCall[name] = true
+		c.statusInFlight++
+		if c.statusInFlight > statusmgr.MaxConcurrentStatusWrites {
+			c.t.Errorf("%d calls of pods not finished in flight, bound %d", c.statusInFlight, statusmgr.MaxConcurrentStatusWrites)
+		}
+	}
+	d := c.rtt
+	if d == 0 {
+		d = time.Duration(c.rnd.Int64N(int64(2*time.Millisecond) + 1))
+	}
 	var err error
 	switch r := c.rnd.Float64(); {
 	case r < c.fail/2:
@@ -68,6 +104,10 @@ func (c *checkedAPI) leave(name string) {
 	defer c.mu.Unlock()
 	c.busy[name] = false
 	c.inFlight--
+	if c.statusCall[name] {
+		delete(c.statusCall, name)
+		c.statusInFlight--
+	}
 }
 
 func (c *checkedAPI) GetPod(ctx context.Context, ns, name string) (*v1.Pod, error) {
@@ -95,6 +135,7 @@ func (c *checkedAPI) PatchPodStatus(ctx context.Context, ns, name string, patch 
 			c.t.Errorf("pod %s: version %d written after version %d", name, v, c.written[name])
 		}
 		c.written[name] = v
+		c.log = append(c.log, "patch "+name)
 		c.mu.Unlock()
 	}
 	return p, err
@@ -111,6 +152,7 @@ func (c *checkedAPI) DeletePod(ctx context.Context, ns, name string, uid types.U
 	if err == nil {
 		c.mu.Lock()
 		c.deletes[name]++
+		c.log = append(c.log, "delete "+name)
 		c.mu.Unlock()
 	}
 	return err
@@ -118,8 +160,8 @@ func (c *checkedAPI) DeletePod(ctx context.Context, ns, name string, uid types.U
 
 // TestManagerParallelWritesStress: many pods, each setting a run of numbered statuses
 // while the API answers after a random 0-2 ms and fails 10% of the calls, with Sync called
-// beside Run; half the pods are then deleted and terminated. The patcher checks the bound
-// on calls in flight, one call per pod at a time and that no pod's written version goes
+// beside Run; half the pods are then deleted and terminated. The patcher checks the bounds
+// on calls in flight (all of them, and those of pods not finished), one call per pod at a time and that no pod's written version goes
 // backwards; at the end every pod's last status is on the server and every terminated pod
 // was deleted exactly once, with its last status.
 func TestManagerParallelWritesStress(t *testing.T) {
@@ -150,8 +192,8 @@ func stressWrites(t *testing.T, maxWrites, pods int, fail float64) {
 		list = append(list, testPod(fmt.Sprintf("p%03d", i), types.UID(fmt.Sprintf("u%03d", i))))
 	}
 	api := statusmgrtest.NewFakeAPI(list...)
-	c := &checkedAPI{t: t, api: api, clk: clk, max: bound, fail: fail, rnd: rand.New(rand.NewPCG(1, 2)),
-		busy: map[string]bool{}, written: map[string]int{}, deletes: map[string]int{}}
+	c := newCheckedAPI(t, api, clk, maxWrites)
+	c.fail = fail
 	m, err := statusmgr.New(statusmgr.Config{Patcher: c, Clock: clk, MaxConcurrentWrites: maxWrites})
 	if err != nil {
 		t.Fatal(err)
@@ -192,6 +234,7 @@ func stressWrites(t *testing.T, maxWrites, pods int, fail float64) {
 		}
 		d := deleting(p)
 		api.MarkDeleted(d.Namespace, d.Name, *d.DeletionTimestamp, 30)
+		c.finish(d.Name)
 		if err := m.TerminatePod(d); err != nil {
 			t.Fatal(err)
 		}
@@ -237,6 +280,163 @@ func stressWrites(t *testing.T, maxWrites, pods int, fail float64) {
 		t.Errorf("peak %d calls in flight: no parallel writes", c.peak)
 	}
 	t.Logf("peak %d calls in flight (bound %d); stats %+v", c.peak, bound, m.Stats())
+}
+
+// A finished pod's terminal status and final delete are not stuck behind a queue of
+// status writes of pods not finished: those get MaxConcurrentStatusWrites writers, the
+// finished pod one of the others, in Run and in Sync alike. Every call takes 1 ms.
+func TestManagerFinishedPodNotBehindStatusWrites(t *testing.T) {
+	for _, viaSync := range []bool{false, true} {
+		name := "Run"
+		if viaSync {
+			name = "Sync"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const pods = 50
+				var list []*v1.Pod
+				for i := range pods {
+					list = append(list, testPod(fmt.Sprintf("p%02d", i), types.UID(fmt.Sprintf("u%02d", i))))
+				}
+				fin := testPod("fin", "ufin")
+				api := statusmgrtest.NewFakeAPI(append(list, fin)...)
+				clk := clock.RealClock{} // virtual time inside the bubble
+				c := newCheckedAPI(t, api, clk, 4)
+				c.rtt = time.Millisecond
+				m, err := statusmgr.New(statusmgr.Config{Patcher: c, Clock: clk, MaxConcurrentWrites: 4})
+				must(t, err)
+				// fin's Running status is on the server first.
+				must(t, m.SetPodStatus(fin, runningStatus(true)))
+				must(t, m.Sync(t.Context()))
+
+				ctx, cancel := context.WithCancel(t.Context())
+				defer cancel()
+				done := make(chan error, 1)
+				if !viaSync {
+					go func() { done <- m.Run(ctx) }()
+				}
+				for i, p := range list {
+					st := runningStatus(true)
+					st.Message = strconv.Itoa(i + 1)
+					must(t, m.SetPodStatus(p, st))
+				}
+				d := deleting(fin)
+				api.MarkDeleted(d.Namespace, d.Name, *d.DeletionTimestamp, 30)
+				c.finish(d.Name)
+				must(t, m.TerminatePod(d))
+				if viaSync {
+					must(t, m.Sync(ctx))
+				} else {
+					must(t, api.WaitFor(ctx, func(n statusmgrtest.Counts) bool { return n.Patches == pods+2 && n.Deletes == 1 }))
+					cancel()
+					must(t, <-done)
+				}
+
+				at := slices.Index(c.log, "delete fin")
+				if at < 0 || c.deletes["fin"] != 1 {
+					t.Fatalf("fin not deleted once: %v", c.log)
+				}
+				// fin's two calls take 2 ms: the status writer patches at most 2 other
+				// pods meanwhile (the earlier log lines are fin's Running and terminal
+				// patches).
+				if at > 2+2 {
+					t.Errorf("fin deleted after %d patches of other pods, want it beside them: %v", at-2, c.log[:at+1])
+				}
+				for i, p := range list {
+					if got := mustPod(t, api, p.Name); got.Status.Message != strconv.Itoa(i+1) {
+						t.Errorf("pod %s: server has %q, want %d", p.Name, got.Status.Message, i+1)
+					}
+				}
+				if c.peak < 2 {
+					t.Errorf("peak %d calls in flight: the finished pod waited", c.peak)
+				}
+			})
+		})
+	}
+}
+
+// TestManagerWritesRaceStress runs the writers on real goroutines without a bubble (run it
+// with -race): setters on 8 goroutines, each pod's statuses numbered, every other pod then
+// terminated, Sync called in a loop beside Run, and an API that answers at once (its
+// round trips are on a fake clock). The patcher checks both bounds, one call per pod and
+// the order of each pod's versions; at the end every status is on the server and every
+// terminated pod was deleted once, with its last version.
+func TestManagerWritesRaceStress(t *testing.T) {
+	const pods, setters, versions = 200, 8, 20
+	var list []*v1.Pod
+	for i := range pods {
+		list = append(list, testPod(fmt.Sprintf("p%03d", i), types.UID(fmt.Sprintf("u%03d", i))))
+	}
+	api := statusmgrtest.NewFakeAPI(list...)
+	c := newCheckedAPI(t, api, clocktesting.NewFakeClock(epoch), 0)
+	m, err := statusmgr.New(statusmgr.Config{Patcher: c})
+	must(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+
+	var setting, syncing sync.WaitGroup
+	for g := range setters {
+		setting.Go(func() {
+			for v := 1; v <= versions; v++ {
+				for i := g; i < pods; i += setters {
+					st := runningStatus(v%2 == 0)
+					st.Message = strconv.Itoa(v)
+					if err := m.SetPodStatus(list[i], st); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+			for i := g; i < pods; i += 2 * setters {
+				d := deleting(list[i])
+				api.MarkDeleted(d.Namespace, d.Name, *d.DeletionTimestamp, 30)
+				c.finish(d.Name)
+				if err := m.TerminatePod(d); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	stop := make(chan struct{})
+	syncing.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := m.Sync(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	setting.Wait()
+	close(stop)
+	syncing.Wait()
+	cancel()
+	must(t, <-done)
+	must(t, m.Sync(t.Context())) // what Run left queued
+
+	want := strconv.Itoa(versions)
+	for i, p := range list {
+		if i%(2*setters) < setters {
+			if c.deletes[p.Name] != 1 {
+				t.Errorf("pod %s: %d final deletes, want 1", p.Name, c.deletes[p.Name])
+			}
+			if _, ok := m.GetPodStatus(p.UID); ok {
+				t.Errorf("pod %s: status kept after the final delete", p.Name)
+			}
+			continue
+		}
+		if got, ok := api.Pod(p.Namespace, p.Name); !ok || got.Status.Message != want || c.deletes[p.Name] != 0 {
+			t.Errorf("pod %s: server has %v (%d deletes), want version %s", p.Name, got, c.deletes[p.Name], want)
+		}
+	}
+	for _, d := range api.DeletedPods() {
+		if d.Status.Message != want || d.Status.Phase != v1.PodFailed {
+			t.Errorf("pod %s deleted with message %q, phase %s", d.Name, d.Status.Message, d.Status.Phase)
+		}
+	}
 }
 
 // Sync whose context ends while a pod's write is in flight returns ErrInterrupted (and the

@@ -1,7 +1,7 @@
 // Package agent is a node agent built on podlife's node package, with an in-memory API
 // server and container runtime by default so it runs anywhere:
 //
-//	API server --watch--> node.Update (Set, then Add/Update/Remove per event)
+//	API server --list, watch--> Source --> node.Channel("api") (a Set per list, then Add/Update/Remove per event)
 //	node (the kubelet's sync loop) --Runtime--> the in-memory runtime, or a Backend
 //	node --status patches, final delete--> API server
 //
@@ -57,7 +57,8 @@ type Config struct {
 	// Patcher is the API the status manager patches statuses and deletes pods through
 	// (kube.Patcher for a real API server); nil means Server.
 	Patcher statusmgr.StatusPatcher
-	// Source yields the node's pods (kube.Source for a real API server); nil means Server.
+	// Source feeds the node's pods (kube.Source for a real API server); nil means
+	// WatchSource(Server).
 	Source Source
 	// Runtime is the in-memory container runtime, whose containers behave as Containers and
 	// the pods' annotations say. Required unless Backend is set.
@@ -108,7 +109,7 @@ func New(cfg Config) (*Agent, error) {
 			cfg.Patcher = cfg.Server
 		}
 		if cfg.Source == nil {
-			cfg.Source = cfg.Server
+			cfg.Source = WatchSource(cfg.Server)
 		}
 	}
 	if cfg.Patcher == nil || cfg.Source == nil {
@@ -154,7 +155,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var sourceErr error
 	wg.Go(func() {
-		if err := nodetest.FeedAPI(ctx, a.node, a.cfg.Source, a.cfg.NodeName); err != nil {
+		if err := a.cfg.Source.Run(ctx, a.cfg.NodeName, a.node.Channel(ctx, node.SourceAPI)); err != nil {
 			sourceErr = err
 			cancel()
 		}

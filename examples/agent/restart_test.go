@@ -41,7 +41,7 @@ func TestRestartWithASlowFirstListKillsNothing(t *testing.T) {
 		web, _ := server.Pod("default", "web")
 		h1.stop()
 
-		a, err := New(Config{Source: slowSource{server, 5 * time.Second}, Patcher: server, Runtime: runtime,
+		a, err := New(Config{Source: WatchSource(slowSource{server, 5 * time.Second}), Patcher: server, Runtime: runtime,
 			Containers: ContainerBehaviour{StopDelay: time.Second}, HousekeepingPeriod: 500 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)

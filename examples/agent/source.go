@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
@@ -9,18 +10,44 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/statusmgr"
-	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
-// Source yields the pods bound to a node: Watch returns the pods bound to it now and a
-// channel of every later change, in order, closed once ctx ends. The agent sends the
-// initial pods to the node as a Set and each event as an incremental op (Added: Add,
-// Modified: Update, Deleted: Remove). statusmgrtest.FakeAPI and kube.Source satisfy it.
-type Source = nodetest.Watcher
+// Source feeds the pods bound to a node: Run sends them to out as config.PodUpdates of
+// the API source until ctx ends (a config.Set for every full list, then an Add, Update or
+// Remove per change), waiting for out or ctx on every send, and returns nil then.
+// kube.Source is one; WatchSource adapts an in-memory API server (statusmgrtest.FakeAPI).
+type Source interface {
+	Run(ctx context.Context, nodeName string, out chan<- config.PodUpdate) error
+}
 
-var _ Source = (*statusmgrtest.FakeAPI)(nil)
+// WatchSource returns the Source of w, a node's pods and their watch events
+// (statusmgrtest.FakeAPI is one): the pods as a Set, then each event as an incremental op
+// (nodetest.FeedAPI's).
+func WatchSource(w nodetest.Watcher) Source { return watchSource{w} }
+
+type watchSource struct{ w nodetest.Watcher }
+
+func (s watchSource) Run(ctx context.Context, nodeName string, out chan<- config.PodUpdate) error {
+	if s.w == nil {
+		return errors.New("agent: WatchSource of a nil Watcher")
+	}
+	return nodetest.FeedAPI(ctx, channelUpdater(out), s.w, nodeName)
+}
+
+// channelUpdater sends each update on the channel (a nodetest.Updater).
+type channelUpdater chan<- config.PodUpdate
+
+func (c channelUpdater) Update(ctx context.Context, u config.PodUpdate) error {
+	select {
+	case c <- u:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // named is a pod of which only the namespace and name are known, for observe.
 func named(namespace, name string) *v1.Pod {

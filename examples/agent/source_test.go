@@ -20,7 +20,7 @@ func TestPatcherAndSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server := statusmgrtest.NewFakeAPI()
 		h := &harness{t: t, server: server, runtime: plegtest.NewRuntime(nil), done: make(chan error, 1)}
-		a, err := New(Config{Patcher: server, Source: server, Runtime: h.runtime,
+		a, err := New(Config{Patcher: server, Source: WatchSource(server), Runtime: h.runtime,
 			Containers: ContainerBehaviour{StopDelay: time.Second}, Observer: h.record})
 		if err != nil {
 			t.Fatal(err)
@@ -65,10 +65,10 @@ func TestNewRequiresAnAPI(t *testing.T) {
 		wantErr bool
 	}{
 		{name: "server alone", cfg: Config{Server: server, Runtime: rt}},
-		{name: "patcher and source", cfg: Config{Patcher: server, Source: server, Runtime: rt}},
+		{name: "patcher and source", cfg: Config{Patcher: server, Source: WatchSource(server), Runtime: rt}},
 		{name: "server with another patcher", cfg: Config{Server: server, Patcher: statusmgr.StatusPatcherFuncs{}, Runtime: rt}},
 		{name: "patcher without source", cfg: Config{Patcher: server, Runtime: rt}, wantErr: true},
-		{name: "source without patcher", cfg: Config{Source: server, Runtime: rt}, wantErr: true},
+		{name: "source without patcher", cfg: Config{Source: WatchSource(server), Runtime: rt}, wantErr: true},
 		{name: "no runtime", cfg: Config{Server: server}, wantErr: true},
 	}
 	for _, tt := range tests {

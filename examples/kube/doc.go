@@ -30,21 +30,22 @@
 // # Source: the config side
 //
 // Source lists and watches the pods bound to one node (fieldSelector spec.nodeName=<node>,
-// the only list a node identity is allowed). Watch returns the initial list, which the agent
-// sends to config.Mux as a Set, and a channel of watch events, which it sends as incremental
-// ops (Add, Update, Remove), so the cost of a change does not grow with the number of pods.
-// One goroutine serves the channel until the context ends and then closes it.
+// the only list a node identity is allowed) with client-go's Reflector, and sends what it
+// learns as config.PodUpdates of the source "api" (node.SourceAPI), typically to the
+// node's Channel(ctx, node.SourceAPI): a config.Set of every pod after each list (the
+// first, and every re-list), then a config.Add, Update or Remove for each watch event
+// (Added, Modified, Deleted), so the cost of a change does not grow with the number of
+// pods. The Source keeps no pods of its own: it is the Reflector's store, and config.Store
+// downstream keeps them and derives what each update changed, a re-list's Set included
+// (pods gone, new, changed; unchanged pods change nothing).
 //
-// The watch resumes from the last resourceVersion seen when the server ends it (a watch
-// timeout), so nothing is lost or repeated. When the server has compacted that version
-// (410 Gone / Expired), the Source lists again and emits the difference between what it had
-// sent and the new list: Deleted for pods that vanished (or whose name now has another UID),
-// Added for new UIDs, Modified for pods whose resourceVersion moved; unchanged pods are not
-// sent again. That is exactly what config.Mux would derive from a Set of the new list, so
-// a re-list neither loses nor duplicates a change. Failed list and watch calls are retried
-// with a capped exponential backoff on the injected clock, and counted (Stats); a watch the
-// server ends without delivering anything is also reopened only after the backoff, so a
-// misbehaving server cannot make the Source spin. The backoff resets once a watch delivers.
+// The Reflector does the rest, as for every informer: it resumes a watch the server ends
+// from the last resourceVersion; after a watch error (410 Gone once the server has
+// compacted that version, or any other) it lists again; failed lists and watches are
+// retried with its capped, jittered exponential backoff on the injected clock; against a
+// server that streams lists (WatchListClient), the list is a watch with initial events,
+// still delivered as one Set. Run returns once its context has ended; a list request then
+// in flight, cancelled with the context, ends its goroutine when it returns.
 //
 // # Clients
 //

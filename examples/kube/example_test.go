@@ -8,8 +8,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
 )
+
+// A Source feeds a node agent's pods.
+var _ agent.Source = (*kube.Source)(nil)
 
 // The Patcher and the Source over a client; here client-go's fake clientset stands in for
 // kube.NewClient(kube.ClientConfig{Kubeconfig: "node1.kubeconfig"}).
@@ -25,8 +30,11 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	initial, _ := source.Watch(ctx, "node1")
-	fmt.Println("initial list:", len(initial), "pod(s)")
+	// A node agent passes its node's channel: n.Channel(ctx, node.SourceAPI).
+	updates := make(chan config.PodUpdate)
+	go source.Run(ctx, "node1", updates)
+	list := <-updates
+	fmt.Println(list.Op, "from", list.Source+":", len(list.Pods), "pod(s)")
 
 	patcher, err := kube.NewPatcher(client)
 	if err != nil {
@@ -39,7 +47,7 @@ func Example() {
 	fmt.Println("phase:", pod.Status.Phase)
 	fmt.Println("final delete:", patcher.DeletePod(ctx, "default", "busybox-1", "uid-1"))
 	// Output:
-	// initial list: 1 pod(s)
+	// set from api: 1 pod(s)
 	// phase: Running
 	// final delete: <nil>
 }

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -19,7 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/podlife/podlife/statusmgr/statusmgrtest"
+	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/node"
 )
 
 func podRV(name, uid, rv string) *v1.Pod {
@@ -36,8 +37,8 @@ func podList(rv string, pods ...*v1.Pod) *v1.PodList {
 	return l
 }
 
-// apiScript is a fake API whose lists are answered from a queue and whose watches are handed
-// to the test, which drives them.
+// apiScript is client-go's fake clientset whose lists are answered from a queue and whose
+// watches are handed to the test, which drives them.
 type apiScript struct {
 	client  *fake.Clientset
 	mu      sync.Mutex
@@ -46,7 +47,7 @@ type apiScript struct {
 	watches chan *watch.FakeWatcher
 }
 
-func newAPIScript(t *testing.T, lists ...any) *apiScript {
+func newAPIScript(lists ...any) *apiScript {
 	s := &apiScript{client: fake.NewClientset(), lists: lists, watches: make(chan *watch.FakeWatcher, 4)}
 	s.client.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s.mu.Lock()
@@ -80,33 +81,46 @@ func (s *apiScript) Calls() []string {
 	return append([]string(nil), s.calls...)
 }
 
-type seen struct {
-	Type      statusmgrtest.EventType
-	Name, UID string
-	RV        string
+// update is a config.PodUpdate in short: the op and the pods as name/uid@resourceVersion.
+type update struct {
+	Op   config.Op
+	Pods string
 }
 
-func collect(ch <-chan statusmgrtest.Event, n int) []seen {
-	var got []seen
-	for range n {
-		ev, ok := <-ch
-		if !ok {
-			break
-		}
-		got = append(got, seen{ev.Type, ev.Pod.Name, string(ev.Pod.UID), ev.Pod.ResourceVersion})
+func short(u config.PodUpdate) update {
+	var pods []string
+	for _, p := range u.Pods {
+		pods = append(pods, fmt.Sprintf("%s/%s@%s", p.Name, p.UID, p.ResourceVersion))
 	}
-	return got
+	return update{Op: u.Op, Pods: strings.Join(pods, " ")}
 }
 
-// TestSourceListWatchRelist drives one Watch through an initial list, a watch the server
-// ends, a resumed watch that expires (410) and the re-list, checking that every change
-// arrives once and the re-list sends only the difference.
+// next waits for the next update on out, which must name the API source.
+func next(t *testing.T, out <-chan config.PodUpdate) update {
+	t.Helper()
+	u := <-out
+	if u.Source != node.SourceAPI {
+		t.Errorf("update %v names the source %q, want %q", u.Op, u.Source, node.SourceAPI)
+	}
+	return short(u)
+}
+
+// running starts src.Run in the test's bubble; the returned channel yields Run's error
+// once it returns.
+func running(ctx context.Context, src *Source, nodeName string, out chan<- config.PodUpdate) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- src.Run(ctx, nodeName, out) }()
+	return done
+}
+
+// TestSourceListWatchRelist drives one Run through a list, a watch, a watch error and the
+// re-list after it: every list is a Set of what it listed, every watch event one op.
 func TestSourceListWatchRelist(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api := newAPIScript(t,
+		api := newAPIScript(
 			podList("10", podRV("a", "ua", "1"), podRV("b", "ub", "2")),
-			// The re-list: e vanished, c changed, d is new, a is unchanged, and the
-			// name b now belongs to a new UID.
+			// The re-list: c changed, d is new, a is unchanged, and the name b now
+			// belongs to a new UID.
 			podList("30", podRV("a", "ua", "12"), podRV("c", "uc", "20"), podRV("d", "ud", "21"), podRV("b", "ub2", "22")),
 		)
 		src, err := NewSource(SourceConfig{Client: api.client})
@@ -114,82 +128,68 @@ func TestSourceListWatchRelist(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		initial, ch := src.Watch(ctx, "node1")
-		var names []string
-		for _, p := range initial {
-			names = append(names, p.Name+"@"+p.ResourceVersion)
-		}
-		if diff := cmp.Diff([]string{"a@1", "b@2"}, names); diff != "" {
-			t.Errorf("initial list (-want +got):\n%s", diff)
-		}
+		out := make(chan config.PodUpdate, 8)
+		done := running(ctx, src, "node1", out)
 
+		var got []update
+		got = append(got, next(t, out))
 		w1 := <-api.watches
-		go func() {
-			w1.Add(podRV("c", "uc", "11"))
-			w1.Modify(podRV("a", "ua", "12"))
-			w1.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "13"}})
-			w1.Delete(podRV("b", "ub", "14"))
-			w1.Add(podRV("e", "ue", "15"))
-			w1.Stop() // the server's watch timeout
-		}()
-		got := collect(ch, 4)
-		want := []seen{
-			{statusmgrtest.Added, "c", "uc", "11"},
-			{statusmgrtest.Modified, "a", "ua", "12"},
-			{statusmgrtest.Deleted, "b", "ub", "14"},
-			{statusmgrtest.Added, "e", "ue", "15"},
+		w1.Add(podRV("c", "uc", "11"))
+		w1.Modify(podRV("a", "ua", "12"))
+		w1.Delete(podRV("b", "ub", "14"))
+		for range 3 {
+			got = append(got, next(t, out))
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("first watch's events (-want +got):\n%s", diff)
-		}
-
+		// The watch breaks (the server compacted its history): the Reflector lists again.
+		w1.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired,
+			Message: "too old resource version: 14 (25)"})
+		got = append(got, next(t, out))
 		w2 := <-api.watches
-		w2.Error(&metav1.Status{Status: metav1.StatusFailure, Code: 410, Reason: metav1.StatusReasonExpired,
-			Message: "too old resource version: 15 (25)"})
-		got = collect(ch, 4)
-		want = []seen{
-			{statusmgrtest.Deleted, "e", "ue", "15"},
-			{statusmgrtest.Modified, "c", "uc", "20"},
-			{statusmgrtest.Added, "d", "ud", "21"},
-			{statusmgrtest.Added, "b", "ub2", "22"},
+		w2.Delete(podRV("d", "ud", "31"))
+		got = append(got, next(t, out))
+
+		want := []update{
+			{config.Set, "a/ua@1 b/ub@2"},
+			{config.Add, "c/uc@11"},
+			{config.Update, "a/ua@12"},
+			{config.Remove, "b/ub@14"},
+			{config.Set, "a/ua@12 c/uc@20 d/ud@21 b/ub2@22"},
+			{config.Remove, "d/ud@31"},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
-			t.Errorf("re-list's events (-want +got):\n%s", diff)
+			t.Errorf("updates (-want +got):\n%s", diff)
 		}
 
-		w3 := <-api.watches
-		go w3.Modify(podRV("d", "ud", "31"))
-		if diff := cmp.Diff([]seen{{statusmgrtest.Modified, "d", "ud", "31"}}, collect(ch, 1)); diff != "" {
-			t.Errorf("third watch's events (-want +got):\n%s", diff)
-		}
 		cancel()
-		if _, ok := <-ch; ok {
-			t.Error("the channel is still open after the context ended")
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil once the context ended", err)
 		}
-
+		synctest.Wait()
+		select {
+		case u := <-out:
+			t.Errorf("update %+v after the context ended", short(u))
+		default:
+		}
 		sel := "spec.nodeName=node1"
-		wantCalls := []string{"list " + sel, "watch " + sel + ` from "10"`, "watch " + sel + ` from "15"`,
-			"list " + sel, "watch " + sel + ` from "30"`}
+		wantCalls := []string{"list " + sel, "watch " + sel + ` from "10"`, "list " + sel, "watch " + sel + ` from "30"`}
 		if diff := cmp.Diff(wantCalls, api.Calls()); diff != "" {
 			t.Errorf("API calls (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(Stats{Lists: 2, Watches: 3, Failures: 0, Events: 9}, src.Stats()); diff != "" {
-			t.Errorf("stats (-want +got):\n%s", diff)
 		}
 	})
 }
 
-// TestSourceRetries checks that failed lists and watches are retried after a backoff, and
-// that a Watch whose context ends before the first list returns a closed channel.
+// TestSourceRetries checks that failed lists and a failed watch are retried (after the
+// Reflector's backoff) and send nothing: the first update is the Set of the list that
+// succeeded, and a watch that could not be opened is followed by a new list and Set.
 func TestSourceRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		unavailable := apierrors.NewServiceUnavailable("etcd is down")
-		api := newAPIScript(t, unavailable, unavailable, podList("5", podRV("a", "ua", "5")))
+		api := newAPIScript(unavailable, unavailable, podList("5", podRV("a", "ua", "5")), podList("7", podRV("a", "ua", "7")))
 		failWatch := true
 		api.client.PrependWatchReactor("pods", func(k8stesting.Action) (bool, watch.Interface, error) {
 			if failWatch {
 				failWatch = false
-				return true, nil, errors.New("connection refused")
+				return true, nil, apierrors.NewForbidden(v1.Resource("pods"), "", errors.New("not yet allowed"))
 			}
 			return false, nil, nil
 		})
@@ -198,81 +198,72 @@ func TestSourceRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		initial, ch := src.Watch(ctx, "node1")
-		if len(initial) != 1 {
-			t.Fatalf("initial list has %d pods, want 1", len(initial))
-		}
-		w := <-api.watches
-		go w.Add(podRV("b", "ub", "6"))
-		if diff := cmp.Diff([]seen{{statusmgrtest.Added, "b", "ub", "6"}}, collect(ch, 1)); diff != "" {
-			t.Errorf("events (-want +got):\n%s", diff)
-		}
-		if diff := cmp.Diff(Stats{Lists: 1, Watches: 1, Failures: 3, Events: 1}, src.Stats()); diff != "" {
-			t.Errorf("stats (-want +got):\n%s", diff)
-		}
+		out := make(chan config.PodUpdate, 8)
+		done := running(ctx, src, "node1", out)
 
-		ended, stop := context.WithCancel(t.Context())
-		stop()
-		pods, closed := src.Watch(ended, "node1")
-		if _, ok := <-closed; ok || pods != nil {
-			t.Errorf("Watch on an ended context = %v, open channel %v; want nothing and a closed channel", pods, ok)
+		got := []update{next(t, out), next(t, out)}
+		w := <-api.watches
+		w.Add(podRV("b", "ub", "8"))
+		got = append(got, next(t, out))
+		want := []update{{config.Set, "a/ua@5"}, {config.Set, "a/ua@7"}, {config.Add, "b/ub@8"}}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("updates (-want +got):\n%s", diff)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil", err)
+		}
+		if n := strings.Count(strings.Join(api.Calls(), "\n"), "list "); n != 4 {
+			t.Errorf("%d lists, want 4 (two failed, one before the failed watch, one after); calls %q", n, api.Calls())
+		}
+	})
+}
+
+// TestSourceStopsWhileSending checks that Run returns, with every goroutine it started
+// ended (synctest.Test fails otherwise), when its context ends while nobody receives.
+func TestSourceStopsWhileSending(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api := newAPIScript(podList("1", podRV("a", "ua", "1")))
+		src, err := NewSource(SourceConfig{Client: api.client})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := running(ctx, src, "node1", make(chan config.PodUpdate))
+		synctest.Wait() // Run is blocked sending the Set
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned %v before its context ended", err)
+		default:
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil", err)
 		}
 	})
 }
 
 func TestNewSourceValidation(t *testing.T) {
-	client := fake.NewClientset()
+	if _, err := NewSource(SourceConfig{}); !errors.Is(err, ErrNilClient) {
+		t.Errorf("NewSource without a client = %v, want ErrNilClient", err)
+	}
+	src, err := NewSource(SourceConfig{Client: fake.NewClientset()})
+	if err != nil {
+		t.Fatalf("NewSource with defaults: %v", err)
+	}
 	tests := []struct {
-		name string
-		cfg  SourceConfig
-		want error
+		name     string
+		nodeName string
+		out      chan<- config.PodUpdate
 	}{
-		{name: "nil client", cfg: SourceConfig{}, want: ErrNilClient},
-		{name: "negative backoff", cfg: SourceConfig{Client: client, RetryBackoffInitial: -1}, want: ErrInvalidArgument},
-		{name: "negative watch timeout", cfg: SourceConfig{Client: client, WatchTimeoutSeconds: -1}, want: ErrInvalidArgument},
-		{name: "defaults", cfg: SourceConfig{Client: client}, want: nil},
+		{name: "empty node name", nodeName: "", out: make(chan config.PodUpdate)},
+		{name: "nil channel", nodeName: "node1", out: nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewSource(tt.cfg)
-			if !errors.Is(err, tt.want) {
-				t.Errorf("NewSource = %v, want %v", err, tt.want)
+			if err := src.Run(t.Context(), tt.nodeName, tt.out); !errors.Is(err, ErrInvalidArgument) {
+				t.Errorf("Run = %v, want ErrInvalidArgument", err)
 			}
 		})
 	}
-	src, _ := NewSource(SourceConfig{Client: client})
-	pods, ch := src.Watch(context.Background(), "")
-	if _, ok := <-ch; ok || pods != nil || src.Stats().Failures != 1 {
-		t.Errorf("Watch with an empty node: %v, open %v, stats %+v; want a counted refusal", pods, ok, src.Stats())
-	}
-}
-
-// TestSourceBacksOffEmptyWatches checks that watches the server ends at once without
-// delivering anything are reopened after a growing backoff, not in a busy loop.
-func TestSourceBacksOffEmptyWatches(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		api := newAPIScript(t, podList("5"))
-		src, err := NewSource(SourceConfig{Client: api.client, RetryBackoffInitial: time.Second, RetryBackoffMax: 4 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		start := time.Now()
-		_, ch := src.Watch(ctx, "node1")
-		var opened []time.Duration
-		for range 5 {
-			w := <-api.watches
-			opened = append(opened, time.Since(start))
-			w.Stop()
-		}
-		cancel()
-		for range ch {
-		}
-		want := []time.Duration{0, time.Second, 3 * time.Second, 7 * time.Second, 11 * time.Second}
-		if diff := cmp.Diff(want, opened); diff != "" {
-			t.Errorf("watches opened at (-want +got):\n%s", diff)
-		}
-	})
 }

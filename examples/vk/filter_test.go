@@ -2,65 +2,101 @@ package vk_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/examples/vk"
-	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
-// TestFilterSource: rejected pods are left out of the initial list and the events; a
-// rejected pod the filter accepts after a change arrives as added; an accepted pod's
-// later changes and removal pass even if the filter rejects them.
+// scriptSource sends its updates in order, then waits for ctx.
+type scriptSource []config.PodUpdate
+
+func (s scriptSource) Run(ctx context.Context, _ string, out chan<- config.PodUpdate) error {
+	for _, u := range s {
+		select {
+		case out <- u:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// labelled is a pod whose label run is yes or no: what the test's filter decides on.
+func labelled(name, run string) *v1.Pod {
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name),
+		Labels: map[string]string{"run": run}}}
+}
+
+func upd(op config.Op, pods ...*v1.Pod) config.PodUpdate {
+	return config.PodUpdate{Op: op, Source: "api", Pods: pods}
+}
+
+func describe(u config.PodUpdate) string {
+	var names []string
+	for _, p := range u.Pods {
+		names = append(names, p.Name)
+	}
+	return fmt.Sprintf("%v [%s]", u.Op, strings.Join(names, " "))
+}
+
+// TestFilterSource: rejected pods are left out of every Set and op; a rejected pod the
+// filter accepts after a change arrives as added; an accepted pod's later changes and
+// removal pass even if the filter rejects them; a Set keeps the pods accepted before and
+// forgets those it no longer lists.
 func TestFilterSource(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		server := statusmgrtest.NewFakeAPI()
-		mk := func(name, label string) *v1.Pod {
-			p, err := server.Create(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default",
-				Labels: map[string]string{"run": label}}, Spec: v1.PodSpec{NodeName: "n"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return p
+		script := scriptSource{
+			upd(config.Set, labelled("a", "yes"), labelled("b", "no")),
+			upd(config.Add, labelled("c", "no")),
+			upd(config.Update, labelled("b", "yes")),
+			upd(config.Update, labelled("a", "no")),
+			upd(config.Remove, labelled("a", "no")),
+			upd(config.Remove, labelled("c", "no")),
+			upd(config.Set, labelled("b", "no"), labelled("c", "no"), labelled("d", "yes")),
+			upd(config.Set, labelled("c", "yes")),
+			upd(config.Update, labelled("b", "no")),
+			upd(config.Set),
 		}
-		relabel := func(name, label string) {
-			p, _ := server.Pod("default", name)
-			p.Labels = map[string]string{"run": label}
-			server.Put(p)
+		want := []string{
+			"set [a]",
+			"add [b]",
+			"update [a]",
+			"remove [a]",
+			"set [b d]",
+			"set [c]",
+			"set []",
 		}
-		mk("a", "yes")
-		mk("b", "no")
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		src := vk.FilterSource(server, func(p *v1.Pod) bool { return p.Labels["run"] == "yes" })
-		initial, events := src.Watch(ctx, "n")
-		if len(initial) != 1 || initial[0].Name != "a" {
-			t.Fatalf("initial pods %v, want only a", initial)
+		ctx, cancel := context.WithCancel(t.Context())
+		src := vk.FilterSource(script, func(p *v1.Pod) bool { return p.Labels["run"] == "yes" })
+		out := make(chan config.PodUpdate)
+		done := make(chan error, 1)
+		go func() { done <- src.Run(ctx, "n", out) }()
+		var got []string
+		for range want {
+			got = append(got, describe(<-out))
 		}
-		mk("c", "no")
-		relabel("b", "yes") // accepted now: added
-		relabel("a", "no")  // accepted before: still passes
-		if err := server.Delete("default", "a", new(int64)); err != nil {
-			t.Fatal(err)
-		}
-		want := []string{"ADDED b", "MODIFIED a", "DELETED a"}
-		for _, w := range want {
-			ev := <-events
-			if got := string(ev.Type) + " " + ev.Pod.Name; got != w {
-				t.Fatalf("event %q, want %q", got, w)
-			}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("updates (-want +got):\n%s", diff)
 		}
 		synctest.Wait()
 		select {
-		case ev := <-events:
-			t.Fatalf("unexpected event %s %s", ev.Type, ev.Pod.Name)
+		case u := <-out:
+			t.Errorf("unexpected update %s", describe(u))
 		default:
 		}
 		cancel()
-		for range events {
+		if err := <-done; err != nil {
+			t.Errorf("Run = %v, want nil", err)
 		}
 	})
 }

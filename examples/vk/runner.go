@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
 	plnode "github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/statusmgr"
-	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // Config configures Run. Zero values take their defaults.
@@ -300,17 +300,18 @@ func (r *Runner) Err() error {
 	}
 }
 
-// listedSource closes listed once src has listed the node's pods.
+// listedSource closes listed once src has listed the node's pods (its first Set).
 type listedSource struct {
 	src    agent.Source
 	listed chan struct{}
 	once   sync.Once
 }
 
-func (l *listedSource) Watch(ctx context.Context, nodeName string) ([]*v1.Pod, <-chan statusmgrtest.Event) {
-	pods, events := l.src.Watch(ctx, nodeName)
-	if ctx.Err() == nil {
-		l.once.Do(func() { close(l.listed) })
-	}
-	return pods, events
+func (l *listedSource) Run(ctx context.Context, nodeName string, out chan<- config.PodUpdate) error {
+	return relay(ctx, l.src, nodeName, out, func(u config.PodUpdate) (config.PodUpdate, bool) {
+		if u.Op == config.Set {
+			l.once.Do(func() { close(l.listed) })
+		}
+		return u, true
+	})
 }

@@ -203,7 +203,7 @@ func (e *env) start(patcher statusmgr.StatusPatcher) *running {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	a, err := vk.NewAgent(agent.Config{Server: e.server, Source: vk.FilterSource(e.server, e.filter), Patcher: patcher, Recorder: &e.events, Observer: func(s agent.Step) {
+	a, err := vk.NewAgent(agent.Config{Server: e.server, Source: vk.FilterSource(agent.WatchSource(e.server), e.filter), Patcher: patcher, Recorder: &e.events, Observer: func(s agent.Step) {
 		e.log.step(s)
 		if debug {
 			e.t.Log(s)

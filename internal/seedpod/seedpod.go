@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // lastApplied is the ~300-byte kubectl annotation of BENCHMARKS.md's seed pod.
@@ -120,7 +122,7 @@ func New(n int) *v1.Pod {
 // manager: with the source annotation "api" and the first-seen annotation stamped at seen.
 func Merged(n int, seen time.Time) *v1.Pod {
 	p := New(n)
-	p.Annotations["kubernetes.io/config.source"] = "api"
-	p.Annotations["kubernetes.io/config.seen"] = seen.UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
+	p.Annotations[podfacts.SourceAnnotationKey] = podfacts.APISource
+	p.Annotations[podfacts.SeenAnnotationKey] = seen.UTC().Format(podfacts.SeenTimeLayout)
 	return p
 }

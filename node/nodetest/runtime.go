@@ -130,13 +130,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 // KillPod stops the pod's containers within gracePeriod seconds.
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
 	r.record(VerbKillPod, pod.UID, gracePeriod)
-	if err := r.Mem.KillPod(ctx, pod.UID, time.Duration(gracePeriod)*time.Second); err != nil {
-		return err
-	}
-	if r.Mem.IsRunning(pod.UID) {
-		return fmt.Errorf("nodetest: containers of %s/%s still running after the kill", pod.Namespace, pod.Name)
-	}
-	return nil
+	// The in-memory runtime returns nil only once nothing of the pod runs: no status
+	// read of its own (the node inspects the pod after the kill).
+	return r.Mem.KillPod(ctx, pod.UID, time.Duration(gracePeriod)*time.Second)
 }
 
 // KillRuntimePod stops a runtime-only pod with grace 1.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/podlife/podlife/apitest"
+	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/podgc"
 )
 
@@ -29,9 +30,9 @@ var scenarioStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // written under it. With rewrite, the file is rewritten with the actual outputs instead (run
 // the tests with the package's -rewrite flag, then read the diff).
 //
-// A script is a sequence of commands, one per line. Lines starting with # and blank lines
-// are kept as they are. A command with output is followed by a line "----" and the expected
-// output, which ends at the next blank line. Commands:
+// The script is in the format every podlife harness reads (see the package doc): each
+// command is followed by a line "----" and its expected output (nothing, for most), and a
+// blank line ends the case. Commands:
 //
 //	config [threshold=N] [quarantine=DUR] [nodecheck]   before the first cycle
 //	node NAME [ready=True|False|Unknown] [out-of-service] [hidden]
@@ -45,87 +46,8 @@ var scenarioStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Writes are made one at a time (MaxConcurrentDeletes 1), so the output is deterministic.
 func RunScenario(t testing.TB, path string, rewrite bool) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	items, err := parseScript(string(data))
-	if err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
 	sc := &scenario{srv: NewServer(), clk: testingclock.NewFakeClock(scenarioStart)}
-	var out strings.Builder
-	failed := false
-	for _, it := range items {
-		if it.text != "" || it.cmd == "" {
-			out.WriteString(it.text + "\n")
-			continue
-		}
-		got, err := sc.exec(it.cmd)
-		if err != nil {
-			t.Fatalf("%s:%d: %s: %v", path, it.line, it.cmd, err)
-		}
-		out.WriteString(it.cmd + "\n")
-		if got != "" {
-			out.WriteString("----\n" + got + "\n")
-		}
-		if got != it.expected {
-			failed = true
-			if !rewrite {
-				t.Errorf("%s:%d: %s\n got:\n%s\nwant:\n%s", path, it.line, it.cmd, indent(got), indent(it.expected))
-			}
-		}
-	}
-	if rewrite && failed {
-		if err := os.WriteFile(path, []byte(strings.TrimRight(out.String(), "\n")+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-func indent(s string) string {
-	if s == "" {
-		return "  (nothing)"
-	}
-	return "  " + strings.ReplaceAll(s, "\n", "\n  ")
-}
-
-// item is one line of text kept as it is, or one command with its expected output.
-type item struct {
-	text     string // a comment or blank line; cmd is empty
-	cmd      string
-	expected string
-	line     int
-}
-
-func parseScript(src string) ([]item, error) {
-	lines := strings.Split(strings.TrimRight(src, "\n"), "\n")
-	var items []item
-	for i := 0; i < len(lines); i++ {
-		l := strings.TrimRight(lines[i], " \t")
-		if l == "" || strings.HasPrefix(l, "#") {
-			items = append(items, item{text: l, line: i + 1})
-			if l == "" {
-				items[len(items)-1].text = ""
-			}
-			continue
-		}
-		if l == "----" {
-			return nil, fmt.Errorf("line %d: ---- without a command", i+1)
-		}
-		it := item{cmd: l, line: i + 1}
-		if i+1 < len(lines) && lines[i+1] == "----" {
-			i += 2
-			var exp []string
-			for ; i < len(lines) && lines[i] != ""; i++ {
-				exp = append(exp, lines[i])
-			}
-			i-- // the blank line, if any, is kept as text
-			it.expected = strings.Join(exp, "\n")
-		}
-		items = append(items, it)
-	}
-	return items, nil
+	script.Run(t, path, rewrite, sc.exec)
 }
 
 // scenario is the state of one script run.
@@ -138,10 +60,9 @@ type scenario struct {
 	nodecheck bool
 }
 
-func (sc *scenario) exec(line string) (string, error) {
-	f := strings.Fields(line)
-	cmd, args := f[0], f[1:]
-	flags, pos := splitArgs(args)
+func (sc *scenario) exec(c *script.Case) (string, error) {
+	cmd := c.Cmd
+	flags, pos := splitArgs(c.Args)
 	for k := range flags {
 		if !slices.Contains(allowedFlags[cmd], k) {
 			return "", fmt.Errorf("command %s takes no flag %q", cmd, k)
@@ -206,7 +127,7 @@ func (sc *scenario) exec(line string) (string, error) {
 		case "notfound":
 			err = NotFound(name)
 		case "conflict":
-			err = apierrors.NewConflict(podsResource, name, errors.New("injected"))
+			err = apitest.Conflict(name, errors.New("injected"))
 		case "error":
 			err = apierrors.NewInternalError(errors.New("injected"))
 		default:
@@ -250,19 +171,18 @@ var allowedFlags = map[string][]string{
 var flagWords = map[string]bool{"terminating": true, "evicted": true, "out-of-service": true, "hidden": true, "nodecheck": true}
 
 // splitArgs separates key=value and bare flag words from positional arguments.
-func splitArgs(args []string) (map[string]string, []string) {
+func splitArgs(args []script.Arg) (map[string]string, []string) {
 	flags := map[string]string{}
 	var pos []string
 	for _, a := range args {
-		if k, v, ok := strings.Cut(a, "="); ok {
-			flags[k] = v
-			continue
+		switch {
+		case a.HasVal:
+			flags[a.Key] = a.Val
+		case flagWords[a.Key]:
+			flags[a.Key] = ""
+		default:
+			pos = append(pos, a.Key)
 		}
-		if flagWords[a] {
-			flags[a] = ""
-			continue
-		}
-		pos = append(pos, a)
 	}
 	return flags, pos
 }
@@ -336,6 +256,9 @@ func (sc *scenario) cycle() (string, error) {
 		if w.Status != nil {
 			s += " -> " + describeStatus(*w.Status)
 		}
+		if w.Op == OpDelete && !isFinalDelete(w.Options) {
+			s += " (not grace 0 with a UID precondition)"
+		}
 		if w.Err != nil {
 			s += " -> error: " + errorKind(w.Err)
 		}
@@ -363,6 +286,13 @@ func (sc *scenario) cycle() (string, error) {
 		b = append(b, "  nothing to do")
 	}
 	return strings.Join(b, "\n"), nil
+}
+
+// isFinalDelete reports whether opts are the garbage collector's: grace 0 and a UID
+// precondition.
+func isFinalDelete(opts metav1.DeleteOptions) bool {
+	return opts.GracePeriodSeconds != nil && *opts.GracePeriodSeconds == 0 &&
+		opts.Preconditions != nil && opts.Preconditions.UID != nil
 }
 
 // sentinel names the podgc sentinels err wraps, and the kind of API error under them.

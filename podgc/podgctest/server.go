@@ -2,7 +2,6 @@ package podgctest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -10,15 +9,11 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
+	"github.com/podlife/podlife/apitest"
 	"github.com/podlife/podlife/podgc"
 )
-
-var podsResource = schema.GroupResource{Resource: "pods"}
 
 // ErrBadObject is returned by AddPod and AddNode for an object the Server cannot store.
 var ErrBadObject = errors.New("podgctest: bad object")
@@ -43,6 +38,8 @@ type Write struct {
 	Namespace, Name string
 	// Status is the pod's status after a successful patch; nil otherwise.
 	Status *v1.PodStatus
+	// Options are a delete's options.
+	Options metav1.DeleteOptions
 	// Err is what the call returned.
 	Err error
 }
@@ -58,16 +55,18 @@ type NodeCheck struct {
 }
 
 // Server is an in-memory API server for pods and nodes. It implements podgc.Lister,
-// podgc.PodWriter and podgc.NodeChecker as the real API server behaves for them: a status
-// patch is a strategic merge patch whose metadata.uid is a precondition (Conflict when the
-// pod has another UID) and which may touch nothing but the status; a delete must carry grace
-// period 0 and a UID precondition (BadRequest otherwise, Conflict on a UID mismatch); a
-// missing pod is NotFound. Lists return deep copies, sorted by namespace and name.
+// podgc.PodWriter and podgc.NodeChecker; its pods live in an apitest.Server, which
+// answers as the real API server does: a status patch is a strategic merge patch through
+// the status subresource whose metadata.uid is a precondition (Conflict when the pod has
+// another UID); a delete follows its options (grace period, UID precondition: Conflict on
+// a mismatch), so a delete without grace 0 keeps a bound pod with its deletionTimestamp;
+// a missing pod is NotFound. Lists return deep copies, sorted by namespace and name.
 //
 // A Server is safe for concurrent use. The zero value is not usable; call NewServer.
 type Server struct {
+	pods *apitest.Server
+
 	mu     sync.Mutex
-	pods   map[string]*v1.Pod // by namespace/name
 	nodes  map[string]*v1.Node
 	writes []Write
 	checks []NodeCheck
@@ -86,7 +85,7 @@ type failKey struct {
 // NewServer returns an empty Server.
 func NewServer() *Server {
 	return &Server{
-		pods:   map[string]*v1.Pod{},
+		pods:   apitest.NewServer(),
 		nodes:  map[string]*v1.Node{},
 		fail:   map[failKey][]error{},
 		hidden: map[string]bool{},
@@ -99,15 +98,18 @@ var (
 	_ podgc.NodeChecker = (*Server)(nil)
 )
 
-// AddPod stores a copy of pod, replacing any pod of the same namespace and name. A nil pod
-// or one without name or UID is refused with ErrBadObject.
+// API returns the API server holding the pods, for its calls that Server does not
+// forward. Its calls are neither recorded nor failed by FailNext.
+func (s *Server) API() *apitest.Server { return s.pods }
+
+// AddPod stores a copy of pod as it is (with a new resourceVersion), replacing any pod of
+// the same namespace and name. A nil pod or one without name or UID is refused with
+// ErrBadObject.
 func (s *Server) AddPod(pod *v1.Pod) error {
 	if pod == nil || pod.Name == "" || pod.UID == "" {
 		return fmt.Errorf("%w: pod needs a name and a UID", ErrBadObject)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pods[podKey(pod.Namespace, pod.Name)] = pod.DeepCopy()
+	s.pods.Put(pod)
 	return nil
 }
 
@@ -169,23 +171,10 @@ func (s *Server) takeFailure(op Op, name string) error {
 }
 
 // Pod returns a copy of pod namespace/name and whether it is stored.
-func (s *Server) Pod(namespace, name string) (*v1.Pod, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, ok := s.pods[podKey(namespace, name)]
-	return p.DeepCopy(), ok
-}
+func (s *Server) Pod(namespace, name string) (*v1.Pod, bool) { return s.pods.Pod(namespace, name) }
 
 // Pods returns copies of the stored pods, sorted by namespace and name.
-func (s *Server) Pods() []*v1.Pod {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*v1.Pod, 0, len(s.pods))
-	for _, k := range slices.Sorted(maps.Keys(s.pods)) {
-		out = append(out, s.pods[k].DeepCopy())
-	}
-	return out
-}
+func (s *Server) Pods() []*v1.Pod { return s.pods.Pods() }
 
 // TakeWrites returns the writes recorded since the last call, in call order.
 func (s *Server) TakeWrites() []Write {
@@ -198,10 +187,7 @@ func (s *Server) TakeWrites() []Write {
 
 // ListPods implements podgc.Lister.
 func (s *Server) ListPods(ctx context.Context) ([]*v1.Pod, error) {
-	s.mu.Lock()
-	err := s.takeFailure(OpListPods, "")
-	s.mu.Unlock()
-	if err != nil {
+	if err := s.injected(OpListPods, ""); err != nil {
 		return nil, err
 	}
 	return s.Pods(), nil
@@ -244,104 +230,43 @@ func (s *Server) TakeNodeChecks() []NodeCheck {
 	return c
 }
 
-// PatchPodStatus implements podgc.PodWriter.
+// PatchPodStatus implements podgc.PodWriter: apitest.Server.PatchStatus, unless FailNext
+// queued an error for the pod.
 func (s *Server) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	w := Write{Op: OpPatch, Namespace: namespace, Name: name}
-	w.Err = s.patch(namespace, name, patch, &w)
-	s.writes = append(s.writes, w)
+	if w.Err = s.injected(OpPatch, name); w.Err == nil {
+		var p *v1.Pod
+		if p, w.Err = s.pods.PatchStatus(namespace, name, patch); w.Err == nil {
+			w.Status = &p.Status
+		}
+	}
+	s.record(w)
 	return w.Err
 }
 
-func (s *Server) patch(namespace, name string, patch []byte, w *Write) error {
-	if err := s.takeFailure(OpPatch, name); err != nil {
-		return err
+// DeletePod implements podgc.PodWriter: apitest.Server.Delete, unless FailNext queued an
+// error for the pod.
+func (s *Server) DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+	w := Write{Op: OpDelete, Namespace: namespace, Name: name, Options: *opts.DeepCopy()}
+	if w.Err = s.injected(OpDelete, name); w.Err == nil {
+		_, w.Err = s.pods.Delete(namespace, name, opts)
 	}
-	pod, ok := s.pods[podKey(namespace, name)]
-	if !ok {
-		return apierrors.NewNotFound(podsResource, name)
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(patch, &fields); err != nil {
-		return apierrors.NewBadRequest("patch is not a JSON object: " + err.Error())
-	}
-	for k := range fields {
-		if k != "metadata" && k != "status" {
-			return apierrors.NewBadRequest("status patch touches " + k)
-		}
-	}
-	var meta struct {
-		Metadata map[string]json.RawMessage `json:"metadata"`
-	}
-	_ = json.Unmarshal(patch, &meta) // decoded above as an object already
-	for k := range meta.Metadata {
-		if k != "uid" {
-			return apierrors.NewBadRequest("status patch touches metadata." + k)
-		}
-	}
-	var uid string
-	if raw, ok := meta.Metadata["uid"]; ok {
-		if err := json.Unmarshal(raw, &uid); err != nil {
-			return apierrors.NewBadRequest("metadata.uid is not a string")
-		}
-		if uid != string(pod.UID) {
-			return apierrors.NewConflict(podsResource, name,
-				fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", uid, pod.UID))
-		}
-	}
-	orig, err := json.Marshal(pod)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
-	if err != nil {
-		return apierrors.NewBadRequest("cannot apply patch: " + err.Error())
-	}
-	var res v1.Pod
-	if err := json.Unmarshal(out, &res); err != nil {
-		return apierrors.NewBadRequest("patched pod does not decode: " + err.Error())
-	}
-	s.pods[podKey(namespace, name)] = &res
-	st := res.Status.DeepCopy()
-	w.Status = st
-	return nil
+	s.record(w)
+	return w.Err
 }
 
-// DeletePod implements podgc.PodWriter.
-func (s *Server) DeletePod(ctx context.Context, namespace, name string, opts metav1.DeleteOptions) error {
+// injected pops the error FailNext queued for op on name, if any.
+func (s *Server) injected(op Op, name string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := Write{Op: OpDelete, Namespace: namespace, Name: name}
-	w.Err = s.delete(namespace, name, opts)
+	return s.takeFailure(op, name)
+}
+
+func (s *Server) record(w Write) {
+	s.mu.Lock()
 	s.writes = append(s.writes, w)
-	return w.Err
+	s.mu.Unlock()
 }
-
-func (s *Server) delete(namespace, name string, opts metav1.DeleteOptions) error {
-	if err := s.takeFailure(OpDelete, name); err != nil {
-		return err
-	}
-	if opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != 0 {
-		return apierrors.NewBadRequest("podgctest: garbage-collector deletes must have grace period 0")
-	}
-	if opts.Preconditions == nil || opts.Preconditions.UID == nil {
-		return apierrors.NewBadRequest("podgctest: garbage-collector deletes must have a UID precondition")
-	}
-	key := podKey(namespace, name)
-	pod, ok := s.pods[key]
-	if !ok {
-		return apierrors.NewNotFound(podsResource, name)
-	}
-	if pod.UID != *opts.Preconditions.UID {
-		return apierrors.NewConflict(podsResource, name,
-			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *opts.Preconditions.UID, pod.UID))
-	}
-	delete(s.pods, key)
-	return nil
-}
-
-func podKey(namespace, name string) string { return namespace + "/" + name }
 
 // NotFound returns the API server's NotFound error for a pod, for FailNext.
-func NotFound(name string) error { return apierrors.NewNotFound(podsResource, name) }
+func NotFound(name string) error { return apitest.NotFound(name) }

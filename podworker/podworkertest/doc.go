@@ -2,8 +2,23 @@
 // podworker.Runner and prints the transition trace, so users can script their own
 // lifecycle scenarios the way podlife's own tests do.
 //
-// A scenario file is a sequence of commands, each followed by "----" and the expected
-// trace (see RunFile). The same file runs against the Machine (driven synchronously by
+// A scenario file is in the script format every podlife harness reads (datadriven style):
+// a command line, a line "----", the trace the command must print, and a blank line that
+// ends the case; lines starting with '#' are comments. An output with blank lines goes
+// between two "----" lines and two "----" lines. Run the tests with -rewrite (RunFile's
+// rewrite) to write the actual traces into the file, then read the diff:
+//
+//	# a pod is created and synced
+//	create a
+//	----
+//	a: none -> syncing
+//	a: SyncPod(create), status any
+//	a: SyncPod done: ok
+//
+//	hold a
+//	----
+//
+// The same file runs against the Machine (driven synchronously by
 // the harness) and the Runner (inside a testing/synctest bubble with a fake clock); both
 // must print the same trace. Trace lines of a command are grouped per pod (pods sorted by
 // UID, each pod's lines in the order they happened), which keeps the trace deterministic

@@ -30,14 +30,17 @@ func (h *harness) get(uid types.UID) (*pleg.PodStatus, error) {
 	return h.status(uid), nil
 }
 
-func (h *harness) getNewerThan(_ context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error) {
+// statusAfter traces a requested inspection and answers at once with the fake runtime's
+// status.
+func (h *harness) statusAfter(_ context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error) {
+	if inspect {
+		h.trace(uid, "runtime refresh requested")
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.lastMin[uid] = minTime
 	return h.status(uid), nil
 }
-
-func (h *harness) refresh(uid types.UID) { h.trace(uid, "runtime refresh requested") }
 
 // begin records a syncer call and returns its result at once, or a held call.
 func (h *harness) begin(uid types.UID, method, detail string) (podworker.Result, *call) {
@@ -196,12 +199,7 @@ func (h *harness) process(shared podworker.Ready) {
 // execute runs one Work of the Machine against the fakes.
 func (h *harness) execute(w podworker.Work) {
 	if w.RunningPod == nil {
-		if w.RefreshStatus {
-			h.refresh(w.UID)
-		}
-		h.mu.Lock()
-		h.lastMin[w.UID] = w.StatusNewerThan
-		h.mu.Unlock()
+		_, _ = h.statusAfter(context.Background(), w.UID, w.StatusNewerThan, w.RefreshStatus)
 	}
 	var res podworker.Result
 	var c *call

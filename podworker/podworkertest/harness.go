@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,12 +12,12 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
 )
@@ -44,40 +43,27 @@ func (m Mode) String() string {
 // Epoch is the fake clock's start; trace times are offsets from it.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// RunFile runs the scenario file at path in the given mode and fails t if a command's
+// RunFile runs the scenario script at path in the given mode and fails t where a command's
 // trace differs from the expected one. With rewrite (Machine mode only), the file is
-// rewritten with the actual traces instead.
+// rewritten with the actual traces instead. The script format is internal/script's (see
+// the package doc).
 func RunFile(t *testing.T, path string, mode Mode, rewrite bool) {
 	t.Helper()
-	s, err := parseScript(path)
+	f, err := script.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(t *testing.T) {
 		h := newHarness(t, mode)
 		defer h.close()
-		for i := range s.items {
-			it := &s.items[i]
-			if it.cmd == "" {
-				continue
-			}
-			it.actual = h.exec(it.cmd)
-			if !rewrite || mode != MachineMode {
-				if diff := cmp.Diff(it.expected, it.actual); diff != "" {
-					t.Errorf("%s:%d: %s (%s): trace mismatch (-want +got):\n%s", path, it.line, it.cmd, mode, diff)
-				}
-			}
-		}
+		f.Run(t, rewrite && mode == MachineMode, func(c *script.Case) (string, error) {
+			return h.exec(argsOf(c)), nil
+		})
 	}
 	if mode == RunnerMode {
 		synctest.Test(t, run)
 	} else {
 		run(t)
-	}
-	if rewrite && mode == MachineMode && !t.Failed() {
-		if err := os.WriteFile(path, []byte(s.render()), 0o644); err != nil {
-			t.Fatal(err)
-		}
 	}
 }
 
@@ -152,9 +138,7 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 	}
 	r, err := podworker.New(podworker.Config{
 		Syncer:             h.syncer(),
-		Cache:              podworker.StatusCacheFunc(h.getNewerThan),
-		Refresher:          podworker.RefresherFunc(h.refresh),
-		StatusGetter:       podworker.StatusGetterFunc(h.get),
+		View:               podworker.RuntimeViewFuncs{StatusAfterFunc: h.statusAfter, LastStatusFunc: h.get},
 		Clock:              h.clock,
 		Rand:               cfg.Rand,
 		ResyncInterval:     cfg.ResyncInterval,
@@ -242,8 +226,7 @@ func (h *harness) since(t time.Time) string {
 }
 
 // exec runs one command and returns its trace.
-func (h *harness) exec(line string) string {
-	a := parseArgs(line)
+func (h *harness) exec(a args) string {
 	if err := h.command(a); err != nil {
 		h.trace("", "error: %v", err)
 	}
@@ -549,7 +532,7 @@ func (h *harness) command(a args) error {
 				h.trace(types.UID(uid), "unknown")
 				continue
 			}
-			h.trace(types.UID(uid), "stage=%s work=%s working=%t terminating-started=%t grace=%d deleted=%t evicted=%t restart=%t",
+			h.trace(types.UID(uid), "stage=%s work=%s working=%t termination-started=%t grace=%d deleted=%t evicted=%t restart=%t",
 				s.Stage, s.WorkType, s.Working, s.TerminationStarted, s.GracePeriodSeconds, s.Deleted, s.Evicted, s.RestartRequested)
 		}
 		return nil

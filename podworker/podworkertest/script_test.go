@@ -1,72 +1,37 @@
 package podworkertest
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/podlife/podlife/internal/script"
 )
 
-func TestScriptRoundTrip(t *testing.T) {
-	const text = `# comment kept
-create a
-----
-a: none -> syncing
-
-# an empty output
-hold a
-----
-
-delete a grace=5
-----
-a: x
-a: y
-`
-	path := filepath.Join(t.TempDir(), "s.txt")
-	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s, err := parseScript(path)
+// parse parses one command line.
+func parse(t *testing.T, line string) args {
+	t.Helper()
+	f, err := script.Parse("test", line+"\n----\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmds, expected []string
-	for i := range s.items {
-		it := &s.items[i]
-		if it.cmd != "" {
-			cmds = append(cmds, it.cmd)
-			expected = append(expected, it.expected)
-			it.actual = it.expected
+	return argsOf(f.Cases[0])
+}
+
+func TestArgsOf(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want args
+	}{
+		{"kill a evict override=5 wait", args{verb: "kill", pos: []string{"a"}, kv: map[string]string{"override": "5"},
+			flag: map[string]bool{"evict": true, "wait": true}}},
+		{"config by-name max=2", args{verb: "config", kv: map[string]string{"max": "2"}, flag: map[string]bool{"by-name": true}}},
+		{"sync-known a b", args{verb: "sync-known", pos: []string{"a", "b"}, kv: map[string]string{}, flag: map[string]bool{}}},
+		{"fail a sync times=2", args{verb: "fail", pos: []string{"a", "sync"}, kv: map[string]string{"times": "2"}, flag: map[string]bool{}}},
+	} {
+		if diff := cmp.Diff(tc.want, parse(t, tc.line), cmp.AllowUnexported(args{})); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tc.line, diff)
 		}
-	}
-	if diff := cmp.Diff([]string{"create a", "hold a", "delete a grace=5"}, cmds); diff != "" {
-		t.Errorf("commands (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]string{"a: none -> syncing\n", "", "a: x\na: y\n"}, expected); diff != "" {
-		t.Errorf("outputs (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(text, s.render()); diff != "" {
-		t.Errorf("render (-want +got):\n%s", diff)
-	}
-}
-
-func TestScriptErrors(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "bad.txt")
-	if err := os.WriteFile(path, []byte("create a\nnot a separator\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := parseScript(path); err == nil {
-		t.Error("a command without ---- parsed")
-	}
-}
-
-func TestParseArgs(t *testing.T) {
-	got := parseArgs("kill a evict override=5 wait")
-	want := args{verb: "kill", pos: []string{"a"}, kv: map[string]string{"override": "5"},
-		flag: map[string]bool{"evict": true, "wait": true}}
-	if diff := cmp.Diff(want, got, cmp.AllowUnexported(args{})); diff != "" {
-		t.Error(diff)
 	}
 }
 
@@ -74,10 +39,10 @@ func TestParseArgs(t *testing.T) {
 func TestUnknownCommand(t *testing.T) {
 	h := newHarness(t, MachineMode)
 	defer h.close()
-	if got := h.exec("frobnicate a"); got != "error: unknown command \"frobnicate\"\n" {
+	if got := h.exec(parse(t, "frobnicate a")); got != "error: unknown command \"frobnicate\"\n" {
 		t.Errorf("trace %q", got)
 	}
-	if got := h.exec("finish a"); got != "error: no held call for pod a\n" {
+	if got := h.exec(parse(t, "finish a")); got != "error: no held call for pod a\n" {
 		t.Errorf("trace %q", got)
 	}
 }

@@ -25,12 +25,13 @@ func TestFakeAPI(t *testing.T) {
 	if _, err := f.GetPod(ctx, "ns", "missing"); !apierrors.IsNotFound(err) {
 		t.Errorf("get missing: %v", err)
 	}
-	// The patch changes only the status, merged strategically.
+	// The patch changes the status, merged strategically, and the labels (as the status
+	// subresource does), not the spec.
 	got, err := f.PatchPodStatus(ctx, "ns", "p", []byte(`{"metadata":{"uid":"u1","labels":{"x":"y"}},"status":{"phase":"Failed","conditions":[{"type":"Ready","status":"False"}]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status.Phase != v1.PodFailed || len(got.Status.Conditions) != 2 || got.Labels != nil || got.Spec.NodeName != "n1" {
+	if got.Status.Phase != v1.PodFailed || len(got.Status.Conditions) != 2 || got.Labels["x"] != "y" || got.Spec.NodeName != "n1" {
 		t.Errorf("patched pod = %+v", got)
 	}
 	if _, err := f.PatchPodStatus(ctx, "ns", "p", []byte(`{"metadata":{"uid":"other"},"status":{"phase":"Running"}}`)); !apierrors.IsConflict(err) {

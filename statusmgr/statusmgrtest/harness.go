@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"slices"
 	"strconv"
@@ -13,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/statusmgr"
 )
 
@@ -50,11 +49,11 @@ var Epoch = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 // same output. With rewrite, the file is rewritten with the actual outputs instead (in
 // MachineMode only).
 //
-// A script is a sequence of blocks separated by blank lines: a command, a line "----" and
-// the output the command must print. Lines starting with # are comments, kept when
-// rewriting. The calls a sync makes are printed grouped by pod (pods by name, each pod's
-// calls in order), then the sync's error, if any. Commands (NAME is a pod in namespace
-// default):
+// The script is in the format every podlife harness reads (see the package doc): a
+// command, a line "----" and the output the command must print, then a blank line; lines
+// starting with # are comments, kept when rewriting. The calls a sync makes are printed
+// grouped by pod (pods by name, each pod's calls in order), then the sync's error, if any.
+// Commands (NAME is a pod in namespace default):
 //
 //	pod NAME UID [static]      the node agent knows the pod (not yet on the server)
 //	create NAME                the pod appears on the server with the agent's UID
@@ -71,49 +70,10 @@ var Epoch = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 //	stats                      the non-zero counters of Manager.Stats
 func RunFile(t *testing.T, path string, mode Mode, rewrite bool) {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := newHarness(t, mode)
-	var out strings.Builder
-	for _, block := range strings.Split(strings.TrimSpace(string(data)), "\n\n") {
-		var cmd string
-		var want []string
-		inOutput := false
-		for _, l := range strings.Split(block, "\n") {
-			switch {
-			case inOutput:
-				want = append(want, l)
-			case l == "----":
-				inOutput = true
-			case strings.HasPrefix(l, "#"):
-				out.WriteString(l + "\n")
-			default:
-				cmd = l
-			}
-		}
-		if cmd == "" {
-			out.WriteString("\n")
-			continue
-		}
-		got := h.run(cmd)
-		if !(rewrite && mode == MachineMode) {
-			if diff := cmp.Diff(strings.Join(want, "\n"), strings.Join(got, "\n")); diff != "" {
-				t.Errorf("%s: %s (%s): output mismatch (-want +got):\n%s", path, cmd, mode, diff)
-			}
-		}
-		out.WriteString(cmd + "\n----\n")
-		for _, l := range got {
-			out.WriteString(l + "\n")
-		}
-		out.WriteString("\n")
-	}
-	if rewrite && mode == MachineMode && !t.Failed() {
-		if err := os.WriteFile(path, []byte(strings.TrimSpace(out.String())+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	script.Run(t, path, rewrite && mode == MachineMode, func(c *script.Case) (string, error) {
+		return strings.Join(h.run(c), "\n"), nil
+	})
 }
 
 // failure is one injected error, for the calls of pod (any pod when "").
@@ -246,17 +206,9 @@ func (h *harness) sync() error {
 	return errors.Join(errs...)
 }
 
-func (h *harness) run(cmd string) []string {
-	f := strings.Fields(cmd)
-	var kv = map[string]string{}
-	var pos []string
-	for _, w := range f {
-		if k, v, ok := strings.Cut(w, "="); ok {
-			kv[k] = v
-		} else {
-			pos = append(pos, w)
-		}
-	}
+func (h *harness) run(c *script.Case) []string {
+	cmd := c.Text
+	pos := append([]string{c.Cmd}, c.Words()...)
 	arg := func(i int) string {
 		if i >= len(pos) {
 			h.t.Fatalf("%q: missing argument %d", cmd, i)
@@ -325,9 +277,10 @@ func (h *harness) run(cmd string) []string {
 		default:
 			err = apierrors.NewInternalError(errors.New("injected"))
 		}
+		podArg, _ := c.Value("pod")
 		h.mu.Lock()
 		for range n {
-			h.fails[statusmgr.Verb(arg(1))] = append(h.fails[statusmgr.Verb(arg(1))], failure{pod: kv["pod"], err: err})
+			h.fails[statusmgr.Verb(arg(1))] = append(h.fails[statusmgr.Verb(arg(1))], failure{pod: podArg, err: err})
 		}
 		h.mu.Unlock()
 	case "sync":

@@ -63,7 +63,7 @@ func TestDelete(t *testing.T) {
 		{name: "default 30 s", pod: newPod("p", "n1", nil, v1.PodRunning), want: want{grace: ptr(int64(30)), at: 30 * time.Second}},
 		{name: "explicit grace", pod: newPod("p", "n1", ptr(int64(20)), v1.PodRunning), grace: ptr(int64(5)), want: want{grace: ptr(int64(5)), at: 5 * time.Second}},
 		{name: "grace 0 removes", pod: newPod("p", "n1", ptr(int64(20)), v1.PodRunning), grace: ptr(int64(0)), want: want{gone: true}},
-		{name: "negative grace removes", pod: newPod("p", "n1", nil, v1.PodRunning), grace: ptr(int64(-1)), want: want{gone: true}},
+		{name: "negative grace counts as 1 s", pod: newPod("p", "n1", nil, v1.PodRunning), grace: ptr(int64(-1)), want: want{grace: ptr(int64(1)), at: time.Second}},
 		{name: "unscheduled pod goes at once", pod: newPod("p", "", ptr(int64(20)), v1.PodPending), want: want{gone: true}},
 		{name: "succeeded pod goes at once", pod: newPod("p", "n1", ptr(int64(20)), v1.PodSucceeded), want: want{gone: true}},
 		{name: "failed pod goes at once", pod: newPod("p", "n1", ptr(int64(20)), v1.PodFailed), want: want{gone: true}},

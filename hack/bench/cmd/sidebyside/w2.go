@@ -157,10 +157,13 @@ func podlifeW2(s *w2Syncer, env *w2Env) (*w2Workers, error) {
 				return nil
 			},
 		},
-		Cache: podworker.StatusCacheFunc(func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return empty, nil }),
+		View: podworker.RuntimeViewFuncs{
+			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
+			LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
+		},
 	}
-	if env.refresher != nil {
-		cfg.Cache, cfg.Refresher = env.podlifeCache, env.refresher
+	if env.relister != nil {
+		cfg.View = env.relister
 	}
 	r, err := podworker.New(cfg)
 	if err != nil {

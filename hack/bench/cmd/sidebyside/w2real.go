@@ -26,11 +26,10 @@ const w2RelistPeriod = time.Second
 // w2Env is what a side's pod workers run on in W2: the status cache, what the syncer's
 // SyncPod and SyncTerminatingPod do to the runtime, and the runtime's status calls.
 type w2Env struct {
-	// kubeletCache is the kubelet's pod workers' cache; refresher and podlifeCache are
-	// podlife's (nil: the instant cache).
+	// kubeletCache is the kubelet's pod workers' cache; relister is podlife's pod
+	// workers' runtime view (nil: the instant one).
 	kubeletCache kubecontainer.ROCache
-	podlifeCache *pleg.Cache
-	refresher    *pleg.Relister
+	relister     *pleg.Relister
 	// start runs the pod's container (SyncPod), kill stops it (SyncTerminatingPod).
 	start func(ctx context.Context, pod *v1.Pod) error
 	kill  func(ctx context.Context, uid types.UID, grace int64) error
@@ -157,12 +156,11 @@ func kubeletRealEnv() *w2Env {
 
 // podlifeRealEnv is podlife's side of W2 with the real cache: a pleg.Relister with its
 // default configuration (but the 1 s relist) over plegtest's runtime holding the pods (its
-// containers stop at once when asked), filling a pleg.Cache that the pod workers read,
-// with the relister as their Refresher. The events are drained and dropped.
+// containers stop at once when asked) and its pleg.Cache, the pod workers' runtime view.
+// The events are drained and dropped.
 func podlifeRealEnv() (*w2Env, error) {
 	rt := plegtest.NewRuntime(nil)
-	cache := pleg.NewCache()
-	rel, err := pleg.New(pleg.Config{Runtime: rt, Cache: cache, RelistPeriod: w2RelistPeriod})
+	rel, err := pleg.New(pleg.Config{Runtime: rt, Cache: pleg.NewCache(), RelistPeriod: w2RelistPeriod})
 	if err != nil {
 		return nil, err
 	}
@@ -171,8 +169,7 @@ func podlifeRealEnv() (*w2Env, error) {
 	go func() { defer close(stopped); rel.Run(ctx) }()
 	stopDrain := drainer(rel.Events())
 	return &w2Env{
-		podlifeCache: cache,
-		refresher:    rel,
+		relister: rel,
 		start: func(ctx context.Context, pod *v1.Pod) error {
 			return rt.StartPod(ctx, plegtest.PodSpec{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace,
 				Containers: []plegtest.ContainerSpec{{Name: "busybox", Image: "busybox"}}})

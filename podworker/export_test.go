@@ -1,0 +1,14 @@
+package podworker
+
+// EngineNames and UseEngine let the external tests and benchmarks run the Runner on each
+// engine.
+var (
+	EngineNames = func() []string {
+		var names []string
+		for _, e := range engines {
+			names = append(names, e.name)
+		}
+		return names
+	}()
+	UseEngine = useEngine
+)
