@@ -61,11 +61,15 @@ type workload struct {
 var workloads = []workload{
 	{"W1-informer", kubelet, func(s string) (result, error) { return runW1(s, false) }, w1Figures},
 	{"W1-fresh", kubelet, func(s string) (result, error) { return runW1(s, true) }, w1Figures},
-	{"W2", kubelet, runW2, w2Figures},
+	{"W2", kubelet, func(s string) (result, error) { return runW2(s, false) }, w2Figures},
+	{"W2-real", kubelet, func(s string) (result, error) { return runW2(s, true) }, w2RealFigures},
 	{"W2-hot", kubelet, runW2Hot, w2HotFigures},
 	{"W3", kubelet, func(s string) (result, error) { return runW3(s, false) }, w3Figures},
 	{"W3-cri", kubelet, func(s string) (result, error) { return runW3(s, true) }, w3Figures},
-	{"W4", kubelet, runW4, w4Figures},
+	{"W4", kubelet, func(s string) (result, error) { return runW4(s, false) }, w4Figures},
+	{"W4-realistic", kubelet, func(s string) (result, error) { return runW4(s, true) }, w4Figures},
+	{"W5-notifying", virtualKub, func(s string) (result, error) { return runW5(s, true) }, w5Figures},
+	{"W5-polled", virtualKub, func(s string) (result, error) { return runW5(s, false) }, w5Figures},
 }
 
 var w1Figures = []figure{
@@ -85,6 +89,15 @@ var w2Figures = []figure{
 	{"cpu-ms", "CPU ms", cpu},
 	{"wall-ms", "wall ms", wall},
 	{"pods/s", "pods/s", wall},
+}
+
+var w2RealFigures = []figure{
+	{"status/pod", "runtime status calls per pod", counts},
+	{"syncpod/pod", "SyncPod calls per pod", counts},
+	{"allocs/pod", "allocs per pod (relister and runtime included)", counts},
+	{"peak-goroutines", "peak goroutines", counts},
+	{"cpu-ms", "CPU ms", cpu},
+	{"wall-ms", "wall ms", wall},
 }
 
 var w2HotFigures = []figure{
@@ -110,6 +123,18 @@ var w4Figures = []figure{
 	{"allocs/pod", "allocs per pod (fake clientset included)", counts},
 	{"cpu-ms", "CPU ms", cpu},
 	{"wall-ms", "wall ms until every pod is deleted", wall},
+}
+
+var w5Figures = []figure{
+	{"api/pod", "API calls on pods per pod", counts},
+	{"provider/pod", "provider calls per pod", counts},
+	{"terminal-at-del-%", "% of pods terminal on the server at the final delete", counts},
+	{"create-cpu-ms", "create: CPU ms", cpu},
+	{"delete-cpu-ms", "delete: CPU ms", cpu},
+	{"create-ms", "create: ms until every pod Running", wall},
+	{"delete-ms", "delete: ms until every object gone", wall},
+	{"stop-del-p50-ms", "DeletePod -> final delete p50, ms", wall},
+	{"stop-del-p99-ms", "DeletePod -> final delete p99, ms", wall},
 }
 
 func main() {
@@ -154,7 +179,9 @@ func main() {
 }
 
 // drive runs every workload pairs times on each side, alternating (for each pair, every
-// workload: the other side then podlife), and prints the table of medians.
+// workload: the other side then podlife), and prints the table of medians. A run that
+// fails its checks is left out of the medians, listed under the table with its error, and
+// makes drive return an error once the table is printed.
 func drive(out io.Writer, ws []workload, pairs int) error {
 	self, err := os.Executable()
 	if err != nil {
@@ -163,18 +190,23 @@ func drive(out io.Writer, ws []workload, pairs int) error {
 	start := time.Now()
 	load0 := loadavg()
 	runs := map[string][]result{}
+	var failed []string
 	for p := range pairs {
 		for _, w := range ws {
 			for _, s := range []string{kubelet, podlife} {
 				cmd := exec.Command(self, "-one", w.name, "-side", s)
 				var stdout, stderr bytes.Buffer
 				cmd.Stdout, cmd.Stderr = &stdout, &stderr
-				if err := cmd.Run(); err != nil {
-					return fmt.Errorf("%s on %s (pair %d): %v\n%s", w.name, s, p+1, err, stderr.String())
-				}
 				var r result
-				if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-					return fmt.Errorf("%s on %s: %v", w.name, s, err)
+				err := cmd.Run()
+				if err == nil {
+					err = json.Unmarshal(stdout.Bytes(), &r)
+				}
+				if err != nil {
+					msg := fmt.Sprintf("%s on %s (pair %d): %v: %s", w.name, s, p+1, err, strings.TrimSpace(stderr.String()))
+					fmt.Fprintln(os.Stderr, "FAILED", msg)
+					failed = append(failed, msg)
+					continue
 				}
 				runs[w.name+"/"+s] = append(runs[w.name+"/"+s], r)
 				fmt.Fprintf(os.Stderr, "pair %d/%d %s %s done\n", p+1, pairs, w.name, s)
@@ -204,6 +236,13 @@ func drive(out io.Writer, ws []workload, pairs int) error {
 		}
 	}
 	printTable(out, rows)
+	if len(failed) > 0 {
+		fmt.Fprintf(out, "\n%d failed runs (left out of the medians):\n", len(failed))
+		for _, f := range failed {
+			fmt.Fprintln(out, "- "+f)
+		}
+		return fmt.Errorf("%d runs failed", len(failed))
+	}
 	return nil
 }
 

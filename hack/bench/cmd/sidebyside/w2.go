@@ -30,7 +30,15 @@ type w2Syncer struct {
 	synced, finished               *countdown
 	syncs, terminating, terminated atomic.Int64
 	badGrace                       atomic.Int64
+	runtimeErrs                    atomic.Int64
 	sampler                        *work.Sampler
+}
+
+// check counts a runtime call's error.
+func (s *w2Syncer) check(err error) {
+	if err != nil {
+		s.runtimeErrs.Add(1)
+	}
 }
 
 func (s *w2Syncer) syncPod(pod *v1.Pod) {
@@ -90,19 +98,21 @@ func (c instantCache) GetNewerThan(types.UID, time.Time) (*kubecontainer.PodStat
 	return c.s, nil
 }
 
-func kubeletW2(s *w2Syncer) *w2Workers {
+func kubeletW2(s *w2Syncer, env *w2Env) *w2Workers {
 	ctx := context.Background()
 	logger := klog.Background()
 	w := kpw.NewWorkers(logger, kpw.SyncFuncs{
-		SyncPod: func(_ context.Context, _ kubetypes.SyncPodType, pod, _ *v1.Pod, _ *kubecontainer.PodStatus) (bool, func(), error) {
+		SyncPod: func(ctx context.Context, _ kubetypes.SyncPodType, pod, _ *v1.Pod, _ *kubecontainer.PodStatus) (bool, func(), error) {
+			s.check(env.start(ctx, pod))
 			s.syncPod(pod)
 			return false, nil, nil
 		},
-		SyncTerminatingPod: func(_ context.Context, _ *v1.Pod, _ *kubecontainer.PodStatus, grace *int64, _ func(*v1.PodStatus)) error {
+		SyncTerminatingPod: func(ctx context.Context, pod *v1.Pod, _ *kubecontainer.PodStatus, grace *int64, _ func(*v1.PodStatus)) error {
 			g := int64(-1)
 			if grace != nil {
 				g = *grace
 			}
+			s.check(env.kill(ctx, pod.UID, g))
 			s.syncTerminating(g)
 			return nil
 		},
@@ -111,7 +121,7 @@ func kubeletW2(s *w2Syncer) *w2Workers {
 			s.syncTerminated()
 			return nil
 		},
-	}, instantCache{&kubecontainer.PodStatus{}})
+	}, env.kubeletCache)
 	return &w2Workers{
 		// As the kubelet's HandlePodAdditions and HandlePodUpdates (a DELETE is handled as an
 		// update: graceful deletion) dispatch them.
@@ -128,15 +138,17 @@ func kubeletW2(s *w2Syncer) *w2Workers {
 	}
 }
 
-func podlifeW2(s *w2Syncer) (*w2Workers, error) {
+func podlifeW2(s *w2Syncer, env *w2Env) (*w2Workers, error) {
 	empty := &pleg.PodStatus{}
-	r, err := podworker.New(podworker.Config{
+	cfg := podworker.Config{
 		Syncer: podworker.PodSyncerFuncs{
-			SyncPodFunc: func(_ context.Context, _ podworker.SyncPodType, pod, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
+			SyncPodFunc: func(ctx context.Context, _ podworker.SyncPodType, pod, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
+				s.check(env.start(ctx, pod))
 				s.syncPod(pod)
 				return false, nil
 			},
-			SyncTerminatingPodFunc: func(_ context.Context, _ *v1.Pod, _ *pleg.PodStatus, g int64, _ func(*v1.PodStatus)) error {
+			SyncTerminatingPodFunc: func(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, g int64, _ func(*v1.PodStatus)) error {
+				s.check(env.kill(ctx, pod.UID, g))
 				s.syncTerminating(g)
 				return nil
 			},
@@ -149,7 +161,11 @@ func podlifeW2(s *w2Syncer) (*w2Workers, error) {
 			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
 			LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
 		},
-	})
+	}
+	if env.relister != nil {
+		cfg.View = env.relister
+	}
+	r, err := podworker.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -176,12 +192,15 @@ func podlifeW2(s *w2Syncer) (*w2Workers, error) {
 	}, nil
 }
 
-// runW2 is W2 (BENCHMARKS.md) with the instant status cache and each side's default
-// configuration: 10,000 seed pods as the config merge delivers them; all creates, wait
-// until every pod's SyncPod ran; all graceful deletes (grace 30), wait until every
-// SyncTerminatedPod ran and every worker is finished; then SyncKnownPods with no desired
-// pods must forget them all. Timed: from the first UpdatePod until SyncKnownPods returned.
-func runW2(side string) (result, error) {
+// runW2 is W2 (BENCHMARKS.md) with each side's default configuration: 10,000 seed pods as
+// the config merge delivers them; all creates, wait until every pod's SyncPod ran; all
+// graceful deletes (grace 30), wait until every SyncTerminatedPod ran and every worker is
+// finished; then SyncKnownPods with no desired pods must forget them all. Timed: from the
+// first UpdatePod until SyncKnownPods returned. realCache: the pod workers read the status
+// cache a relister fills from a runtime that really holds the pods (SyncPod starts the
+// pod's container, SyncTerminatingPod stops it: kubeletRealEnv, podlifeRealEnv); else the
+// instant cache.
+func runW2(side string, realCache bool) (result, error) {
 	seen := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	creates := make([]*v1.Pod, w2Pods)
 	deletes := make([]*v1.Pod, w2Pods)
@@ -198,14 +217,21 @@ func runW2(side string) (result, error) {
 	}
 	base := work.HeapAfterGC()
 	s.sampler = work.StartSampler()
-	var w *w2Workers
-	if side == kubelet {
-		w = kubeletW2(s)
-	} else {
-		var err error
-		if w, err = podlifeW2(s); err != nil {
+	env := instantEnv()
+	var err error
+	switch {
+	case realCache && side == kubelet:
+		env = kubeletRealEnv()
+	case realCache:
+		if env, err = podlifeRealEnv(); err != nil {
 			return nil, err
 		}
+	}
+	var w *w2Workers
+	if side == kubelet {
+		w = kubeletW2(s, env)
+	} else if w, err = podlifeW2(s, env); err != nil {
+		return nil, err
 	}
 	m0 := work.Mallocs()
 	c0 := work.CPU()
@@ -230,7 +256,10 @@ func runW2(side string) (result, error) {
 	mallocs := work.Mallocs() - m0
 	goroutines, heap := s.sampler.Stop()
 	w.stop()
+	env.stop()
 	switch {
+	case s.runtimeErrs.Load() != 0:
+		return nil, fmt.Errorf("%d runtime calls failed", s.runtimeErrs.Load())
 	case left != 0 || w.known() != 0:
 		return nil, fmt.Errorf("SyncKnownPods left %d pods (%d known)", left, w.known())
 	case s.terminating.Load() != w2Pods || s.terminated.Load() != w2Pods:
@@ -248,6 +277,7 @@ func runW2(side string) (result, error) {
 		"peak-heap-B/pod": float64(int64(heap)-int64(base)) / w2Pods,
 		"allocs/pod":      float64(mallocs) / w2Pods,
 		"syncpod/pod":     float64(s.syncs.Load()) / w2Pods,
+		"status/pod":      float64(env.statusCalls()) / w2Pods,
 	}, nil
 }
 

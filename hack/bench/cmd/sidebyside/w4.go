@@ -147,7 +147,9 @@ func (a *w4API) markDeleted(p *v1.Pod) error {
 
 // w4Manager is one side's status manager.
 type w4Manager struct {
-	set       func(pod *v1.Pod, s v1.PodStatus) error
+	set func(pod *v1.Pod, s v1.PodStatus) error
+	// deleted: the config merge delivered the pod's graceful deletion.
+	deleted   func(pod *v1.Pod)
 	terminate func(pod *v1.Pod) error
 	stop      func()
 	stats     func() string
@@ -175,9 +177,9 @@ func kubeletW4(a *w4API, seeds []*v1.Pod) *w4Manager {
 	m := status.NewManager(a.client, pm, noDeletionSafety{}, noStartupLatency{})
 	m.Start(context.Background()) // its goroutine never ends (wait.Forever): the process does
 	return &w4Manager{
-		set: func(pod *v1.Pod, s v1.PodStatus) error { m.SetPodStatus(logger, pod, s); return nil },
+		set:     func(pod *v1.Pod, s v1.PodStatus) error { m.SetPodStatus(logger, pod, s); return nil },
+		deleted: pm.UpdatePod, // the kubelet's pod manager holds what the config merge delivered
 		terminate: func(pod *v1.Pod) error {
-			pm.UpdatePod(pod) // the config merge delivered the deletion to the pod manager
 			m.TerminatePod(logger, pod)
 			return nil
 		},
@@ -200,36 +202,84 @@ func podlifeW4(a *w4API) (*w4Manager, error) {
 	go func() { done <- m.Run(ctx) }()
 	return &w4Manager{
 		set:       m.SetPodStatus,
+		deleted:   func(*v1.Pod) {},
 		terminate: m.TerminatePod,
 		stop:      func() { cancel(); <-done },
 		stats:     func() string { return fmt.Sprintf("podlife stats %+v", m.Stats()) },
 	}, nil
 }
 
-// runW4 is W4 (BENCHMARKS.md) on the statuses of podlife's own W4: 1,000 seed pods (as the
-// config merge delivers them) on client-go's fake clientset, 20 SetPodStatus calls per pod
-// interleaved across pods, then for every pod the API server's graceful delete and
-// TerminatePod. Timed from the first SetPodStatus until the API side deleted every pod
-// (waited on its count).
-func runW4(side string) (result, error) {
-	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	seeds := make([]*v1.Pod, w4Pods)
-	deleting := make([]*v1.Pod, w4Pods)
-	statuses := make([][]v1.PodStatus, w4Rounds)
-	for i := range seeds {
-		seeds[i] = seedpod.Merged(i, start)
-		d := seeds[i].DeepCopy()
+// w4Input is W4's work: steps[j][i] is the pod passed with pod i's status of step j,
+// deletedAt[i] the step before whose status pod i is deleted on the API server
+// (w4Rounds: before TerminatePod).
+type w4Input struct {
+	seeds     []*v1.Pod
+	deleting  []*v1.Pod
+	deletedAt []int
+	pods      [][]*v1.Pod
+	statuses  [][]v1.PodStatus
+}
+
+// w4Plain is podlife's own W4 input (statusmgr/bench_test.go): every pod deleted only
+// before TerminatePod, statuses from w4Status.
+func w4Plain(start time.Time) *w4Input {
+	in := &w4Input{seeds: make([]*v1.Pod, w4Pods), deleting: make([]*v1.Pod, w4Pods), deletedAt: make([]int, w4Pods),
+		pods: make([][]*v1.Pod, w4Rounds), statuses: make([][]v1.PodStatus, w4Rounds)}
+	for i := range in.seeds {
+		in.seeds[i] = seedpod.Merged(i, start)
+		d := in.seeds[i].DeepCopy()
 		ts := metav1.NewTime(start.Add(time.Hour))
 		g := int64(30)
 		d.DeletionTimestamp, d.DeletionGracePeriodSeconds = &ts, &g
-		deleting[i] = d
+		in.deleting[i], in.deletedAt[i] = d, w4Rounds
 	}
-	for r := range statuses {
-		statuses[r] = make([]v1.PodStatus, w4Pods)
-		for i := range seeds {
-			statuses[r][i] = w4Status(seeds[i], r, start)
+	for r := range w4Rounds {
+		in.pods[r], in.statuses[r] = in.seeds, make([]v1.PodStatus, w4Pods)
+		for i, p := range in.seeds {
+			in.statuses[r][i] = w4Status(p, r, start)
 		}
 	}
+	return in
+}
+
+// w4RealisticSeed is the seed of W4's realistic statuses.
+const w4RealisticSeed = 1
+
+// w4Realistic is W4 on realistic statuses (seedpod.Realistic): reasons and messages,
+// containerd IDs, exit codes, about 40% of the pods deleted during the 20 steps and about
+// 10% terminal before TerminatePod.
+func w4Realistic(start time.Time) *w4Input {
+	in := &w4Input{seeds: make([]*v1.Pod, w4Pods), deleting: make([]*v1.Pod, w4Pods), deletedAt: make([]int, w4Pods),
+		pods: make([][]*v1.Pod, w4Rounds), statuses: make([][]v1.PodStatus, w4Rounds)}
+	for r := range w4Rounds {
+		in.pods[r], in.statuses[r] = make([]*v1.Pod, w4Pods), make([]v1.PodStatus, w4Pods)
+	}
+	for i := range w4Pods {
+		h := seedpod.Realistic(w4RealisticSeed, i, start)
+		in.seeds[i], in.deleting[i], in.deletedAt[i] = h.Pod, h.Deleting, h.DeletedAt
+		for r := range w4Rounds {
+			in.pods[r][i], in.statuses[r][i] = h.Pod, h.Statuses[r]
+			if r >= h.DeletedAt {
+				in.pods[r][i] = h.Deleting
+			}
+		}
+	}
+	return in
+}
+
+// runW4 is W4 (BENCHMARKS.md): 1,000 seed pods (as the config merge delivers them) on
+// client-go's fake clientset, 20 SetPodStatus calls per pod interleaved across pods, then
+// TerminatePod for every pod. A pod's graceful delete (deletionTimestamp, grace 30) is
+// written on the API server and delivered to the status manager before the step it is
+// due (realistic: some during the 20 steps; otherwise just before TerminatePod). Timed
+// from the first SetPodStatus until the API side deleted every pod (waited on its count).
+func runW4(side string, realistic bool) (result, error) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	in := w4Plain(start)
+	if realistic {
+		in = w4Realistic(start)
+	}
+	seeds := in.seeds
 	a := newW4API(seeds)
 	var m *w4Manager
 	if side == kubelet {
@@ -240,19 +290,33 @@ func runW4(side string) (result, error) {
 			return nil, err
 		}
 	}
+	deleted := func(i int) error {
+		if err := a.markDeleted(in.deleting[i]); err != nil {
+			return err
+		}
+		m.deleted(in.deleting[i])
+		return nil
+	}
 	m0 := work.Mallocs()
 	c0 := work.CPU()
 	t0 := time.Now()
 	for r := range w4Rounds {
-		for i, pod := range seeds {
-			if err := m.set(pod, statuses[r][i]); err != nil {
+		for i, pod := range in.pods[r] {
+			if in.deletedAt[i] == r {
+				if err := deleted(i); err != nil {
+					return nil, err
+				}
+			}
+			if err := m.set(pod, in.statuses[r][i]); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for _, d := range deleting {
-		if err := a.markDeleted(d); err != nil {
-			return nil, err
+	for i, d := range in.deleting {
+		if in.deletedAt[i] == w4Rounds {
+			if err := deleted(i); err != nil {
+				return nil, err
+			}
 		}
 		if err := m.terminate(d); err != nil {
 			return nil, err
