@@ -59,8 +59,10 @@ type workload struct {
 }
 
 var workloads = []workload{
-	{"W1-informer", kubelet, func(s string) (result, error) { return runW1(s, false) }, w1Figures},
-	{"W1-fresh", kubelet, func(s string) (result, error) { return runW1(s, true) }, w1Figures},
+	{"W1-informer", kubelet, func(s string) (result, error) { return runW1(s, false, false) }, w1Figures},
+	{"W1-fresh", kubelet, func(s string) (result, error) { return runW1(s, true, false) }, w1Figures},
+	{"W1-informer-full", kubelet, func(s string) (result, error) { return runW1(s, false, true) }, w1Figures},
+	{"W1-fresh-full", kubelet, func(s string) (result, error) { return runW1(s, true, true) }, w1Figures},
 	{"W2", kubelet, func(s string) (result, error) { return runW2(s, false) }, w2Figures},
 	{"W2-real", kubelet, func(s string) (result, error) { return runW2(s, true) }, w2RealFigures},
 	{"W2-hot", kubelet, runW2Hot, w2HotFigures},

@@ -25,8 +25,10 @@ func kubeletMerger() merger {
 	}
 }
 
-func podlifeMerger() merger {
-	s := config.NewStore()
+// podlifeMerger is podlife's Store; full turns the api source's resourceVersion shortcut
+// off (every pod compared field by field, as the kubelet does).
+func podlifeMerger(full bool) merger {
+	s := config.NewStoreWithConfig(config.StoreConfig{FullComparison: full})
 	return func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod) {
 		c := s.Merge(config.PodUpdate{Op: config.Set, Source: "api", Pods: pods})
 		out[work.Add], out[work.Update], out[work.Delete], out[work.Remove], out[work.Reconcile] = c.Adds, c.Updates, c.Deletes, c.Removes, c.Reconciles
@@ -36,12 +38,13 @@ func podlifeMerger() merger {
 
 // runW1 is W1 (BENCHMARKS.md) in one input mode: the initial Set of 5,000 pods, then 50
 // rounds; the input of every Set is made before the clock starts and every Set's
-// classification is checked. Timed: the merge call only.
-func runW1(side string, fresh bool) (result, error) {
+// classification is checked. Timed: the merge call only. full turns podlife's
+// resourceVersion shortcut off (the kubelet has none: its side is the same either way).
+func runW1(side string, fresh, full bool) (result, error) {
 	g := work.NewW1(fresh)
 	m := kubeletMerger()
 	if side == podlife {
-		m = podlifeMerger()
+		m = podlifeMerger(full)
 	}
 	res := result{}
 	measure := func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod, wall, cpu time.Duration, allocs uint64) {
