@@ -112,8 +112,16 @@ func TestNodeLifecycleVirtual(t *testing.T) {
 
 // runVirtualChild runs TestNodeLifecycleVirtual in a child process and returns its result.
 func runVirtualChild(b *testing.B, n int) lifecycleResult {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNodeLifecycleVirtual$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d", lifecycleEnv, n))
+	return runChild[lifecycleResult](b, "TestNodeLifecycleVirtual", fmt.Sprintf("%s=%d", lifecycleEnv, n), lifecyclePrefix)
+}
+
+// runChild runs the test named test in a child process of this test binary, with env
+// ("NAME=value") added to its environment, and decodes the JSON result it printed on the
+// line starting with prefix.
+func runChild[T any](b *testing.B, test, env, prefix string) T {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("child: %v\n%s", err, out)
@@ -121,8 +129,8 @@ func runVirtualChild(b *testing.B, n int) lifecycleResult {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), lifecyclePrefix); ok {
-			var r lifecycleResult
+		if line, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			var r T
 			if err := json.Unmarshal([]byte(line), &r); err != nil {
 				b.Fatal(err)
 			}
@@ -130,7 +138,8 @@ func runVirtualChild(b *testing.B, n int) lifecycleResult {
 		}
 	}
 	b.Fatalf("child printed no result:\n%s", out)
-	return lifecycleResult{}
+	var zero T
+	return zero
 }
 
 // lifecycleResult is what one run measured (sums, for add).

@@ -3,18 +3,15 @@
 package node_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -132,25 +129,7 @@ func TestW6ScaleVirtual(t *testing.T) {
 
 // runW6Child runs TestW6ScaleVirtual in a child process and returns its result.
 func runW6Child(b *testing.B, n, syncs int) w6Result {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestW6ScaleVirtual$", "-test.count=1")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d", w6Env, n, syncs))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		b.Fatalf("child: %v\n%s", err, out)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		if line, ok := strings.CutPrefix(sc.Text(), w6Prefix); ok {
-			var r w6Result
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				b.Fatal(err)
-			}
-			return r
-		}
-	}
-	b.Fatalf("child printed no result:\n%s", out)
-	return w6Result{}
+	return runChild[w6Result](b, "TestW6ScaleVirtual", fmt.Sprintf("%s=%d,%d", w6Env, n, syncs), w6Prefix)
 }
 
 // w6Result is what one run measured (sums, for add).
