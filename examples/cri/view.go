@@ -153,15 +153,20 @@ func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 	return r.podStatusByList(ctx, &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace})
 }
 
+// forget drops an object the runtime no longer has from the pod's known objects.
+func (r *Runtime) forget(uid types.UID, id string) {
+	r.mu.Lock()
+	r.index.forget(uid, id)
+	r.mu.Unlock()
+}
+
 // podStatusByID reads the pod's status from its known objects.
 func (r *Runtime) podStatusByID(ctx context.Context, st *pleg.PodStatus, sandboxIDs, containerIDs []string) (*pleg.PodStatus, error) {
 	var ips map[string][]string
 	for _, id := range sandboxIDs {
 		ss, sbIPs, err := r.sandboxStatus(ctx, id)
 		if isNotFound(err) {
-			r.mu.Lock()
-			r.index.forget(st.ID, id)
-			r.mu.Unlock()
+			r.forget(st.ID, id)
 			continue
 		}
 		if err != nil {
@@ -187,9 +192,7 @@ func (r *Runtime) podStatusByID(ctx context.Context, st *pleg.PodStatus, sandbox
 		// A cached status is reused only once the container exited (it changes no more).
 		s, err := r.containerStatus(ctx, id, pleg.ContainerStateExited)
 		if isNotFound(err) {
-			r.mu.Lock()
-			r.index.forget(st.ID, id)
-			r.mu.Unlock()
+			r.forget(st.ID, id)
 			continue
 		}
 		if err != nil {
