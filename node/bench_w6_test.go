@@ -346,6 +346,7 @@ type instantAPI struct {
 
 	mu         sync.Mutex
 	pods       map[types.NamespacedName]*serverPod
+	rv         int // the last resourceVersion given, as the API server bumps it on every write
 	c          instantCounts
 	n, running int
 	allRunning chan struct{}
@@ -473,7 +474,7 @@ func (a *instantAPI) PatchPodStatus(_ context.Context, namespace, name string, p
 	np := *cur
 	np.Status = st
 	np.Status.Phase = ph
-	np.ResourceVersion = strconv.Itoa(a.c.Patches + 1)
+	np.ResourceVersion = a.nextResourceVersion()
 	sp.pod = &np
 	a.queue(config.Update, &np)
 	return &np, nil
@@ -513,6 +514,13 @@ func (a *instantAPI) DeletePod(_ context.Context, namespace, name string, uid ty
 	return nil
 }
 
+// nextResourceVersion is the resourceVersion of a write (a.mu held): a new one every time,
+// as the API server's, which the config merge's resourceVersion shortcut relies on.
+func (a *instantAPI) nextResourceVersion() string {
+	a.rv++
+	return strconv.Itoa(a.rv + 1) // the pods are created with "1"
+}
+
 // markDeleted is the API server's graceful delete of p: the stored pod gets a
 // deletionTimestamp and grace period.
 func (a *instantAPI) markDeleted(p *v1.Pod, at metav1.Time, grace int64) bool {
@@ -524,6 +532,7 @@ func (a *instantAPI) markDeleted(p *v1.Pod, at metav1.Time, grace int64) bool {
 	}
 	np := *sp.pod
 	np.DeletionTimestamp, np.DeletionGracePeriodSeconds = &at, &grace
+	np.ResourceVersion = a.nextResourceVersion()
 	sp.pod = &np
 	a.queue(config.Update, &np)
 	return true
