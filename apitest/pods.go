@@ -187,13 +187,16 @@ func (s *Server) deleteLocked(namespace, name string, opts metav1.DeleteOptions,
 	grace, remove := s.deleteGrace(cur, opts.GracePeriodSeconds)
 	switch {
 	case remove:
+		// A new object, as for every write: cur may still be on its way to the observer
+		// and the watchers (deliver reads it without the lock), so it is never modified.
+		gone := withMeta(cur)
 		detail := "deleted at once (grace 0)"
 		if verb == "final-delete" {
 			detail = fmt.Sprintf("deleted from the API (grace 0, UID precondition %s)", cur.UID)
-			s.finalDeleted = append(s.finalDeleted, cur)
+			s.finalDeleted = append(s.finalDeleted, gone)
 		}
-		s.store(Deleted, cur, verb, detail)
-		return cur, nil
+		s.store(Deleted, gone, verb, detail)
+		return gone, nil
 	case grace == nil:
 		return nil, nil // a graceful delete is pending already
 	}

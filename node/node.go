@@ -87,6 +87,11 @@ type Config struct {
 	// per pod at a time (statusmgr.Config.MaxConcurrentWrites; 0:
 	// statusmgr.DefaultMaxConcurrentWrites).
 	MaxConcurrentWrites int
+	// FullComparison turns off the config merge's resourceVersion shortcut for the "api"
+	// source (config.StoreConfig.FullComparison): set it when that source may deliver a
+	// pod with changed contents under an unchanged resourceVersion (a hand-made fixture;
+	// the API server never does).
+	FullComparison bool
 	// SerializeByName: a pod does not start while another pod of the same namespace and
 	// name still runs (podworker.Config.SerializeByName); for runtimes that key pods by
 	// name, like virtual-kubelet providers.
@@ -145,6 +150,7 @@ func New(cfg Config) (*Node, error) {
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	var err error
 	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, Clock: cfg.Clock, Logger: cfg.Logger,
+		FullComparison: cfg.FullComparison,
 		OnDrop: func(d config.Drop) {
 			n.emit(Event{Kind: EventError, Pod: d.Pod, Reason: ReasonDropped, Err: d.Err})
 		}})

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/node"
@@ -46,6 +47,7 @@ type envOpts struct {
 	sources        []string
 	patcher        func(*statusmgrtest.FakeAPI) any
 	noAPISource    bool
+	fullComparison bool
 	// recorder, metrics and wrap (the runtime as the node sees it) for observe_test.go.
 	recorder node.EventRecorder
 	metrics  node.Metrics
@@ -63,7 +65,7 @@ func start(t *testing.T, api *statusmgrtest.FakeAPI, mem *plegtest.Runtime, o en
 	}
 	e := &env{t: t, api: api, mem: mem, rt: nodetest.NewRuntime(mem, o.containers), done: make(chan error, 2)}
 	cfg := node.Config{NodeName: nodeName, Runtime: e.rt, Patcher: api, Sources: o.sources, OnEvent: e.record,
-		Recorder: o.recorder, Metrics: o.metrics}
+		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison}
 	if o.wrap != nil {
 		cfg.Runtime = o.wrap(e.rt)
 	}
@@ -166,6 +168,40 @@ func (e *env) waitPhase(name string, phase v1.PodPhase) {
 func (e *env) waitGone(name string) {
 	e.t.Helper()
 	e.waitPod(name, func(_ *v1.Pod, ok bool) bool { return !ok })
+}
+
+// A source that changes a pod under an unchanged resourceVersion (a hand-made fixture; the
+// API server never does) needs FullComparison: by default the config merge takes the
+// resourceVersion's word and the graceful delete is not seen.
+func TestFullComparison(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			e := start(t, nil, nil, envOpts{noAPISource: true, fullComparison: full})
+			p := e.create(newPod("web", 30, v1.RestartPolicyAlways, nil))
+			p.ResourceVersion = "1"
+			ctx := context.Background()
+			if err := e.n.Update(ctx, config.PodUpdate{Op: config.Set, Source: node.SourceAPI, Pods: []*v1.Pod{p}}); err != nil {
+				t.Fatal(err)
+			}
+			e.waitPhase("web", v1.PodRunning)
+			d := p.DeepCopy()
+			now := metav1.Now()
+			d.DeletionTimestamp, d.DeletionGracePeriodSeconds = &now, ptr.To(int64(30))
+			if err := e.n.Update(ctx, config.PodUpdate{Op: config.Set, Source: node.SourceAPI, Pods: []*v1.Pod{d}}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(5 * time.Second)
+			synctest.Wait()
+			e.stop()
+			want := 0
+			if full {
+				want = 1
+			}
+			if n := e.rt.Count(nodetest.VerbKillPod, p.UID); n != want {
+				t.Errorf("FullComparison %v: %d KillPod calls after a delete under the same resourceVersion, want %d", full, n, want)
+			}
+		})
+	}
 }
 
 // Seed 001: a pod's creation, Pending then Running, with the container's ID and start
