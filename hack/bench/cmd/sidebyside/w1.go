@@ -11,16 +11,17 @@ import (
 	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/hack/bench/internal/work"
 	kconfig "github.com/podlife/podlife/hack/bench/kubelet/config"
+	"github.com/podlife/podlife/internal/seedpod"
 )
 
 // merger is one side's config merge of a Set of source "api": the pods by kind.
-type merger func(pods []*v1.Pod) [work.NumKinds][]*v1.Pod
+type merger func(pods []*v1.Pod) [seedpod.W1Kinds][]*v1.Pod
 
 func kubeletMerger() merger {
 	s := kconfig.NewStorage()
 	ctx := context.Background()
-	return func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod) {
-		out[work.Add], out[work.Update], out[work.Delete], out[work.Remove], out[work.Reconcile] = s.Set(ctx, "api", pods)
+	return func(pods []*v1.Pod) (out [seedpod.W1Kinds][]*v1.Pod) {
+		out[seedpod.W1Add], out[seedpod.W1Update], out[seedpod.W1Delete], out[seedpod.W1Remove], out[seedpod.W1Reconcile] = s.Set(ctx, "api", pods)
 		return out
 	}
 }
@@ -29,9 +30,9 @@ func kubeletMerger() merger {
 // off (every pod compared field by field, as the kubelet does).
 func podlifeMerger(full bool) merger {
 	s := config.NewStoreWithConfig(config.StoreConfig{FullComparison: full})
-	return func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod) {
+	return func(pods []*v1.Pod) (out [seedpod.W1Kinds][]*v1.Pod) {
 		c := s.Merge(config.PodUpdate{Op: config.Set, Source: "api", Pods: pods})
-		out[work.Add], out[work.Update], out[work.Delete], out[work.Remove], out[work.Reconcile] = c.Adds, c.Updates, c.Deletes, c.Removes, c.Reconciles
+		out[seedpod.W1Add], out[seedpod.W1Update], out[seedpod.W1Delete], out[seedpod.W1Remove], out[seedpod.W1Reconcile] = c.Adds, c.Updates, c.Deletes, c.Removes, c.Reconciles
 		return out
 	}
 }
@@ -41,13 +42,13 @@ func podlifeMerger(full bool) merger {
 // classification is checked. Timed: the merge call only. full turns podlife's
 // resourceVersion shortcut off (the kubelet has none: its side is the same either way).
 func runW1(side string, fresh, full bool) (result, error) {
-	g := work.NewW1(fresh)
+	g := seedpod.NewW1(fresh)
 	m := kubeletMerger()
 	if side == podlife {
 		m = podlifeMerger(full)
 	}
 	res := result{}
-	measure := func(pods []*v1.Pod) (out [work.NumKinds][]*v1.Pod, wall, cpu time.Duration, allocs uint64) {
+	measure := func(pods []*v1.Pod) (out [seedpod.W1Kinds][]*v1.Pod, wall, cpu time.Duration, allocs uint64) {
 		runtime.GC()
 		a0 := work.Mallocs()
 		c0 := work.CPU()
@@ -60,15 +61,15 @@ func runW1(side string, fresh, full bool) (result, error) {
 	}
 	initial := g.List()
 	out, wall, cpu, allocs := measure(initial)
-	if len(out[work.Add]) != work.W1Pods || len(out[work.Update])+len(out[work.Delete])+len(out[work.Remove])+len(out[work.Reconcile]) != 0 {
-		return nil, fmt.Errorf("initial Set: %d adds, want %d and nothing else", len(out[work.Add]), work.W1Pods)
+	if len(out[seedpod.W1Add]) != seedpod.W1Pods || len(out[seedpod.W1Update])+len(out[seedpod.W1Delete])+len(out[seedpod.W1Remove])+len(out[seedpod.W1Reconcile]) != 0 {
+		return nil, fmt.Errorf("initial Set: %d adds, want %d and nothing else", len(out[seedpod.W1Add]), seedpod.W1Pods)
 	}
-	res["initial-ns/pod"] = float64(wall.Nanoseconds()) / work.W1Pods
-	res["initial-cpu-ns/pod"] = float64(cpu.Nanoseconds()) / work.W1Pods
-	res["initial-allocs/pod"] = float64(allocs) / work.W1Pods
+	res["initial-ns/pod"] = float64(wall.Nanoseconds()) / seedpod.W1Pods
+	res["initial-cpu-ns/pod"] = float64(cpu.Nanoseconds()) / seedpod.W1Pods
+	res["initial-allocs/pod"] = float64(allocs) / seedpod.W1Pods
 	var tw, tc time.Duration
 	var ta uint64
-	for round := range work.W1Rounds {
+	for round := range seedpod.W1Rounds {
 		pods := g.Round()
 		out, wall, cpu, allocs := measure(pods)
 		if msg := g.Check(out); msg != "" {
@@ -78,7 +79,7 @@ func runW1(side string, fresh, full bool) (result, error) {
 		tc += cpu
 		ta += allocs
 	}
-	podRounds := float64(work.W1Rounds * work.W1Pods)
+	podRounds := float64(seedpod.W1Rounds * seedpod.W1Pods)
 	res["ns/pod-round"] = float64(tw.Nanoseconds()) / podRounds
 	res["cpu-ns/pod-round"] = float64(tc.Nanoseconds()) / podRounds
 	res["allocs/pod-round"] = float64(ta) / podRounds
