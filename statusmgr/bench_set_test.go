@@ -25,7 +25,7 @@ func BenchmarkSetPodStatusParallel(b *testing.B) {
 	for i := range seeds {
 		seeds[i] = seedpod.Merged(i, start)
 		for r := range rounds {
-			statuses[i] = append(statuses[i], w4Status(seeds[i], r, start))
+			statuses[i] = append(statuses[i], seedpod.W4Status(seeds[i], r, start))
 		}
 	}
 	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
@@ -54,7 +54,7 @@ func BenchmarkSetPodStatusParallel(b *testing.B) {
 func BenchmarkNormalizeStatus(b *testing.B) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pod := seedpod.Merged(0, start)
-	st := w4Status(pod, 7, start.Add(123456789*time.Nanosecond))
+	st := seedpod.W4Status(pod, 7, start.Add(123456789*time.Nanosecond))
 	statuses := make([]v1.PodStatus, 64)
 	for i := range statuses {
 		statuses[i] = *st.DeepCopy()

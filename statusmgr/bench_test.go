@@ -2,7 +2,6 @@ package statusmgr_test
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,39 +15,6 @@ import (
 )
 
 func ptrTo[T any](v T) *T { return &v }
-
-// w4Status is the node agent's status of pod i in round r (0..19): the container is
-// restarted every 5 rounds and flips readiness, so phase, conditions and container
-// statuses all change.
-func w4Status(pod *v1.Pod, r int, start time.Time) v1.PodStatus {
-	s := *pod.Status.DeepCopy()
-	ready := r%2 == 1
-	cs := &s.ContainerStatuses[0]
-	cs.RestartCount = int32(r / 5)
-	cs.Ready = ready
-	cs.ContainerID = fmt.Sprintf("containerd://%062x%02d", r/5, r/5)
-	cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(start.Add(time.Duration(r/5) * time.Minute))}}
-	if r/5 > 0 {
-		cs.LastTerminationState = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
-			FinishedAt: metav1.NewTime(start.Add(time.Duration(r/5) * time.Minute))}}
-	}
-	status := v1.ConditionFalse
-	if ready {
-		status = v1.ConditionTrue
-	}
-	s.Conditions = []v1.PodCondition{
-		{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue},
-		{Type: v1.PodInitialized, Status: v1.ConditionTrue},
-		{Type: v1.PodReady, Status: status},
-		{Type: v1.ContainersReady, Status: status},
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-	}
-	if r < 2 {
-		s.Phase = v1.PodPending
-		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
-	}
-	return s
-}
 
 // BenchmarkW4StatusManager is BENCHMARKS.md's W4: 1,000 pods, 20 SetPodStatus calls per pod
 // interleaved across pods, then TerminatePod for every pod (each carries a deletionTimestamp
@@ -108,7 +74,7 @@ func w4Plain() *w4Input {
 		d.DeletionGracePeriodSeconds = ptrTo(int64(30))
 		in.seeds[i], in.deleting[i], in.deletedAt[i] = p, d, w4Rounds
 		for r := range w4Rounds {
-			in.pods[r][i], in.statuses[r][i] = p, w4Status(p, r, w4Start)
+			in.pods[r][i], in.statuses[r][i] = p, seedpod.W4Status(p, r, w4Start)
 		}
 	}
 	return in

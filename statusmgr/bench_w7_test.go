@@ -123,7 +123,7 @@ func runW7(tb testing.TB, pods, maxWrites int, clk clock.Clock) ([]time.Duration
 	go func() { done <- m.Run(ctx) }()
 	// Untimed: every pod Running on the server, the manager holding its copy.
 	for i, p := range seeds {
-		if err := m.SetPodStatus(p, w4Status(p, 2, start)); err != nil {
+		if err := m.SetPodStatus(p, seedpod.W4Status(p, 2, start)); err != nil {
 			tb.Fatal(i, err)
 		}
 	}

@@ -27,39 +27,6 @@ const (
 	w4Rounds = 20
 )
 
-// w4Status is the node agent's status of pod i in round r (0..19), exactly as podlife's
-// statusmgr/bench_test.go: the container restarts every 5 rounds and flips readiness, so
-// phase, conditions and container statuses all change.
-func w4Status(pod *v1.Pod, r int, start time.Time) v1.PodStatus {
-	s := *pod.Status.DeepCopy()
-	ready := r%2 == 1
-	cs := &s.ContainerStatuses[0]
-	cs.RestartCount = int32(r / 5)
-	cs.Ready = ready
-	cs.ContainerID = fmt.Sprintf("containerd://%062x%02d", r/5, r/5)
-	cs.State = v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(start.Add(time.Duration(r/5) * time.Minute))}}
-	if r/5 > 0 {
-		cs.LastTerminationState = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Reason: "Error",
-			FinishedAt: metav1.NewTime(start.Add(time.Duration(r/5) * time.Minute))}}
-	}
-	st := v1.ConditionFalse
-	if ready {
-		st = v1.ConditionTrue
-	}
-	s.Conditions = []v1.PodCondition{
-		{Type: v1.PodReadyToStartContainers, Status: v1.ConditionTrue},
-		{Type: v1.PodInitialized, Status: v1.ConditionTrue},
-		{Type: v1.PodReady, Status: st},
-		{Type: v1.ContainersReady, Status: st},
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-	}
-	if r < 2 {
-		s.Phase = v1.PodPending
-		cs.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
-	}
-	return s
-}
-
 // w4API is client-go's fake clientset holding the seed pods, with a reactor in front of
 // its object tracker that counts GET, PATCH and DELETE calls and patch bytes, checks that
 // every pod is deleted with a terminal phase and every container terminated, and closes
@@ -221,7 +188,7 @@ type w4Input struct {
 }
 
 // w4Plain is podlife's own W4 input (statusmgr/bench_test.go): every pod deleted only
-// before TerminatePod, statuses from w4Status.
+// before TerminatePod, statuses from seedpod.W4Status.
 func w4Plain(start time.Time) *w4Input {
 	in := &w4Input{seeds: make([]*v1.Pod, w4Pods), deleting: make([]*v1.Pod, w4Pods), deletedAt: make([]int, w4Pods),
 		pods: make([][]*v1.Pod, w4Rounds), statuses: make([][]v1.PodStatus, w4Rounds)}
@@ -236,7 +203,7 @@ func w4Plain(start time.Time) *w4Input {
 	for r := range w4Rounds {
 		in.pods[r], in.statuses[r] = in.seeds, make([]v1.PodStatus, w4Pods)
 		for i, p := range in.seeds {
-			in.statuses[r][i] = w4Status(p, r, start)
+			in.statuses[r][i] = seedpod.W4Status(p, r, start)
 		}
 	}
 	return in
