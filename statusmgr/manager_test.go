@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -18,7 +17,7 @@ import (
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
-var epoch = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+var epoch = statusmgrtest.Epoch
 
 func testPod(name string, uid types.UID) *v1.Pod {
 	return &v1.Pod{
@@ -43,25 +42,14 @@ func deleting(p *v1.Pod) *v1.Pod {
 	return p
 }
 
+// runningStatus is the harness's "running" (ready) or "notready" status.
 func runningStatus(ready bool) v1.PodStatus {
-	rs := v1.ConditionFalse
+	name := "notready"
 	if ready {
-		rs = v1.ConditionTrue
+		name = "running"
 	}
-	return v1.PodStatus{
-		Phase: v1.PodRunning,
-		Conditions: []v1.PodCondition{
-			{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-			{Type: v1.PodReady, Status: rs},
-			{Type: v1.ContainersReady, Status: rs},
-		},
-		HostIP: "10.0.0.1",
-		PodIP:  "10.1.0.1",
-		ContainerStatuses: []v1.ContainerStatus{{
-			Name: "c", Image: "busybox", ContainerID: "containerd://c1", Ready: ready,
-			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(epoch)}},
-		}},
-	}
+	s, _ := statusmgrtest.Preset(name)
+	return s
 }
 
 type harness struct {
