@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 
@@ -101,7 +100,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		channels: map[string]chan PodUpdate{},
 	}
 	if m.logger == nil {
-		m.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		m.logger = slog.New(slog.DiscardHandler)
 	}
 	for _, s := range cfg.Sources {
 		if s == "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -143,7 +142,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	r := &Runner{
 		syncer:       cfg.Syncer,
