@@ -85,7 +85,7 @@ func TestNeedsUpdate(t *testing.T) {
 		{"older version sent", entry{pod: podWith(nil), version: 3, sentVersion: 2}, true},
 		{"latest sent", entry{pod: podWith(nil), version: 3, sentVersion: 3, server: server(nil)}, false},
 		{"sent, finished, no deletion", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true,
-			status: v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, false},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, false},
 		{"sent, finished, deletable on the server", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
 			server: server(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodFailed })}, true},
 		{"sent, not finished, deletable phase", entry{pod: deletingPod, version: 2, sentVersion: 2,
@@ -95,7 +95,7 @@ func TestNeedsUpdate(t *testing.T) {
 		{"sent, finished, stale server copy without deletion", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
 			server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, true},
 		{"sent, finished, terminal phase held back on the server", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true,
-			status: v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodRunning })}, true},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodRunning })}, true},
 		{"mirror pod never deleted", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
 			server: server(func(p *v1.Pod) {
 				withDeletion(p)
@@ -105,6 +105,9 @@ func TestNeedsUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.e.status == nil {
+				tc.e.status = &v1.PodStatus{} // a stored entry always has one
+			}
 			if got := tc.e.needsUpdate(); got != tc.want {
 				t.Errorf("needsUpdate = %v, want %v", got, tc.want)
 			}

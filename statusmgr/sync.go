@@ -45,7 +45,7 @@ func (m *Manager) reconcile() {
 		if m.couldRun != nil {
 			couldRun = m.couldRun(s.uid)
 		}
-		merged := MergePodStatusAt(src, src.Status, s.status, couldRun, now)
+		merged := MergePodStatusAt(src, src.Status, *s.status, couldRun, now)
 		if _, unchanged, err := StatusPatch(src.UID, &src.Status, &merged); err == nil && !unchanged {
 			stale = append(stale, s)
 		}
@@ -78,7 +78,7 @@ func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 // podSync builds the PodSync of a snapshot, asking the callbacks (CouldHaveRunningContainers,
 // the PodLookup) what it needs; no lock held.
 func (m *Manager) podSync(s snapshot) *PodSync {
-	in := PodSyncInput{Pod: s.pod, Status: s.status, Finished: s.finished, CouldRunContainers: !s.finished,
+	in := PodSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
 		Server: s.server, MaxConflictRetries: m.maxConflict}
 	if m.couldRun != nil {
 		in.CouldRunContainers = m.couldRun(s.uid)
