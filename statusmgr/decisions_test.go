@@ -3,7 +3,10 @@ package statusmgr
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -451,6 +454,16 @@ func TestReadinessConditions(t *testing.T) {
 				Message: "containers with unknown status: [b], containers with unready status: [a]", ObservedGeneration: 2},
 			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
 				Message: "containers with unknown status: [b], containers with unready status: [a]", ObservedGeneration: 2}},
+		{"two unready", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", false), ready("b", false)}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unready status: [a b]", ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unready status: [a b]", ObservedGeneration: 2}},
+		{"two unknown", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unknown status: [a b]", ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unknown status: [a b]", ObservedGeneration: 2}},
 		{"ready containers, gate missing", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", true), ready("b", true)}},
 			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, ObservedGeneration: 2},
 			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady,
@@ -534,5 +547,65 @@ func TestFuncsAdapters(t *testing.T) {
 	_ = p.DeletePod(ctx, "n", "p", "u")
 	if called != 3 {
 		t.Errorf("called %d functions, want 3", called)
+	}
+}
+
+// notReadyMessage writes what the kubelet's fmt.Sprintf("containers with ... status: %s",
+// names) parts joined with ", " give.
+func TestNotReadyMessage(t *testing.T) {
+	for _, tc := range []struct {
+		unknown, unready []string
+	}{
+		{nil, []string{"a"}},
+		{[]string{"a"}, nil},
+		{[]string{"a", "b c"}, []string{"d", "", "e"}},
+		{[]string{""}, []string{"x"}},
+	} {
+		var parts []string
+		if len(tc.unknown) > 0 {
+			parts = append(parts, fmt.Sprintf("containers with unknown status: %s", tc.unknown))
+		}
+		if len(tc.unready) > 0 {
+			parts = append(parts, fmt.Sprintf("containers with unready status: %s", tc.unready))
+		}
+		if got, want := notReadyMessage(tc.unknown, tc.unready), strings.Join(parts, ", "); got != want {
+			t.Errorf("notReadyMessage(%q, %q) = %q, want %q", tc.unknown, tc.unready, got, want)
+		}
+	}
+}
+
+// A sync's outcome is logged with the pod's keys: a failure at Error with its reason and
+// error, the others at Debug (nothing at all when the logger does not take Debug).
+func TestLogOutcome(t *testing.T) {
+	pod := podWith(nil)
+	s := snapshot{uid: pod.UID, pod: pod, version: 3}
+	for _, tc := range []struct {
+		name  string
+		level slog.Level
+		o     Outcome
+		want  string
+	}{
+		{"synced at debug", slog.LevelDebug, Outcome{Reason: ReasonSynced},
+			`level=DEBUG msg="status synced" pod=ns/p podUID=u1 version=3` + "\n"},
+		{"synced at info", slog.LevelInfo, Outcome{Reason: ReasonSynced}, ""},
+		{"failed", slog.LevelInfo, Outcome{Reason: ReasonDeleteFailed, Err: errors.New("boom")},
+			`level=ERROR msg="status sync failed; will retry" pod=ns/p podUID=u1 version=3 reason=delete-failed err=boom` + "\n"},
+		{"unknown reason", slog.LevelDebug, Outcome{Reason: Reason(99)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			h := slog.NewTextHandler(&b, &slog.HandlerOptions{Level: tc.level,
+				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+					if a.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return a
+				}})
+			m := &Manager{log: slog.New(h)}
+			m.logOutcome(s, tc.o)
+			if b.String() != tc.want {
+				t.Errorf("logged %q, want %q", b.String(), tc.want)
+			}
+		})
 	}
 }

@@ -47,7 +47,15 @@ func MergePodStatus(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveRun
 //     pod.Generation (LastTransitionTime = now when the Status changes).
 //  8. Everything else comes from newStatus.
 func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
-	merged := *newStatus.DeepCopy()
+	merged := mergeStatus(pod, &oldStatus, &newStatus, couldHaveRunningContainers, now)
+	return *merged.DeepCopy()
+}
+
+// mergeStatus is MergePodStatusAt without the copy, for the manager's syncs, which only
+// read the result: it shares memory with oldStatus and newStatus (its Conditions slice
+// is its own) and modifies neither.
+func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
+	merged := *newStatus
 
 	var conds []v1.PodCondition
 	if n := len(oldStatus.Conditions) + len(newStatus.Conditions); n > 0 {
@@ -55,13 +63,13 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 	}
 	for i := range oldStatus.Conditions {
 		if !IsKubeletOwnedCondition(oldStatus.Conditions[i].Type) {
-			conds = append(conds, *oldStatus.Conditions[i].DeepCopy())
+			conds = append(conds, oldStatus.Conditions[i])
 		}
 	}
 	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
 	takeDisruption := transitioning && !couldHaveRunningContainers
-	for i := range merged.Conditions {
-		c := merged.Conditions[i]
+	for i := range newStatus.Conditions {
+		c := newStatus.Conditions[i]
 		switch {
 		case IsKubeletOwnedCondition(c.Type):
 			conds = append(conds, c)
@@ -82,15 +90,9 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 	}
 	merged.Conditions = conds
 
-	old := (&v1.PodStatus{
-		ResourceClaimStatuses:                oldStatus.ResourceClaimStatuses,
-		ExtendedResourceClaimStatus:          oldStatus.ExtendedResourceClaimStatus,
-		NodeAllocatableResourceClaimStatuses: oldStatus.NodeAllocatableResourceClaimStatuses,
-	}).DeepCopy()
-	merged.ResourceClaimStatuses = old.ResourceClaimStatuses
-	merged.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
-	merged.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
-
+	merged.ResourceClaimStatuses = oldStatus.ResourceClaimStatuses
+	merged.ExtendedResourceClaimStatus = oldStatus.ExtendedResourceClaimStatus
+	merged.NodeAllocatableResourceClaimStatuses = oldStatus.NodeAllocatableResourceClaimStatuses
 	if transitioning && couldHaveRunningContainers {
 		merged.Phase = oldStatus.Phase
 		merged.Reason = oldStatus.Reason

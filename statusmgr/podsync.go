@@ -347,7 +347,7 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		}
 		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
 	}
-	merged := MergePodStatusAt(server, server.Status, p.in.Status, p.in.CouldRunContainers, now)
+	merged := mergeStatus(server, &server.Status, &p.in.Status, p.in.CouldRunContainers, now)
 	patch, unchanged, err := StatusPatch(server.UID, &server.Status, &merged)
 	if err != nil {
 		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
