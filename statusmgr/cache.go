@@ -2,11 +2,11 @@ package statusmgr
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -475,9 +475,18 @@ func statusEqualByKubelet(a, b *v1.PodStatus) bool {
 	if !kubeletConditionsEqual(a.Conditions, b.Conditions) || !kubeletConditionsEqual(b.Conditions, a.Conditions) {
 		return false
 	}
-	x, y := *a, *b
-	x.Conditions, y.Conditions = nil, nil
-	return equality.Semantic.DeepEqual(x, y)
+	// Field by field in place (as StatusPatch compares them), not copies with the
+	// conditions cleared: no copy of either status, no boxing.
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for _, jf := range statusFields() {
+		if jf.name == "conditions" {
+			continue
+		}
+		if i := jf.f.Index[0]; !fieldEqual(av.Field(i), bv.Field(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 func kubeletConditionsEqual(a, b []v1.PodCondition) bool {

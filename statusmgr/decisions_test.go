@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -605,6 +607,71 @@ func TestLogOutcome(t *testing.T) {
 			m.logOutcome(s, tc.o)
 			if b.String() != tc.want {
 				t.Errorf("logged %q, want %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// statusEqualByKubelet compares field by field what the kubelet compares (every field
+// semantically, the kubelet's conditions by type, other conditions not at all): its
+// verdict is that of equality.Semantic on copies with the conditions cleared, after the
+// conditions' check.
+func TestStatusEqualByKubelet(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	base := func() v1.PodStatus {
+		start := metav1.NewTime(at)
+		return v1.PodStatus{
+			Phase: v1.PodRunning, StartTime: &start, PodIP: "10.0.0.1",
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: "example.com/gate", Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "a", Ready: true,
+				State:     v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}},
+				Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(s *v1.PodStatus)
+		want   bool
+	}{
+		{"same", func(*v1.PodStatus) {}, true},
+		{"other client's condition differs", func(s *v1.PodStatus) { s.Conditions[1].Status = v1.ConditionFalse }, true},
+		{"kubelet's condition differs", func(s *v1.PodStatus) { s.Conditions[0].Status = v1.ConditionFalse }, false},
+		{"phase", func(s *v1.PodStatus) { s.Phase = v1.PodFailed }, false},
+		{"pod IP", func(s *v1.PodStatus) { s.PodIP = "10.0.0.2" }, false},
+		{"start time same instant elsewhere", func(s *v1.PodStatus) {
+			st := metav1.NewTime(at.In(time.FixedZone("x", 3600)))
+			s.StartTime = &st
+		}, true},
+		{"start time later", func(s *v1.PodStatus) {
+			st := metav1.NewTime(at.Add(time.Second))
+			s.StartTime = &st
+		}, false},
+		{"no start time", func(s *v1.PodStatus) { s.StartTime = nil }, false},
+		{"empty, not nil, lists", func(s *v1.PodStatus) { s.HostIPs, s.InitContainerStatuses = []v1.HostIP{}, []v1.ContainerStatus{} }, true},
+		{"container started elsewhere, same instant", func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(at.In(time.FixedZone("y", -7200)))
+		}, true},
+		{"container not ready", func(s *v1.PodStatus) { s.ContainerStatuses[0].Ready = false }, false},
+		{"same quantity written otherwise", func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("1000m")
+		}, true},
+		{"other quantity", func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(&b)
+			got := statusEqualByKubelet(&a, &b)
+			x, y := a, b
+			x.Conditions, y.Conditions = nil, nil
+			ref := kubeletConditionsEqual(a.Conditions, b.Conditions) && kubeletConditionsEqual(b.Conditions, a.Conditions) &&
+				equality.Semantic.DeepEqual(x, y)
+			if got != tc.want || got != ref {
+				t.Errorf("statusEqualByKubelet = %v, want %v (equality.Semantic on copies: %v)", got, tc.want, ref)
+			}
+			if back := statusEqualByKubelet(&b, &a); back != got {
+				t.Errorf("not symmetric: %v one way, %v the other", got, back)
 			}
 		})
 	}

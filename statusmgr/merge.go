@@ -57,8 +57,10 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
 	merged := *newStatus
 
+	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
+	takeDisruption := transitioning && !couldHaveRunningContainers
 	var conds []v1.PodCondition
-	if n := len(oldStatus.Conditions) + len(newStatus.Conditions); n > 0 {
+	if n := mergedConditionCount(oldStatus.Conditions, newStatus.Conditions, takeDisruption); n > 0 {
 		conds = make([]v1.PodCondition, 0, n)
 	}
 	for i := range oldStatus.Conditions {
@@ -66,8 +68,6 @@ func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunni
 			conds = append(conds, oldStatus.Conditions[i])
 		}
 	}
-	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
-	takeDisruption := transitioning && !couldHaveRunningContainers
 	for i := range newStatus.Conditions {
 		c := newStatus.Conditions[i]
 		switch {
@@ -122,6 +122,24 @@ func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunni
 		}
 	}
 	return merged
+}
+
+// mergedConditionCount is the number of conditions mergeStatus keeps at most: old's not
+// owned by the kubelet, new's owned by it, and new's DisruptionTarget when it is taken
+// (then one for each, the merge keeping one).
+func mergedConditionCount(old, new []v1.PodCondition, takeDisruption bool) int {
+	n := 0
+	for i := range old {
+		if !IsKubeletOwnedCondition(old[i].Type) {
+			n++
+		}
+	}
+	for i := range new {
+		if IsKubeletOwnedCondition(new[i].Type) || (takeDisruption && new[i].Type == v1.DisruptionTarget) {
+			n++
+		}
+	}
+	return n
 }
 
 func conditionIsTrue(conds []v1.PodCondition, t v1.PodConditionType) bool {

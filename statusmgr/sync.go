@@ -73,12 +73,21 @@ func (m *Manager) reconcile() {
 // syncPod writes one snapshot to the server and deletes the pod when it can: it runs the
 // snapshot's PodSync, making the calls it asks for; no lock held.
 func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
-	return m.drive(ctx, m.podSync(s))
+	var ps PodSync // on the stack: drive keeps no reference to it
+	m.initPodSync(&ps, &s)
+	return m.drive(ctx, &ps)
 }
 
-// podSync builds the PodSync of a snapshot, asking the callbacks (CouldHaveRunningContainers,
-// the PodLookup) what it needs; no lock held.
+// podSync returns the PodSync of a snapshot (see initPodSync).
 func (m *Manager) podSync(s snapshot) *PodSync {
+	ps := new(PodSync)
+	m.initPodSync(ps, &s)
+	return ps
+}
+
+// initPodSync makes ps the PodSync of the snapshot s, asking the callbacks
+// (CouldHaveRunningContainers, the PodLookup) what it needs; no lock held.
+func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 	in := PodSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
 		Server: s.server, MaxConflictRetries: m.maxConflict}
 	if m.couldRun != nil {
@@ -95,9 +104,7 @@ func (m *Manager) podSync(s snapshot) *PodSync {
 		in.Desired = ok && p != nil && p.UID == s.uid
 	}
 	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
-	ps := NewPodSync(in)
-	ps.snap = &s
-	return ps
+	*ps = PodSync{in: in, server: in.Server, snap: s}
 }
 
 // drive runs ps to its end, making its calls, and records its outcome.
