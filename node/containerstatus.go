@@ -108,6 +108,11 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	statuses := make(map[string]*v1.ContainerStatus, len(containers))
 	for i := range containers {
 		c := &containers[i]
+		if rs.FindContainerStatusByName(c.Name) != nil {
+			// The runtime's newest instance gives its status (below): only the key now.
+			statuses[c.Name] = nil
+			continue
+		}
 		st := &v1.ContainerStatus{
 			Name:         c.Name,
 			Image:        c.Image,
