@@ -17,8 +17,9 @@ import (
 // pod's newer version waits until the call writing its older one returned, and versions
 // set meanwhile are coalesced (only the newest is sent). A sync that fails leaves the
 // status pending; it is logged, counted and retried by the next full sync. Pods not yet
-// written when ctx ends stay queued. Run returns ErrAlreadyRunning if another Run is
-// active.
+// written when ctx ends stay queued. The writes are made by at most MaxConcurrentWrites
+// goroutines, started as needed and kept (parked when idle) until ctx ends. Run returns
+// ErrAlreadyRunning if another Run is active.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.running {
