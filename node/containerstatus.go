@@ -298,9 +298,14 @@ func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, res
 
 // runtimeStatusesNewestFirst returns the runtime's container instances (nil ones
 // dropped), newest created first; instances created at the same time keep their order.
+// Read only: it is rs.ContainerStatuses itself when that is in this order already.
 func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 	if rs == nil {
 		return nil
+	}
+	newestFirst := func(a, b *pleg.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) }
+	if !slices.Contains(rs.ContainerStatuses, nil) && slices.IsSortedFunc(rs.ContainerStatuses, newestFirst) {
+		return rs.ContainerStatuses
 	}
 	out := make([]*pleg.ContainerStatus, 0, len(rs.ContainerStatuses))
 	for _, cs := range rs.ContainerStatuses {
@@ -308,7 +313,7 @@ func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 			out = append(out, cs)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *pleg.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(out, newestFirst)
 	return out
 }
 
