@@ -120,9 +120,9 @@
 //
 // A static pod's status (its source annotation is not "api") is written to its mirror pod,
 // found with Config.Lookup (else any mirror pod of that name is accepted). Mirror pods are
-// never deleted here. GetPodStatus (and PodStatusView) answers for a mirror pod's UID with its static pod's
-// status, as the kubelet does: through the Lookup if it implements PodUIDTranslator,
-// else once a sync has seen the mirror pod on the server.
+// never deleted here. GetPodStatus (and PodStatusView) answers for a mirror pod's UID with
+// its static pod's status, as the kubelet does: through the Lookup if it implements
+// PodUIDTranslator, else once a sync has seen the mirror pod on the server.
 //
 // # Implementing StatusPatcher with client-go
 //
