@@ -143,12 +143,18 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 	for _, t := range transitionTimeConditions() {
 		setTransitionTime(status, old, t, now)
 	}
-	if old.StartTime != nil && !old.StartTime.IsZero() {
-		st := *old.StartTime
-		status.StartTime = &st
-	} else if status.StartTime == nil || status.StartTime.IsZero() {
-		st := metav1.NewTime(now)
-		status.StartTime = &st
+	// status.StartTime, if set, is the caller's copy too: written in place.
+	switch {
+	case old.StartTime != nil && !old.StartTime.IsZero():
+		if status.StartTime == nil {
+			status.StartTime = new(metav1.Time)
+		}
+		*status.StartTime = *old.StartTime
+	case status.StartTime == nil:
+		t := metav1.NewTime(now)
+		status.StartTime = &t
+	case status.StartTime.IsZero():
+		*status.StartTime = metav1.NewTime(now)
 	}
 	if old.ObservedGeneration > status.ObservedGeneration {
 		status.ObservedGeneration = old.ObservedGeneration
@@ -198,9 +204,10 @@ func (c *cache) store(nv newVersion) (changed, stale bool) {
 	return true, false
 }
 
-// set is prepare and store in one, under the caller's lock (tests).
+// set is prepare and store in one, under the caller's lock (tests); status is copied, as
+// SetPodStatus copies it.
 func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
-	nv, err := prepare(pod, &status, base, c.current(pod.UID), mode, now)
+	nv, err := prepare(pod, status.DeepCopy(), base, c.current(pod.UID), mode, now)
 	if err != nil {
 		return false, err
 	}

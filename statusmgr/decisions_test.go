@@ -676,3 +676,41 @@ func TestStatusEqualByKubelet(t *testing.T) {
 		})
 	}
 }
+
+// prepare's startTime: the old status's when it has one, else the new status's own, else
+// now; never the old status's pointer (a stored status is never written through).
+func TestPrepareStartTime(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	for _, tc := range []struct {
+		name     string
+		old, new *metav1.Time
+		want     time.Time
+	}{
+		{"none anywhere", nil, nil, now},
+		{"old's kept", at(-time.Hour), nil, now.Add(-time.Hour)},
+		{"old's wins over the new one", at(-time.Hour), at(-time.Minute), now.Add(-time.Hour)},
+		{"new one without an old one", nil, at(-time.Minute), now.Add(-time.Minute)},
+		{"zero old, zero new", &metav1.Time{}, &metav1.Time{}, now},
+		{"zero old, new one", &metav1.Time{}, at(-time.Minute), now.Add(-time.Minute)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podWith(nil)
+			old := &v1.PodStatus{StartTime: tc.old}
+			oldBefore := old.DeepCopy()
+			nv, err := prepare(pod, &v1.PodStatus{StartTime: tc.new}, old, current{}, setIfChanged, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := nv.status.StartTime; got == nil || !got.Time.Equal(tc.want) {
+				t.Errorf("startTime %v, want %v", got, tc.want)
+			}
+			if tc.old != nil && nv.status.StartTime == tc.old {
+				t.Error("startTime is the old status's pointer")
+			}
+			if diff := cmp.Diff(oldBefore, old); diff != "" {
+				t.Errorf("old status changed:\n%s", diff)
+			}
+		})
+	}
+}
