@@ -119,9 +119,9 @@ type newVersion struct {
 }
 
 // prepare applies the kubelet's updateStatusInternal rules to status (the caller's copy,
-// handed over: it is modified, and stored if the version is) as the next version after cur: pure, it reads neither the
-// cache nor the clock. base is the status to compare against when nothing is cached (the
-// mirror pod's status, else pod.Status). An illegal container transition
+// handed over: it is modified, and stored if the version is) as the next version after
+// cur: pure, it reads neither the cache nor the clock. base is the status to compare
+// against when nothing is cached (the mirror pod's status, else pod.Status). An illegal container transition
 // (ErrIllegalTransition) or phase (ErrInvalidPhase) is an error. A status identical to the
 // cached one (ignoring conditions other clients own) is skipped unless mode is setForced
 // or setFinished; setFinished marks the pod finished (for good, unless it is static).
