@@ -242,7 +242,13 @@ type PodSync struct {
 
 // NewPodSync returns the machine of one sync starting from in.
 func NewPodSync(in PodSyncInput) *PodSync {
-	return &PodSync{in: in, server: in.Server}
+	ps := newPodSync(in)
+	return &ps
+}
+
+// newPodSync is NewPodSync's machine, as a value.
+func newPodSync(in PodSyncInput) PodSync {
+	return PodSync{in: in, server: in.Server}
 }
 
 // Input returns what the sync started from.

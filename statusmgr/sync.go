@@ -104,7 +104,8 @@ func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 		in.Desired = ok && p != nil && p.UID == s.uid
 	}
 	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
-	*ps = PodSync{in: in, server: in.Server, snap: s}
+	*ps = newPodSync(in)
+	ps.snap = s
 }
 
 // drive runs ps to its end, making its calls, and records its outcome.
