@@ -143,13 +143,16 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 	for _, t := range transitionTimeConditions() {
 		setTransitionTime(status, old, t, now)
 	}
-	// status.StartTime, if set, is the caller's copy too: written in place.
+	// status.StartTime, if set, is the caller's copy too: written in place (unless it is
+	// old's own, which then has the value already).
 	switch {
 	case old.StartTime != nil && !old.StartTime.IsZero():
 		if status.StartTime == nil {
 			status.StartTime = new(metav1.Time)
 		}
-		*status.StartTime = *old.StartTime
+		if status.StartTime != old.StartTime {
+			*status.StartTime = *old.StartTime
+		}
 	case status.StartTime == nil:
 		t := metav1.NewTime(now)
 		status.StartTime = &t
@@ -204,10 +207,9 @@ func (c *cache) store(nv newVersion) (changed, stale bool) {
 	return true, false
 }
 
-// set is prepare and store in one, under the caller's lock (tests); status is copied, as
-// SetPodStatus copies it.
+// set is prepare and store in one, under the caller's lock (tests).
 func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
-	nv, err := prepare(pod, status.DeepCopy(), base, c.current(pod.UID), mode, now)
+	nv, err := prepare(pod, &status, base, c.current(pod.UID), mode, now)
 	if err != nil {
 		return false, err
 	}

@@ -678,10 +678,12 @@ func TestStatusEqualByKubelet(t *testing.T) {
 }
 
 // prepare's startTime: the old status's when it has one, else the new status's own, else
-// now; never the old status's pointer (a stored status is never written through).
+// now; never the old status's pointer unless the new status had it (a stored status is
+// never written through).
 func TestPrepareStartTime(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	start := at(-time.Hour)
 	for _, tc := range []struct {
 		name     string
 		old, new *metav1.Time
@@ -693,6 +695,7 @@ func TestPrepareStartTime(t *testing.T) {
 		{"new one without an old one", nil, at(-time.Minute), now.Add(-time.Minute)},
 		{"zero old, zero new", &metav1.Time{}, &metav1.Time{}, now},
 		{"zero old, new one", &metav1.Time{}, at(-time.Minute), now.Add(-time.Minute)},
+		{"the old one itself", start, start, now.Add(-time.Hour)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := podWith(nil)
@@ -705,7 +708,7 @@ func TestPrepareStartTime(t *testing.T) {
 			if got := nv.status.StartTime; got == nil || !got.Time.Equal(tc.want) {
 				t.Errorf("startTime %v, want %v", got, tc.want)
 			}
-			if tc.old != nil && nv.status.StartTime == tc.old {
+			if tc.old != nil && tc.new != tc.old && nv.status.StartTime == tc.old {
 				t.Error("startTime is the old status's pointer")
 			}
 			if diff := cmp.Diff(oldBefore, old); diff != "" {
