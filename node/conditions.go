@@ -58,7 +58,7 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	}
 	oldStatus := oldStatusOf(pod, opts)
 	old := &oldStatus
-	conds := make([]v1.PodCondition, 0, len(pod.Status.Conditions)+6)
+	conds := make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal))
 	for _, c := range pod.Status.Conditions {
 		if !statusmgr.IsKubeletOwnedCondition(c.Type) {
 			conds = append(conds, c)
@@ -66,7 +66,7 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	}
 	if !opts.PodIsTerminal {
 		for _, c := range old.Conditions {
-			if c.Type == v1.PodResizePending || c.Type == v1.PodResizeInProgress {
+			if isResizeCondition(c.Type) {
 				conds = append(conds, c)
 			}
 		}
@@ -79,18 +79,13 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 		}
 	}
 
-	all := make([]v1.ContainerStatus, 0, len(status.InitContainerStatuses)+len(status.ContainerStatuses))
-	all = append(append(all, status.InitContainerStatuses...), status.ContainerStatuses...)
-	if status.InitContainerStatuses == nil && status.ContainerStatuses == nil {
-		all = nil
-	}
 	stamp := func(c v1.PodCondition) v1.PodCondition {
 		c.ObservedGeneration = pod.Generation
 		c.LastTransitionTime = transitionTime(old, c, opts.Now)
 		return c
 	}
 	conds = append(conds, stamp(readyToStartContainersCondition(pod, rs)))
-	conds = append(conds, stamp(initializedCondition(pod, old, all, status.Phase)))
+	conds = append(conds, stamp(initializedCondition(pod, old, status)))
 	// Ready and ContainersReady are the status manager's own rules (readiness gates are
 	// looked up in the conditions built so far).
 	view := v1.PodStatus{Phase: status.Phase, Conditions: conds,
@@ -104,6 +99,36 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 		conds = append(conds, c)
 	}
 	return conds
+}
+
+// conditionCount is the length of PodConditions' result at most: the conditions it keeps
+// from pod.Status and old, and the kubelet's own (five, AllContainersRestarting the sixth).
+func conditionCount(pod *v1.Pod, old *v1.PodStatus, podIsTerminal bool) int {
+	n := 5
+	if allContainersCouldRestart(&pod.Spec) {
+		n++
+	}
+	if conditionIndex(old.Conditions, v1.DisruptionTarget) >= 0 {
+		n++
+	}
+	for i := range pod.Status.Conditions {
+		if !statusmgr.IsKubeletOwnedCondition(pod.Status.Conditions[i].Type) {
+			n++
+		}
+	}
+	if !podIsTerminal {
+		for i := range old.Conditions {
+			if isResizeCondition(old.Conditions[i].Type) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// isResizeCondition reports whether t is PodResizePending or PodResizeInProgress.
+func isResizeCondition(t v1.PodConditionType) bool {
+	return t == v1.PodResizePending || t == v1.PodResizeInProgress
 }
 
 // transitionTime is the old condition's lastTransitionTime when its status is
@@ -162,9 +187,13 @@ func readyToStartContainersCondition(pod *v1.Pod, rs *pleg.PodStatus) v1.PodCond
 // every init container completed (a sidecar: started), when the pod Succeeded with
 // every init container known (reason PodCompleted), when a regular container has run,
 // or (RestartAllContainersOnContainerExits) when the old status said True already.
-func initializedCondition(pod *v1.Pod, old *v1.PodStatus, all []v1.ContainerStatus, phase v1.PodPhase) v1.PodCondition {
+//
+// A container's status is looked up in status's init container statuses, then its
+// regular ones.
+func initializedCondition(pod *v1.Pod, old, status *v1.PodStatus) v1.PodCondition {
 	c := v1.PodCondition{Type: v1.PodInitialized, Status: v1.ConditionTrue}
-	if all == nil && len(pod.Spec.InitContainers) > 0 {
+	init, regular := status.InitContainerStatuses, status.ContainerStatuses
+	if init == nil && regular == nil && len(pod.Spec.InitContainers) > 0 {
 		c.Status = v1.ConditionFalse
 		c.Reason = ReasonUnknownContainerStatuses
 		return c
@@ -172,7 +201,10 @@ func initializedCondition(pod *v1.Pod, old *v1.PodStatus, all []v1.ContainerStat
 	var unknown, incomplete []string
 	for i := range pod.Spec.InitContainers {
 		ic := &pod.Spec.InitContainers[i]
-		st, ok := findStatus(all, ic.Name)
+		st, ok := findStatus(init, ic.Name)
+		if !ok {
+			st, ok = findStatus(regular, ic.Name)
+		}
 		switch {
 		case !ok:
 			unknown = append(unknown, ic.Name)
@@ -184,11 +216,11 @@ func initializedCondition(pod *v1.Pod, old *v1.PodStatus, all []v1.ContainerStat
 			incomplete = append(incomplete, ic.Name)
 		}
 	}
-	if phase == v1.PodSucceeded && len(unknown) == 0 {
+	if status.Phase == v1.PodSucceeded && len(unknown) == 0 {
 		c.Reason = ReasonPodCompleted
 		return c
 	}
-	if hasAnyRegularContainerStarted(&pod.Spec, all) {
+	if hasAnyRegularContainerStarted(&pod.Spec, init) || hasAnyRegularContainerStarted(&pod.Spec, regular) {
 		return c
 	}
 	var msgs []string

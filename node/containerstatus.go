@@ -98,18 +98,8 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	if len(containers) == 0 {
 		return nil
 	}
-	oldStatuses := make(map[string]*v1.ContainerStatus, len(previous))
-	for i := range previous {
-		oldStatuses[previous[i].Name] = previous[i].DeepCopy()
-	}
-	// oldCopy returns a fresh copy of the old status, so no two results share memory.
-	oldCopy := func(name string) (*v1.ContainerStatus, bool) {
-		o, ok := oldStatuses[name]
-		if !ok {
-			return nil, false
-		}
-		return o.DeepCopy(), true
-	}
+	// oldStatus returns the container's old status (read only), nil if none.
+	oldStatus := func(name string) *v1.ContainerStatus { return lastStatus(previous, name) }
 
 	defaultReason := ReasonContainerCreating
 	if hasInit {
@@ -118,18 +108,23 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	statuses := make(map[string]*v1.ContainerStatus, len(containers))
 	for i := range containers {
 		c := &containers[i]
+		if rs.FindContainerStatusByName(c.Name) != nil {
+			// The runtime's newest instance gives its status (below): only the key now.
+			statuses[c.Name] = nil
+			continue
+		}
 		st := &v1.ContainerStatus{
 			Name:         c.Name,
 			Image:        c.Image,
 			State:        v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultReason}},
 			VolumeMounts: volumeMountStatuses(c),
 		}
-		if o, ok := oldCopy(c.Name); ok {
+		if o := oldStatus(c.Name); o != nil {
 			if o.State.Terminated != nil {
-				st = o
+				st = o.DeepCopy()
 			} else {
 				st.RestartCount = o.RestartCount
-				st.LastTerminationState = o.LastTerminationState
+				o.LastTerminationState.DeepCopyInto(&st.LastTerminationState)
 			}
 		}
 		statuses[c.Name] = st
@@ -141,8 +136,8 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 		if rs.FindContainerStatusByName(c.Name) != nil {
 			continue
 		}
-		o, ok := oldStatuses[c.Name]
-		if !ok {
+		o := oldStatus(c.Name)
+		if o == nil {
 			continue
 		}
 		st := statuses[c.Name]
@@ -177,10 +172,11 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 		if !ok || seen[cs.Name] >= 2 {
 			continue
 		}
-		o, _ := oldCopy(cs.Name)
+		o := oldStatus(cs.Name)
 		st := convertRuntimeStatus(cs, o, restarting, opts.ContainerIDPrefix)
 		if cs.State == pleg.ContainerStateRunning && o != nil && o.Started != nil {
-			st.Started = o.Started
+			started := *o.Started
+			st.Started = &started
 		}
 		if seen[cs.Name] == 0 {
 			statuses[cs.Name] = st
@@ -236,7 +232,7 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 }
 
 // convertRuntimeStatus converts one runtime instance; old is the container's last API
-// status (nil if none), owned by the caller.
+// status (nil if none), read only: the result shares no memory with it.
 func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, idPrefix string) *v1.ContainerStatus {
 	cid := apiContainerID(idPrefix, cs.ID)
 	st := &v1.ContainerStatus{
@@ -247,13 +243,18 @@ func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, res
 		ContainerID:  cid,
 	}
 	if old != nil {
-		st.VolumeMounts = old.VolumeMounts
+		if old.VolumeMounts != nil {
+			st.VolumeMounts = make([]v1.VolumeMountStatus, len(old.VolumeMounts))
+			for i := range old.VolumeMounts {
+				old.VolumeMounts[i].DeepCopyInto(&st.VolumeMounts[i])
+			}
+		}
 		st.RestartCount = max(st.RestartCount, old.RestartCount)
 		// A restart of all containers removes the old instance: carry its end over.
 		if old.ContainerID != cid && old.State.Terminated != nil {
-			st.LastTerminationState.Terminated = old.State.Terminated
+			st.LastTerminationState.Terminated = old.State.Terminated.DeepCopy()
 		} else if old.LastTerminationState.Terminated != nil {
-			st.LastTerminationState.Terminated = old.LastTerminationState.Terminated
+			st.LastTerminationState.Terminated = old.LastTerminationState.Terminated.DeepCopy()
 		}
 	}
 	switch {
@@ -297,9 +298,14 @@ func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, res
 
 // runtimeStatusesNewestFirst returns the runtime's container instances (nil ones
 // dropped), newest created first; instances created at the same time keep their order.
+// Read only: it is rs.ContainerStatuses itself when that is in this order already.
 func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 	if rs == nil {
 		return nil
+	}
+	newestFirst := func(a, b *pleg.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) }
+	if !slices.Contains(rs.ContainerStatuses, nil) && slices.IsSortedFunc(rs.ContainerStatuses, newestFirst) {
+		return rs.ContainerStatuses
 	}
 	out := make([]*pleg.ContainerStatus, 0, len(rs.ContainerStatuses))
 	for _, cs := range rs.ContainerStatuses {
@@ -307,7 +313,7 @@ func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 			out = append(out, cs)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b *pleg.ContainerStatus) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	slices.SortStableFunc(out, newestFirst)
 	return out
 }
 

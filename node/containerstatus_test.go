@@ -363,3 +363,72 @@ func withID(st v1.ContainerStatus, id string) v1.ContainerStatus {
 	st.ContainerID = id
 	return st
 }
+
+// The statuses GenerateAPIStatus takes from the old status (whole, or their last
+// termination, started flag and volume mounts) are copies: changing everything in the
+// result leaves the old status as it was. a runs as before (same instance), b runs again
+// as a new instance, c terminated and is gone, d waits after a termination and is gone,
+// e is an ephemeral container that runs as before.
+func TestGenerateAPIStatusSharesNothingWithOld(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"},
+		Spec: v1.PodSpec{RestartPolicy: v1.RestartPolicyNever,
+			Containers:          []v1.Container{{Name: "a"}, {Name: "b"}, {Name: "c"}, {Name: "d"}},
+			EphemeralContainers: []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "e"}}}}}
+	mode := v1.RecursiveReadOnlyDisabled
+	terminated := func(code int32) *v1.ContainerStateTerminated {
+		return &v1.ContainerStateTerminated{ExitCode: code, Reason: "Error", Message: "m", ContainerID: "podlife://old", StartedAt: at, FinishedAt: at}
+	}
+	running := func(name, id string) v1.ContainerStatus {
+		return v1.ContainerStatus{Name: name, ContainerID: "podlife://" + id, Started: ptr.To(true),
+			State:                v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: at}},
+			LastTerminationState: v1.ContainerState{Terminated: terminated(1)},
+			VolumeMounts:         []v1.VolumeMountStatus{{Name: "v", MountPath: "/v", ReadOnly: true, RecursiveReadOnly: &mode}}}
+	}
+	old := v1.PodStatus{Phase: v1.PodRunning, StartTime: &at,
+		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: at}},
+		ContainerStatuses: []v1.ContainerStatus{
+			running("a", "a1"),
+			{Name: "b", ContainerID: "podlife://b1", State: v1.ContainerState{Terminated: terminated(2)}},
+			{Name: "c", ContainerID: "podlife://c1", State: v1.ContainerState{Terminated: terminated(3)}},
+			{Name: "d", State: v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "r"}},
+				LastTerminationState: v1.ContainerState{Terminated: terminated(4)}},
+		},
+		EphemeralContainerStatuses: []v1.ContainerStatus{running("e", "e1")},
+	}
+	rs := &pleg.PodStatus{ID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, IPs: []string{"10.0.0.1"},
+		SandboxStatuses: []*pleg.SandboxStatus{{ID: "sb", State: pleg.SandboxReady, IP: "10.0.0.1"}},
+		ContainerStatuses: []*pleg.ContainerStatus{
+			{ID: "a1", Name: "a", State: pleg.ContainerStateRunning, StartedAt: at.Time},
+			{ID: "b2", Name: "b", State: pleg.ContainerStateRunning, StartedAt: at.Time},
+			{ID: "e1", Name: "e", State: pleg.ContainerStateRunning, StartedAt: at.Time},
+		}}
+	want := *old.DeepCopy()
+	st := node.GenerateAPIStatus(pod, rs, node.GenerateOptions{OldStatus: old, Now: at.Time, HostIPs: []string{"10.0.0.2"}})
+
+	// What is taken from old is there (so the test compares what it means to).
+	byName := map[string]v1.ContainerStatus{}
+	for _, cs := range append(st.ContainerStatuses, st.EphemeralContainerStatuses...) {
+		byName[cs.Name] = cs
+	}
+	if a := byName["a"]; len(a.VolumeMounts) != 1 || a.LastTerminationState.Terminated == nil {
+		t.Fatalf("a: %+v, want old's volume mounts and last termination", a)
+	}
+	if b := byName["b"]; b.LastTerminationState.Terminated == nil || b.LastTerminationState.Terminated.ExitCode != 2 {
+		t.Fatalf("b: %+v, want the old instance's termination as the last one", b)
+	}
+	if c := byName["c"]; c.State.Terminated == nil || c.State.Terminated.ExitCode != 3 {
+		t.Fatalf("c: %+v, want old's terminated state", c)
+	}
+	if d := byName["d"]; d.LastTerminationState.Terminated == nil || d.LastTerminationState.Terminated.ExitCode != 4 {
+		t.Fatalf("d: %+v, want old's last termination", d)
+	}
+	if e := byName["e"]; e.Started == nil || !*e.Started || len(e.VolumeMounts) != 1 {
+		t.Fatalf("e: %+v, want old's started flag and volume mounts", e)
+	}
+
+	scribble(&st)
+	if diff := cmp.Diff(want, old); diff != "" {
+		t.Errorf("old status changed with the result (-before +after):\n%s", diff)
+	}
+}

@@ -251,6 +251,17 @@ func hasAnyRegularContainerStarted(spec *v1.PodSpec, statuses []v1.ContainerStat
 	return false
 }
 
+// lastStatus returns the last status named name (the one a map keyed by name would keep),
+// nil if none.
+func lastStatus(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := len(statuses) - 1; i >= 0; i-- {
+		if statuses[i].Name == name {
+			return &statuses[i]
+		}
+	}
+	return nil
+}
+
 // findStatus returns the first status named name.
 func findStatus(statuses []v1.ContainerStatus, name string) (*v1.ContainerStatus, bool) {
 	for i := range statuses {

@@ -1,7 +1,7 @@
 package node
 
 import (
-	"net"
+	"net/netip"
 	"reflect"
 	"time"
 
@@ -106,16 +106,9 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	old := &opts.OldStatus
 	var s v1.PodStatus
 
-	var hostIPs []net.IP
-	for _, ip := range parseIPs(opts.HostIPs) {
-		if len(hostIPs) == 0 || (len(hostIPs) == 1 && utilnet.IsIPv6(ip) != utilnet.IsIPv6(hostIPs[0])) {
-			hostIPs = append(hostIPs, ip)
-		}
-	}
+	hostIPs := nodeIPs(opts.HostIPs)
 	if rs != nil {
-		for _, ip := range sortPodIPs(rs.IPs, hostIPs) {
-			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
-		}
+		s.PodIPs = sortPodIPs(rs.IPs, hostIPs)
 	}
 	if len(s.PodIPs) > 0 {
 		s.PodIP = s.PodIPs[0].IP
@@ -167,18 +160,20 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	s.Conditions = PodConditions(pod, rs, &s, opts)
 
 	if len(hostIPs) > 0 {
-		s.HostIP = hostIPs[0].String()
-		for _, ip := range hostIPs {
-			s.HostIPs = append(s.HostIPs, v1.HostIP{IP: ip.String()})
+		s.HostIP = hostIPs[0].s
+		s.HostIPs = make([]v1.HostIP, len(hostIPs))
+		for i, ip := range hostIPs {
+			s.HostIPs[i].IP = ip.s
 		}
 		if pod.Spec.HostNetwork {
 			if s.PodIP == "" {
-				s.PodIP = hostIPs[0].String()
+				s.PodIP = hostIPs[0].s
 				s.PodIPs = []v1.PodIP{{IP: s.PodIP}}
 			}
-			if len(hostIPs) == 2 && len(s.PodIPs) == 1 &&
-				utilnet.IPFamilyOfString(s.PodIPs[0].IP) != utilnet.IPFamilyOf(hostIPs[1]) {
-				s.PodIPs = append(s.PodIPs, v1.PodIP{IP: hostIPs[1].String()})
+			if len(hostIPs) == 2 && len(s.PodIPs) == 1 {
+				if ip, ok := parseIP(s.PodIPs[0].IP); ok && ip.a.Is4() != hostIPs[1].a.Is4() {
+					s.PodIPs = append(s.PodIPs, v1.PodIP{IP: hostIPs[1].s})
+				}
 			}
 		}
 	}
@@ -202,12 +197,52 @@ func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
 	return opts.OldStatus
 }
 
-// parseIPs parses addresses leniently (leading zeros allowed), dropping invalid ones.
-func parseIPs(ips []string) []net.IP {
-	var out []net.IP
+// ipAddr is a parsed IP address (an IPv4-mapped IPv6 address as IPv4, as net.IP
+// treats it) and its text as net.IP.String writes it.
+type ipAddr struct {
+	a netip.Addr
+	s string
+}
+
+// parseIP parses an address leniently (leading zeros allowed, as utilnet.ParseIPSloppy);
+// false for an invalid one (one with a zone included). Its text is s itself when s is
+// already written as net.IP.String would (no allocation then).
+func parseIP(s string) (ipAddr, bool) {
+	a, err := netip.ParseAddr(s)
+	switch {
+	case err == nil && a.Zone() != "":
+		return ipAddr{}, false
+	case err != nil:
+		ip := utilnet.ParseIPSloppy(s)
+		var ok bool
+		if a, ok = netip.AddrFromSlice(ip); !ok {
+			return ipAddr{}, false
+		}
+	}
+	a = a.Unmap()
+	var buf [64]byte
+	if string(a.AppendTo(buf[:0])) != s {
+		s = a.String()
+	}
+	return ipAddr{a: a, s: s}, true
+}
+
+// nodeIPs returns the node's primary address (the first valid one) and its secondary
+// (the first later one of the other family), if any.
+func nodeIPs(ips []string) []ipAddr {
+	var out []ipAddr
 	for _, s := range ips {
-		if ip := utilnet.ParseIPSloppy(s); ip != nil {
-			out = append(out, ip)
+		ip, ok := parseIP(s)
+		if !ok {
+			continue
+		}
+		if len(out) == 0 {
+			out = make([]ipAddr, 1, 2)
+			out[0] = ip
+			continue
+		}
+		if ip.a.Is4() != out[0].a.Is4() {
+			return append(out, ip)
 		}
 	}
 	return out
@@ -215,14 +250,16 @@ func parseIPs(ips []string) []net.IP {
 
 // sortPodIPs is the kubelet's sortPodIPs: the first pod IP of the primary host IP's
 // family (IPv4 without host IPs), then the first of the other family, re-formatted.
-func sortPodIPs(podIPs []string, hostIPs []net.IP) []string {
-	primaryV6 := len(hostIPs) > 0 && !utilnet.IsIPv4(hostIPs[0])
-	parsed := parseIPs(podIPs)
-	var out []string
-	for _, wantV6 := range []bool{primaryV6, !primaryV6} {
-		for _, ip := range parsed {
-			if (wantV6 && utilnet.IsIPv6(ip)) || (!wantV6 && utilnet.IsIPv4(ip)) {
-				out = append(out, ip.String())
+func sortPodIPs(podIPs []string, hostIPs []ipAddr) []v1.PodIP {
+	primaryV4 := len(hostIPs) == 0 || hostIPs[0].a.Is4()
+	var out []v1.PodIP
+	for _, wantV4 := range [...]bool{primaryV4, !primaryV4} {
+		for _, s := range podIPs {
+			if ip, ok := parseIP(s); ok && ip.a.Is4() == wantV4 {
+				if out == nil {
+					out = make([]v1.PodIP, 0, 2)
+				}
+				out = append(out, v1.PodIP{IP: ip.s})
 				break
 			}
 		}

@@ -278,7 +278,59 @@ func FuzzGenerateAPIStatus(f *testing.F) {
 		if diff := cmp.Diff(st, node.GenerateAPIStatus(pod, rs, opts)); diff != "" {
 			t.Errorf("not deterministic (-first +second):\n%s", diff)
 		}
+
+		// The result shares no memory with the inputs: changing all of it changes none.
+		scribble(&st)
+		if diff := cmp.Diff(*oldBefore, opts.OldStatus); diff != "" {
+			t.Fatalf("old status changed with the result:\n%s", diff)
+		}
+		if diff := cmp.Diff(podBefore, pod); diff != "" {
+			t.Fatalf("pod changed with the result:\n%s", diff)
+		}
 	})
+}
+
+// scribble changes every value of a status and every value it points to.
+func scribble(st *v1.PodStatus) {
+	for _, list := range [][]v1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses, st.EphemeralContainerStatuses} {
+		for i := range list {
+			cs := &list[i]
+			cs.Name += "!"
+			for _, s := range []*v1.ContainerState{&cs.State, &cs.LastTerminationState} {
+				if s.Waiting != nil {
+					s.Waiting.Message += "!"
+				}
+				if s.Running != nil {
+					s.Running.StartedAt = metav1.Time{}
+				}
+				if s.Terminated != nil {
+					s.Terminated.Message += "!"
+					s.Terminated.ExitCode++
+				}
+			}
+			if cs.Started != nil {
+				*cs.Started = !*cs.Started
+			}
+			for j := range cs.VolumeMounts {
+				cs.VolumeMounts[j].Name += "!"
+				if m := cs.VolumeMounts[j].RecursiveReadOnly; m != nil {
+					*m += "!"
+				}
+			}
+		}
+	}
+	for i := range st.Conditions {
+		st.Conditions[i].Message += "!"
+	}
+	for i := range st.PodIPs {
+		st.PodIPs[i].IP += "!"
+	}
+	for i := range st.HostIPs {
+		st.HostIPs[i].IP += "!"
+	}
+	if st.StartTime != nil {
+		st.StartTime.Time = time.Time{}
+	}
 }
 
 func stateKinds(s v1.ContainerState) []string {

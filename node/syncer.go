@@ -146,9 +146,10 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, rs *pleg.Po
 }
 
 // generate is the pod's API status from its runtime status (GenerateAPIStatus, then the
-// runtime's StatusGenerator if it has one).
+// runtime's StatusGenerator if it has one). The old status is the status manager's
+// without a copy: GenerateAPIStatus only reads it and its result shares nothing with it.
 func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.PodStatus {
-	old, ok := n.status.GetPodStatus(pod.UID)
+	old, ok := n.status.PodStatusView(pod.UID)
 	if !ok {
 		old = pod.Status
 	}

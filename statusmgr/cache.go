@@ -2,11 +2,11 @@ package statusmgr
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -16,9 +16,9 @@ type entry struct {
 	// pod is the last pod object the node agent passed (or its lookup returned); never nil,
 	// never modified (replaced whole).
 	pod *v1.Pod
-	// status is the latest normalized status; never modified once stored (replaced whole),
-	// so a snapshot may share it.
-	status v1.PodStatus
+	// status is the latest normalized status; never nil, never modified once stored
+	// (replaced whole), so a snapshot, a setter and GetPodStatus share it.
+	status *v1.PodStatus
 	// version counts the statuses set for this pod; starts at 1, only grows.
 	version uint64
 	// sentVersion is the highest version the server is known to have; 0 = none.
@@ -85,22 +85,17 @@ func checkPhase(cached *v1.PodStatus, p v1.PodPhase) error {
 }
 
 // current is what a setter reads of a pod's cache entry under the lock, to compute a new
-// version without it: the entry's identity and version, and a copy of its status (which
-// shares the entry's slices: a stored status is never modified).
+// version without it: the entry's identity and version, and its status (shared: a stored
+// status is never modified).
 type current struct {
-	e        *entry // nil: nothing cached
+	e        *entry        // nil: nothing cached
+	status   *v1.PodStatus // nil: nothing cached
 	version  uint64
-	status   v1.PodStatus
 	finished bool
 }
 
-// cached returns the cached status, nil if none.
-func (cur *current) cached() *v1.PodStatus {
-	if cur.e == nil {
-		return nil
-	}
-	return &cur.status
-}
+// cached returns the cached status (read only), nil if none.
+func (cur *current) cached() *v1.PodStatus { return cur.status }
 
 // current returns the pod's entry as it is now.
 func (c *cache) current(uid types.UID) current {
@@ -115,7 +110,7 @@ func (c *cache) current(uid types.UID) current {
 type newVersion struct {
 	from     current
 	pod      *v1.Pod
-	status   v1.PodStatus
+	status   *v1.PodStatus
 	finished bool
 	// skip is true when the status equals the cached one and the set is not forced: only
 	// the pod object is refreshed.
@@ -123,18 +118,18 @@ type newVersion struct {
 	now  time.Time
 }
 
-// prepare applies the kubelet's updateStatusInternal rules to status (owned by the
-// caller's copy; it is modified) as the next version after cur: pure, it reads neither the
-// cache nor the clock. base is the status to compare against when nothing is cached (the
-// mirror pod's status, else pod.Status). An illegal container transition
+// prepare applies the kubelet's updateStatusInternal rules to status (the caller's copy,
+// handed over: it is modified, and stored if the version is) as the next version after
+// cur: pure, it reads neither the cache nor the clock. base is the status to compare
+// against when nothing is cached (the mirror pod's status, else pod.Status). An illegal container transition
 // (ErrIllegalTransition) or phase (ErrInvalidPhase) is an error. A status identical to the
 // cached one (ignoring conditions other clients own) is skipped unless mode is setForced
 // or setFinished; setFinished marks the pod finished (for good, unless it is static).
-func prepare(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
+func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
 	force, finished := mode != setIfChanged, mode == setFinished
 	old := base
-	if cur.e != nil {
-		old = &cur.status
+	if cur.status != nil {
+		old = cur.status
 	}
 	if old == nil {
 		old = &pod.Status
@@ -142,18 +137,27 @@ func prepare(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, cur current, 
 	if err := checkPhase(cur.cached(), status.Phase); err != nil {
 		return newVersion{}, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
-	if err := CheckContainerStateTransition(pod, old, &status); err != nil {
+	if err := CheckContainerStateTransition(pod, old, status); err != nil {
 		return newVersion{}, fmt.Errorf("pod %s/%s (%s): %w", pod.Namespace, pod.Name, pod.UID, err)
 	}
 	for _, t := range transitionTimeConditions() {
-		setTransitionTime(&status, old, t, now)
+		setTransitionTime(status, old, t, now)
 	}
-	if old.StartTime != nil && !old.StartTime.IsZero() {
-		st := *old.StartTime
-		status.StartTime = &st
-	} else if status.StartTime == nil || status.StartTime.IsZero() {
-		st := metav1.NewTime(now)
-		status.StartTime = &st
+	// status.StartTime, if set, is the caller's copy too: written in place (unless it is
+	// old's own, which then has the value already).
+	switch {
+	case old.StartTime != nil && !old.StartTime.IsZero():
+		if status.StartTime == nil {
+			status.StartTime = new(metav1.Time)
+		}
+		if status.StartTime != old.StartTime {
+			*status.StartTime = *old.StartTime
+		}
+	case status.StartTime == nil:
+		t := metav1.NewTime(now)
+		status.StartTime = &t
+	case status.StartTime.IsZero():
+		*status.StartTime = metav1.NewTime(now)
 	}
 	if old.ObservedGeneration > status.ObservedGeneration {
 		status.ObservedGeneration = old.ObservedGeneration
@@ -164,13 +168,13 @@ func prepare(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, cur current, 
 			old.VolumeHealth[i].DeepCopyInto(&status.VolumeHealth[i])
 		}
 	}
-	NormalizeStatus(pod, &status)
+	NormalizeStatus(pod, status)
 
 	if cur.e != nil && cur.finished && !finished && !IsStaticPod(pod) {
 		finished = true
 	}
 	nv := newVersion{from: cur, pod: pod, status: status, finished: finished, now: now}
-	nv.skip = cur.e != nil && !force && statusEqualByKubelet(&cur.status, &status)
+	nv.skip = cur.status != nil && !force && statusEqualByKubelet(cur.status, status)
 	return nv, nil
 }
 
@@ -205,7 +209,7 @@ func (c *cache) store(nv newVersion) (changed, stale bool) {
 
 // set is prepare and store in one, under the caller's lock (tests).
 func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode setMode, now time.Time) (bool, error) {
-	nv, err := prepare(pod, status, base, c.current(pod.UID), mode, now)
+	nv, err := prepare(pod, &status, base, c.current(pod.UID), mode, now)
 	if err != nil {
 		return false, err
 	}
@@ -371,7 +375,7 @@ func (e *entry) needsUpdate() bool {
 	if e.server == nil {
 		return e.pod.DeletionTimestamp != nil
 	}
-	if CanBeDeleted(e.server, e.status, true) {
+	if CanBeDeleted(e.server, *e.status, true) {
 		return true
 	}
 	if e.server.DeletionTimestamp == nil && e.pod.DeletionTimestamp != nil {
@@ -385,7 +389,7 @@ type snapshot struct {
 	uid      types.UID
 	e        *entry // identity: the sync's results apply only if the entry is still this one
 	pod      *v1.Pod
-	status   v1.PodStatus
+	status   *v1.PodStatus // shared with the entry: read only
 	version  uint64
 	finished bool
 	server   *v1.Pod
@@ -480,9 +484,18 @@ func statusEqualByKubelet(a, b *v1.PodStatus) bool {
 	if !kubeletConditionsEqual(a.Conditions, b.Conditions) || !kubeletConditionsEqual(b.Conditions, a.Conditions) {
 		return false
 	}
-	x, y := *a, *b
-	x.Conditions, y.Conditions = nil, nil
-	return equality.Semantic.DeepEqual(x, y)
+	// Field by field in place (as StatusPatch compares them), not copies with the
+	// conditions cleared: no copy of either status, no boxing.
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for _, jf := range statusFields() {
+		if jf.name == "conditions" {
+			continue
+		}
+		if i := jf.f.Index[0]; !fieldEqual(av.Field(i), bv.Field(i)) {
+			return false
+		}
+	}
+	return true
 }
 
 func kubeletConditionsEqual(a, b []v1.PodCondition) bool {

@@ -3,12 +3,17 @@ package statusmgr
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -85,7 +90,7 @@ func TestNeedsUpdate(t *testing.T) {
 		{"older version sent", entry{pod: podWith(nil), version: 3, sentVersion: 2}, true},
 		{"latest sent", entry{pod: podWith(nil), version: 3, sentVersion: 3, server: server(nil)}, false},
 		{"sent, finished, no deletion", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true,
-			status: v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, false},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, false},
 		{"sent, finished, deletable on the server", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
 			server: server(func(p *v1.Pod) { withDeletion(p); p.Status.Phase = v1.PodFailed })}, true},
 		{"sent, not finished, deletable phase", entry{pod: deletingPod, version: 2, sentVersion: 2,
@@ -95,7 +100,7 @@ func TestNeedsUpdate(t *testing.T) {
 		{"sent, finished, stale server copy without deletion", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
 			server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed })}, true},
 		{"sent, finished, terminal phase held back on the server", entry{pod: podWith(nil), version: 2, sentVersion: 2, podIsFinished: true,
-			status: v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodRunning })}, true},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: server(func(p *v1.Pod) { p.Status.Phase = v1.PodRunning })}, true},
 		{"mirror pod never deleted", entry{pod: deletingPod, version: 2, sentVersion: 2, podIsFinished: true,
 			server: server(func(p *v1.Pod) {
 				withDeletion(p)
@@ -105,6 +110,9 @@ func TestNeedsUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.e.status == nil {
+				tc.e.status = &v1.PodStatus{} // a stored entry always has one
+			}
 			if got := tc.e.needsUpdate(); got != tc.want {
 				t.Errorf("needsUpdate = %v, want %v", got, tc.want)
 			}
@@ -448,6 +456,16 @@ func TestReadinessConditions(t *testing.T) {
 				Message: "containers with unknown status: [b], containers with unready status: [a]", ObservedGeneration: 2},
 			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
 				Message: "containers with unknown status: [b], containers with unready status: [a]", ObservedGeneration: 2}},
+		{"two unready", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", false), ready("b", false)}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unready status: [a b]", ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unready status: [a b]", ObservedGeneration: 2}},
+		{"two unknown", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{}},
+			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unknown status: [a b]", ObservedGeneration: 2},
+			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonContainersNotReady,
+				Message: "containers with unknown status: [a b]", ObservedGeneration: 2}},
 		{"ready containers, gate missing", v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{ready("a", true), ready("b", true)}},
 			v1.PodCondition{Type: v1.ContainersReady, Status: v1.ConditionTrue, ObservedGeneration: 2},
 			v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady,
@@ -531,5 +549,171 @@ func TestFuncsAdapters(t *testing.T) {
 	_ = p.DeletePod(ctx, "n", "p", "u")
 	if called != 3 {
 		t.Errorf("called %d functions, want 3", called)
+	}
+}
+
+// notReadyMessage writes what the kubelet's fmt.Sprintf("containers with ... status: %s",
+// names) parts joined with ", " give.
+func TestNotReadyMessage(t *testing.T) {
+	for _, tc := range []struct {
+		unknown, unready []string
+	}{
+		{nil, []string{"a"}},
+		{[]string{"a"}, nil},
+		{[]string{"a", "b c"}, []string{"d", "", "e"}},
+		{[]string{""}, []string{"x"}},
+	} {
+		var parts []string
+		if len(tc.unknown) > 0 {
+			parts = append(parts, fmt.Sprintf("containers with unknown status: %s", tc.unknown))
+		}
+		if len(tc.unready) > 0 {
+			parts = append(parts, fmt.Sprintf("containers with unready status: %s", tc.unready))
+		}
+		if got, want := notReadyMessage(tc.unknown, tc.unready), strings.Join(parts, ", "); got != want {
+			t.Errorf("notReadyMessage(%q, %q) = %q, want %q", tc.unknown, tc.unready, got, want)
+		}
+	}
+}
+
+// A sync's outcome is logged with the pod's keys: a failure at Error with its reason and
+// error, the others at Debug (nothing at all when the logger does not take Debug).
+func TestLogOutcome(t *testing.T) {
+	pod := podWith(nil)
+	s := snapshot{uid: pod.UID, pod: pod, version: 3}
+	for _, tc := range []struct {
+		name  string
+		level slog.Level
+		o     Outcome
+		want  string
+	}{
+		{"synced at debug", slog.LevelDebug, Outcome{Reason: ReasonSynced},
+			`level=DEBUG msg="status synced" pod=ns/p podUID=u1 version=3` + "\n"},
+		{"synced at info", slog.LevelInfo, Outcome{Reason: ReasonSynced}, ""},
+		{"failed", slog.LevelInfo, Outcome{Reason: ReasonDeleteFailed, Err: errors.New("boom")},
+			`level=ERROR msg="status sync failed; will retry" pod=ns/p podUID=u1 version=3 reason=delete-failed err=boom` + "\n"},
+		{"unknown reason", slog.LevelDebug, Outcome{Reason: Reason(99)}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b strings.Builder
+			h := slog.NewTextHandler(&b, &slog.HandlerOptions{Level: tc.level,
+				ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+					if a.Key == slog.TimeKey {
+						return slog.Attr{}
+					}
+					return a
+				}})
+			m := &Manager{log: slog.New(h)}
+			m.logOutcome(s, tc.o)
+			if b.String() != tc.want {
+				t.Errorf("logged %q, want %q", b.String(), tc.want)
+			}
+		})
+	}
+}
+
+// statusEqualByKubelet compares field by field what the kubelet compares (every field
+// semantically, the kubelet's conditions by type, other conditions not at all): its
+// verdict is that of equality.Semantic on copies with the conditions cleared, after the
+// conditions' check.
+func TestStatusEqualByKubelet(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	base := func() v1.PodStatus {
+		start := metav1.NewTime(at)
+		return v1.PodStatus{
+			Phase: v1.PodRunning, StartTime: &start, PodIP: "10.0.0.1",
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}, {Type: "example.com/gate", Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "a", Ready: true,
+				State:     v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}},
+				Resources: &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("1")}}}},
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(s *v1.PodStatus)
+		want   bool
+	}{
+		{"same", func(*v1.PodStatus) {}, true},
+		{"other client's condition differs", func(s *v1.PodStatus) { s.Conditions[1].Status = v1.ConditionFalse }, true},
+		{"kubelet's condition differs", func(s *v1.PodStatus) { s.Conditions[0].Status = v1.ConditionFalse }, false},
+		{"phase", func(s *v1.PodStatus) { s.Phase = v1.PodFailed }, false},
+		{"pod IP", func(s *v1.PodStatus) { s.PodIP = "10.0.0.2" }, false},
+		{"start time same instant elsewhere", func(s *v1.PodStatus) {
+			st := metav1.NewTime(at.In(time.FixedZone("x", 3600)))
+			s.StartTime = &st
+		}, true},
+		{"start time later", func(s *v1.PodStatus) {
+			st := metav1.NewTime(at.Add(time.Second))
+			s.StartTime = &st
+		}, false},
+		{"no start time", func(s *v1.PodStatus) { s.StartTime = nil }, false},
+		{"empty, not nil, lists", func(s *v1.PodStatus) { s.HostIPs, s.InitContainerStatuses = []v1.HostIP{}, []v1.ContainerStatus{} }, true},
+		{"container started elsewhere, same instant", func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(at.In(time.FixedZone("y", -7200)))
+		}, true},
+		{"container not ready", func(s *v1.PodStatus) { s.ContainerStatuses[0].Ready = false }, false},
+		{"same quantity written otherwise", func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("1000m")
+		}, true},
+		{"other quantity", func(s *v1.PodStatus) {
+			s.ContainerStatuses[0].Resources.Limits[v1.ResourceCPU] = resource.MustParse("2")
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := base(), base()
+			tc.change(&b)
+			got := statusEqualByKubelet(&a, &b)
+			x, y := a, b
+			x.Conditions, y.Conditions = nil, nil
+			ref := kubeletConditionsEqual(a.Conditions, b.Conditions) && kubeletConditionsEqual(b.Conditions, a.Conditions) &&
+				equality.Semantic.DeepEqual(x, y)
+			if got != tc.want || got != ref {
+				t.Errorf("statusEqualByKubelet = %v, want %v (equality.Semantic on copies: %v)", got, tc.want, ref)
+			}
+			if back := statusEqualByKubelet(&b, &a); back != got {
+				t.Errorf("not symmetric: %v one way, %v the other", got, back)
+			}
+		})
+	}
+}
+
+// prepare's startTime: the old status's when it has one, else the new status's own, else
+// now; never the old status's pointer unless the new status had it (a stored status is
+// never written through).
+func TestPrepareStartTime(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+	start := at(-time.Hour)
+	for _, tc := range []struct {
+		name     string
+		old, new *metav1.Time
+		want     time.Time
+	}{
+		{"none anywhere", nil, nil, now},
+		{"old's kept", at(-time.Hour), nil, now.Add(-time.Hour)},
+		{"old's wins over the new one", at(-time.Hour), at(-time.Minute), now.Add(-time.Hour)},
+		{"new one without an old one", nil, at(-time.Minute), now.Add(-time.Minute)},
+		{"zero old, zero new", &metav1.Time{}, &metav1.Time{}, now},
+		{"zero old, new one", &metav1.Time{}, at(-time.Minute), now.Add(-time.Minute)},
+		{"the old one itself", start, start, now.Add(-time.Hour)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := podWith(nil)
+			old := &v1.PodStatus{StartTime: tc.old}
+			oldBefore := old.DeepCopy()
+			nv, err := prepare(pod, &v1.PodStatus{StartTime: tc.new}, old, current{}, setIfChanged, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := nv.status.StartTime; got == nil || !got.Time.Equal(tc.want) {
+				t.Errorf("startTime %v, want %v", got, tc.want)
+			}
+			if tc.old != nil && tc.new != tc.old && nv.status.StartTime == tc.old {
+				t.Error("startTime is the old status's pointer")
+			}
+			if diff := cmp.Diff(oldBefore, old); diff != "" {
+				t.Errorf("old status changed:\n%s", diff)
+			}
+		})
 	}
 }

@@ -72,9 +72,9 @@
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
 // and wake the loop. They prepare the version (copy, compare, normalize) without the
 // manager's lock and take it only to read the pod's entry and to store the result. Run is the loop: it syncs changed pods at once and, every SyncPeriod
-// (default 10 s), every pod that still needs it, each in a goroutine of its own, at most
-// MaxConcurrentWrites at once (the goroutines exist only while a write is in flight and end
-// with Run's context). It keeps two queues, each in arrival order: the pods not finished,
+// (default 10 s), every pod that still needs it, at most MaxConcurrentWrites at once, on
+// writer goroutines it starts as needed (at most MaxConcurrentWrites; an idle one stays
+// parked for the next write, and all end with Run's context). It keeps two queues, each in arrival order: the pods not finished,
 // written by at most MaxConcurrentStatusWrites writers (a pod's versions set while it
 // waits are sent as one), and the finished pods, which take every other slot; a pod that
 // finishes while queued moves to the second queue. A pod changed while its write is in
@@ -120,9 +120,9 @@
 //
 // A static pod's status (its source annotation is not "api") is written to its mirror pod,
 // found with Config.Lookup (else any mirror pod of that name is accepted). Mirror pods are
-// never deleted here. GetPodStatus answers for a mirror pod's UID with its static pod's
-// status, as the kubelet does: through the Lookup if it implements PodUIDTranslator,
-// else once a sync has seen the mirror pod on the server.
+// never deleted here. GetPodStatus (and PodStatusView) answers for a mirror pod's UID with
+// its static pod's status, as the kubelet does: through the Lookup if it implements
+// PodUIDTranslator, else once a sync has seen the mirror pod on the server.
 //
 // # Implementing StatusPatcher with client-go
 //

@@ -232,9 +232,10 @@ const (
 	setFinished
 )
 
-// buildFunc returns the status to store, given the cached one (nil if none); ok false
-// means there is nothing to store.
-type buildFunc func(cached *v1.PodStatus) (status v1.PodStatus, ok bool, err error)
+// buildFunc returns the status to store, given the cached one (nil if none; read only): a
+// status of its own, which the caller may modify and store. ok false means there is
+// nothing to store.
+type buildFunc func(cached *v1.PodStatus) (status *v1.PodStatus, ok bool, err error)
 
 // update is the common path of the setters: store a new version and wake the sync loop.
 // The new version is built and prepared (compared, normalized, copied) without the lock,
@@ -304,8 +305,8 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 	if pod.DeletionTimestamp != nil {
 		mode = setForced
 	}
-	return m.update(pod, func(*v1.PodStatus) (v1.PodStatus, bool, error) {
-		s := *status.DeepCopy()
+	return m.update(pod, func(*v1.PodStatus) (*v1.PodStatus, bool, error) {
+		s := status.DeepCopy()
 		s.ObservedGeneration = pod.Generation
 		return s, true, nil
 	}, mode)
@@ -321,13 +322,13 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, bool, error) {
+	return m.update(pod, func(cached *v1.PodStatus) (*v1.PodStatus, bool, error) {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
 		}
 		s, err := TerminatedStatus(pod, *from)
-		return s, err == nil, err
+		return &s, err == nil, err
 	}, setFinished)
 }
 
@@ -378,19 +379,19 @@ func (m *Manager) setContainer(podUID types.UID, containerID string, change func
 	if pod == nil {
 		return fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
 	}
-	return m.update(pod, func(cached *v1.PodStatus) (v1.PodStatus, bool, error) {
+	return m.update(pod, func(cached *v1.PodStatus) (*v1.PodStatus, bool, error) {
 		if cached == nil {
-			return v1.PodStatus{}, false, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
+			return nil, false, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
 		}
-		s := *cached.DeepCopy()
+		s := cached.DeepCopy()
 		for _, list := range [...][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
 			for i := range list {
 				if list[i].ContainerID == containerID {
-					return s, change(pod, &s, &list[i]), nil
+					return s, change(pod, s, &list[i]), nil
 				}
 			}
 		}
-		return v1.PodStatus{}, false, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
+		return nil, false, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
 	}, setIfChanged)
 }
 
@@ -399,6 +400,30 @@ func (m *Manager) setContainer(podUID types.UID, containerID string, change func
 // Config.Lookup if it implements PodUIDTranslator; otherwise (or if that finds nothing)
 // it is matched against the mirror pods the sync loop last saw on the server.
 func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
+	status := m.cachedStatus(uid)
+	if status == nil {
+		return v1.PodStatus{}, false
+	}
+	return *status.DeepCopy(), true
+}
+
+// PodStatusView is GetPodStatus without the copy, for a caller that only reads the status
+// (the node agent computing the next status from the last one, once per sync): the result
+// shares its slices and pointers with the manager's cache. The manager never modifies a
+// status it cached (a newer version replaces it whole), so the result stays valid and
+// unchanged for as long as the caller keeps it; the caller must not modify it or anything
+// it points to (take GetPodStatus's copy for that).
+func (m *Manager) PodStatusView(uid types.UID) (v1.PodStatus, bool) {
+	status := m.cachedStatus(uid)
+	if status == nil {
+		return v1.PodStatus{}, false
+	}
+	return *status, true
+}
+
+// cachedStatus returns the cached status of the pod (GetPodStatus's lookup), nil if none;
+// read only.
+func (m *Manager) cachedStatus(uid types.UID) *v1.PodStatus {
 	want := uid
 	if t, ok := m.lookup.(PodUIDTranslator); ok {
 		if tr := t.TranslatePodUID(uid); tr != "" {
@@ -406,19 +431,15 @@ func (m *Manager) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 		}
 	}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	e := m.c.entries[want]
 	if e == nil {
 		e = m.c.byMirrorUID(uid)
 	}
-	var status v1.PodStatus
-	if e != nil {
-		status = e.status // a stored status is never modified: copied without the lock
-	}
-	m.mu.Unlock()
 	if e == nil {
-		return v1.PodStatus{}, false
+		return nil
 	}
-	return *status.DeepCopy(), true
+	return e.status
 }
 
 // RemoveOrphanedStatuses forgets the status of every pod whose UID is not a key of

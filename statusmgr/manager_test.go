@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -547,5 +548,38 @@ func TestManagerTerminatePod(t *testing.T) {
 				t.Errorf("status = %s, want %s", s, tc.want)
 			}
 		})
+	}
+}
+
+// PodStatusView gives the cached status as GetPodStatus does, without a copy: a view
+// stays as it was when a newer version is set, and a caller modifying GetPodStatus's copy
+// or the status it set changes neither the cache nor a view.
+func TestManagerPodStatusView(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	pod := testPod("p", "u1")
+	if _, ok := m.PodStatusView("u1"); ok {
+		t.Fatal("view of a pod without a status")
+	}
+	set := runningStatus(false)
+	must(t, m.SetPodStatus(pod, set))
+	view, ok := m.PodStatusView("u1")
+	got, _ := m.GetPodStatus("u1")
+	if !ok || !cmp.Equal(view, got) {
+		t.Fatalf("view %+v, ok %v; want GetPodStatus's %+v", view, ok, got)
+	}
+	want := *view.DeepCopy()
+
+	set.ContainerStatuses[0].Ready = true
+	set.ContainerStatuses[0].State.Running.StartedAt = metav1.NewTime(epoch.Add(time.Hour))
+	got.ContainerStatuses[0].Image = "changed"
+	got.Conditions[0].Reason = "changed"
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	if diff := cmp.Diff(want, view); diff != "" {
+		t.Errorf("view changed (-was +now):\n%s", diff)
+	}
+	now, _ := m.PodStatusView("u1")
+	if !now.ContainerStatuses[0].Ready || now.ContainerStatuses[0].Image == "changed" {
+		t.Errorf("view after the newer version: %+v", now.ContainerStatuses[0])
 	}
 }

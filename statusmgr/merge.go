@@ -47,21 +47,29 @@ func MergePodStatus(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveRun
 //     pod.Generation (LastTransitionTime = now when the Status changes).
 //  8. Everything else comes from newStatus.
 func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
-	merged := *newStatus.DeepCopy()
+	merged := mergeStatus(pod, &oldStatus, &newStatus, couldHaveRunningContainers, now)
+	return *merged.DeepCopy()
+}
 
+// mergeStatus is MergePodStatusAt without the copy, for the manager's syncs, which only
+// read the result: it shares memory with oldStatus and newStatus (its Conditions slice
+// is its own) and modifies neither.
+func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
+	merged := *newStatus
+
+	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
+	takeDisruption := transitioning && !couldHaveRunningContainers
 	var conds []v1.PodCondition
-	if n := len(oldStatus.Conditions) + len(newStatus.Conditions); n > 0 {
+	if n := mergedConditionCount(oldStatus.Conditions, newStatus.Conditions, takeDisruption); n > 0 {
 		conds = make([]v1.PodCondition, 0, n)
 	}
 	for i := range oldStatus.Conditions {
 		if !IsKubeletOwnedCondition(oldStatus.Conditions[i].Type) {
-			conds = append(conds, *oldStatus.Conditions[i].DeepCopy())
+			conds = append(conds, oldStatus.Conditions[i])
 		}
 	}
-	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
-	takeDisruption := transitioning && !couldHaveRunningContainers
-	for i := range merged.Conditions {
-		c := merged.Conditions[i]
+	for i := range newStatus.Conditions {
+		c := newStatus.Conditions[i]
 		switch {
 		case IsKubeletOwnedCondition(c.Type):
 			conds = append(conds, c)
@@ -82,15 +90,9 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 	}
 	merged.Conditions = conds
 
-	old := (&v1.PodStatus{
-		ResourceClaimStatuses:                oldStatus.ResourceClaimStatuses,
-		ExtendedResourceClaimStatus:          oldStatus.ExtendedResourceClaimStatus,
-		NodeAllocatableResourceClaimStatuses: oldStatus.NodeAllocatableResourceClaimStatuses,
-	}).DeepCopy()
-	merged.ResourceClaimStatuses = old.ResourceClaimStatuses
-	merged.ExtendedResourceClaimStatus = old.ExtendedResourceClaimStatus
-	merged.NodeAllocatableResourceClaimStatuses = old.NodeAllocatableResourceClaimStatuses
-
+	merged.ResourceClaimStatuses = oldStatus.ResourceClaimStatuses
+	merged.ExtendedResourceClaimStatus = oldStatus.ExtendedResourceClaimStatus
+	merged.NodeAllocatableResourceClaimStatuses = oldStatus.NodeAllocatableResourceClaimStatuses
 	if transitioning && couldHaveRunningContainers {
 		merged.Phase = oldStatus.Phase
 		merged.Reason = oldStatus.Reason
@@ -120,6 +122,24 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 		}
 	}
 	return merged
+}
+
+// mergedConditionCount is the number of conditions mergeStatus keeps at most: old's not
+// owned by the kubelet, new's owned by it, and new's DisruptionTarget when it is taken
+// (then one for each, the merge keeping one).
+func mergedConditionCount(old, new []v1.PodCondition, takeDisruption bool) int {
+	n := 0
+	for i := range old {
+		if !IsKubeletOwnedCondition(old[i].Type) {
+			n++
+		}
+	}
+	for i := range new {
+		if IsKubeletOwnedCondition(new[i].Type) || (takeDisruption && new[i].Type == v1.DisruptionTarget) {
+			n++
+		}
+	}
+	return n
 }
 
 func conditionIsTrue(conds []v1.PodCondition, t v1.PodConditionType) bool {

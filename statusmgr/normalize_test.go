@@ -199,7 +199,8 @@ func BenchmarkLockHeldPerSet(b *testing.B) {
 		for i := range b.N {
 			p := podList[i%pods]
 			b.StopTimer()
-			nv, err := prepare(p, status(i/pods), &p.Status, c.current(p.UID), setIfChanged, base)
+			st := status(i / pods)
+			nv, err := prepare(p, &st, &p.Status, c.current(p.UID), setIfChanged, base)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -242,7 +242,13 @@ type PodSync struct {
 
 // NewPodSync returns the machine of one sync starting from in.
 func NewPodSync(in PodSyncInput) *PodSync {
-	return &PodSync{in: in, server: in.Server}
+	ps := newPodSync(in)
+	return &ps
+}
+
+// newPodSync is NewPodSync's machine, as a value.
+func newPodSync(in PodSyncInput) PodSync {
+	return PodSync{in: in, server: in.Server}
 }
 
 // Input returns what the sync started from.
@@ -347,7 +353,7 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		}
 		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
 	}
-	merged := MergePodStatusAt(server, server.Status, p.in.Status, p.in.CouldRunContainers, now)
+	merged := mergeStatus(server, &server.Status, &p.in.Status, p.in.CouldRunContainers, now)
 	patch, unchanged, err := StatusPatch(server.UID, &server.Status, &merged)
 	if err != nil {
 		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},

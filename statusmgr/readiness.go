@@ -62,20 +62,41 @@ func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition
 		c.Reason = ReasonPodFailed
 		return c
 	}
-	var msgs []string
-	if len(unknown) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unknown status: %s", unknown))
-	}
-	if len(unready) > 0 {
-		msgs = append(msgs, fmt.Sprintf("containers with unready status: %s", unready))
-	}
-	if len(msgs) > 0 {
+	if len(unknown) > 0 || len(unready) > 0 {
 		c.Reason = ReasonContainersNotReady
-		c.Message = strings.Join(msgs, ", ")
+		c.Message = notReadyMessage(unknown, unready)
 		return c
 	}
 	c.Status = v1.ConditionTrue
 	return c
+}
+
+// notReadyMessage is the message of a ContainersReady condition that is not True, as the
+// kubelet's ("containers with unknown status: [a b], containers with unready status: [c]",
+// each part only when it names a container), without fmt.
+func notReadyMessage(unknown, unready []string) string {
+	var b strings.Builder
+	part := func(what string, names []string) {
+		if len(names) == 0 {
+			return
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("containers with ")
+		b.WriteString(what)
+		b.WriteString(" status: [")
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(n)
+		}
+		b.WriteByte(']')
+	}
+	part("unknown", unknown)
+	part("unready", unready)
+	return b.String()
 }
 
 // PodReadyCondition computes the Ready condition of pod from status (the kubelet's

@@ -3,6 +3,7 @@ package statusmgr
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ func (m *Manager) reconcile() {
 		if m.couldRun != nil {
 			couldRun = m.couldRun(s.uid)
 		}
-		merged := MergePodStatusAt(src, src.Status, s.status, couldRun, now)
+		merged := mergeStatus(src, &src.Status, s.status, couldRun, now)
 		if _, unchanged, err := StatusPatch(src.UID, &src.Status, &merged); err == nil && !unchanged {
 			stale = append(stale, s)
 		}
@@ -72,13 +73,22 @@ func (m *Manager) reconcile() {
 // syncPod writes one snapshot to the server and deletes the pod when it can: it runs the
 // snapshot's PodSync, making the calls it asks for; no lock held.
 func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
-	return m.drive(ctx, m.podSync(s))
+	var ps PodSync // on the stack: drive keeps no reference to it
+	m.initPodSync(&ps, &s)
+	return m.drive(ctx, &ps)
 }
 
-// podSync builds the PodSync of a snapshot, asking the callbacks (CouldHaveRunningContainers,
-// the PodLookup) what it needs; no lock held.
+// podSync returns the PodSync of a snapshot (see initPodSync).
 func (m *Manager) podSync(s snapshot) *PodSync {
-	in := PodSyncInput{Pod: s.pod, Status: s.status, Finished: s.finished, CouldRunContainers: !s.finished,
+	ps := new(PodSync)
+	m.initPodSync(ps, &s)
+	return ps
+}
+
+// initPodSync makes ps the PodSync of the snapshot s, asking the callbacks
+// (CouldHaveRunningContainers, the PodLookup) what it needs; no lock held.
+func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
+	in := PodSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
 		Server: s.server, MaxConflictRetries: m.maxConflict}
 	if m.couldRun != nil {
 		in.CouldRunContainers = m.couldRun(s.uid)
@@ -94,9 +104,8 @@ func (m *Manager) podSync(s snapshot) *PodSync {
 		in.Desired = ok && p != nil && p.UID == s.uid
 	}
 	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
-	ps := NewPodSync(in)
-	ps.snap = &s
-	return ps
+	*ps = newPodSync(in)
+	ps.snap = s
 }
 
 // drive runs ps to its end, making its calls, and records its outcome.
@@ -160,22 +169,40 @@ func (m *Manager) finish(ps *PodSync) error {
 	if again {
 		m.signal()
 	}
-	log := m.log.With("pod", s.pod.Namespace+"/"+s.pod.Name, "podUID", s.uid, "version", s.version)
-	switch o.Reason {
-	case ReasonSynced:
-		log.Debug("status synced")
-	case ReasonNoMirror:
-		log.Debug("static pod has no mirror pod; not synced")
-	case ReasonNotFoundDesired:
-		log.Debug("pod not found on the server but still desired; status kept for the next sync")
-	case ReasonFailed, ReasonDeleteFailed:
-		log.Error("status sync failed; will retry", "reason", o.Reason, "err", o.Err)
-	case ReasonDeleted:
-		log.Debug("pod fully terminated and deleted")
-	case ReasonGone:
-		log.Debug("pod not found on the server; status forgotten")
-	case ReasonRecreated:
-		log.Debug("pod was deleted and recreated; status forgotten")
-	}
+	m.logOutcome(s, o)
 	return o.Err
+}
+
+// outcomeLogs are the log messages of the sync outcomes, by Reason.
+var outcomeLogs = [...]string{
+	ReasonSynced:          "status synced",
+	ReasonNoMirror:        "static pod has no mirror pod; not synced",
+	ReasonNotFoundDesired: "pod not found on the server but still desired; status kept for the next sync",
+	ReasonFailed:          "status sync failed; will retry",
+	ReasonDeleteFailed:    "status sync failed; will retry",
+	ReasonDeleted:         "pod fully terminated and deleted",
+	ReasonGone:            "pod not found on the server; status forgotten",
+	ReasonRecreated:       "pod was deleted and recreated; status forgotten",
+}
+
+// logOutcome logs how the sync of s ended: at Debug, a failure at Error with its reason
+// and error. The record is only built when the logger takes that level.
+func (m *Manager) logOutcome(s snapshot, o Outcome) {
+	if o.Reason < 0 || int(o.Reason) >= len(outcomeLogs) {
+		return
+	}
+	failed := o.Reason == ReasonFailed || o.Reason == ReasonDeleteFailed
+	level := slog.LevelDebug
+	if failed {
+		level = slog.LevelError
+	}
+	ctx := context.Background()
+	if !m.log.Enabled(ctx, level) {
+		return
+	}
+	args := []any{"pod", s.pod.Namespace + "/" + s.pod.Name, "podUID", s.uid, "version", s.version}
+	if failed {
+		args = append(args, "reason", o.Reason, "err", o.Err)
+	}
+	m.log.Log(ctx, level, outcomeLogs[o.Reason], args...)
 }

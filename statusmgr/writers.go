@@ -17,8 +17,9 @@ import (
 // pod's newer version waits until the call writing its older one returned, and versions
 // set meanwhile are coalesced (only the newest is sent). A sync that fails leaves the
 // status pending; it is logged, counted and retried by the next full sync. Pods not yet
-// written when ctx ends stay queued. Run returns ErrAlreadyRunning if another Run is
-// active.
+// written when ctx ends stay queued. The writes are made by at most MaxConcurrentWrites
+// goroutines, started as needed and kept (parked when idle) until ctx ends. Run returns
+// ErrAlreadyRunning if another Run is active.
 func (m *Manager) Run(ctx context.Context) error {
 	m.mu.Lock()
 	if m.running {
@@ -27,9 +28,9 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.running = true
 	m.mu.Unlock()
-	var writes sync.WaitGroup
+	writers := writerPool{jobs: make(chan writeJob), max: cap(m.slots)}
 	defer func() {
-		writes.Wait()
+		writers.wg.Wait()
 		m.mu.Lock()
 		m.running = false
 		m.mu.Unlock()
@@ -38,7 +39,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	timer := m.clock.NewTimer(m.period)
 	defer timer.Stop()
 	for {
-		m.dispatch(ctx, &writes)
+		m.dispatch(ctx, &writers)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -56,9 +57,9 @@ func (m *Manager) Run(ctx context.Context) error {
 }
 
 // dispatch starts a write for each queued pod that needs one and has none in flight, while
-// fewer than MaxConcurrentWrites writes are in flight. It never blocks: a write that ends
-// wakes the loop, which dispatches again.
-func (m *Manager) dispatch(ctx context.Context, writes *sync.WaitGroup) {
+// fewer than MaxConcurrentWrites writes are in flight. It does not wait for a write: a
+// write that ends wakes the loop, which dispatches again.
+func (m *Manager) dispatch(ctx context.Context, writers *writerPool) {
 	for ctx.Err() == nil {
 		select {
 		case m.slots <- struct{}{}:
@@ -70,9 +71,57 @@ func (m *Manager) dispatch(ctx context.Context, writes *sync.WaitGroup) {
 			<-m.slots
 			return
 		}
-		writes.Go(func() {
-			_ = m.write(ctx, s, l)
-		})
+		writers.start(ctx, m, writeJob{s: s, l: l})
+	}
+}
+
+// writeJob is one write Run hands to its writers: a claimed snapshot and its lane.
+type writeJob struct {
+	s snapshot
+	l lane
+}
+
+// writerPool runs Run's writes on long-lived goroutines, so that a write does not start
+// a goroutine (and grow its stack) of its own. A writer is started when no idle one takes
+// a write at once, up to max (MaxConcurrentWrites, the bound on writes in flight); idle
+// writers stay parked until Run's context ends. Only Run's goroutine calls start.
+type writerPool struct {
+	jobs    chan writeJob // unbuffered: a send succeeds when a writer takes the write
+	max     int
+	started int
+	wg      sync.WaitGroup
+}
+
+// start has a writer make the write j, which holds its slots. If every writer is busy
+// and max are running, it waits for one to finish its write (it holds no slot then);
+// if ctx ends first, the write is made here (its calls get the ended ctx, as any write's).
+func (w *writerPool) start(ctx context.Context, m *Manager, j writeJob) {
+	select {
+	case w.jobs <- j:
+		return
+	default:
+	}
+	if w.started < w.max {
+		w.started++
+		w.wg.Go(func() { m.writer(ctx, j, w.jobs) })
+		return
+	}
+	select {
+	case w.jobs <- j:
+	case <-ctx.Done():
+		_ = m.write(ctx, j.s, j.l)
+	}
+}
+
+// writer makes the write first, then every write it takes from jobs, until ctx ends.
+func (m *Manager) writer(ctx context.Context, first writeJob, jobs <-chan writeJob) {
+	for j := first; ; {
+		_ = m.write(ctx, j.s, j.l)
+		select {
+		case j = <-jobs:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

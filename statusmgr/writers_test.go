@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -513,4 +515,90 @@ func TestManagerTakeAndFinishSyncs(t *testing.T) {
 	if again := m.TakeSyncs(); len(again) != 0 {
 		t.Errorf("%d syncs after the status reached the server", len(again))
 	}
+}
+
+// goroutineTaggedAPI is a StatusPatcher over a FakeAPI that records which goroutine made
+// each call (its id, from runtime.Stack) and takes 1 ms per call.
+type goroutineTaggedAPI struct {
+	api *statusmgrtest.FakeAPI
+	clk clock.Clock
+
+	mu      sync.Mutex
+	callers map[string]bool
+}
+
+func (g *goroutineTaggedAPI) tag() {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	g.mu.Lock()
+	g.callers[id] = true
+	g.mu.Unlock()
+	g.clk.Sleep(time.Millisecond)
+}
+
+func (g *goroutineTaggedAPI) GetPod(ctx context.Context, ns, name string) (*v1.Pod, error) {
+	g.tag()
+	return g.api.GetPod(ctx, ns, name)
+}
+
+func (g *goroutineTaggedAPI) PatchPodStatus(ctx context.Context, ns, name string, patch []byte) (*v1.Pod, error) {
+	g.tag()
+	return g.api.PatchPodStatus(ctx, ns, name, patch)
+}
+
+func (g *goroutineTaggedAPI) DeletePod(ctx context.Context, ns, name string, uid types.UID) error {
+	g.tag()
+	return g.api.DeletePod(ctx, ns, name, uid)
+}
+
+// Run's writes are made by at most MaxConcurrentWrites long-lived goroutines, not one
+// goroutine per write: 100 pods written, then deleted, in two bursts, make every call on
+// one of 4 goroutines; they all stop with Run's context (the bubble checks nothing is
+// left).
+func TestManagerRunReusesWriters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const pods, bound = 100, 4
+		clk := clock.RealClock{} // virtual time inside the bubble
+		var list []*v1.Pod
+		for i := range pods {
+			list = append(list, testPod(fmt.Sprintf("p%03d", i), types.UID(fmt.Sprintf("u%03d", i))))
+		}
+		api := statusmgrtest.NewFakeAPI(list...)
+		g := &goroutineTaggedAPI{api: api, clk: clk, callers: map[string]bool{}}
+		m, err := statusmgr.New(statusmgr.Config{Patcher: g, Clock: clk, MaxConcurrentWrites: bound})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { done <- m.Run(ctx) }()
+		for _, p := range list {
+			if err := m.SetPodStatus(p, runningStatus(true)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Sleep(time.Second) // every write is done
+		for _, p := range list {
+			d := deleting(p)
+			api.MarkDeleted(d.Namespace, d.Name, *d.DeletionTimestamp, 30)
+			if err := m.TerminatePod(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clk.Sleep(time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if got := len(api.DeletedPods()); got != pods {
+			t.Fatalf("%d pods deleted, want %d", got, pods)
+		}
+		if st := m.Stats(); st.Patches < 2*pods {
+			t.Fatalf("%d patches, want at least %d", st.Patches, 2*pods)
+		}
+		if n := len(g.callers); n > bound {
+			t.Errorf("calls made by %d goroutines, want at most %d (MaxConcurrentWrites)", n, bound)
+		}
+	})
 }
