@@ -103,8 +103,8 @@ type Machine struct {
 	podsSynced bool
 
 	// queue holds, in arrival order, the pods with a pending update and no work in
-	// flight (podState.queued); queue[qhead:] is live.
-	queue []types.UID
+	// flight (podState.queued), and forgotten ones (skipped); queue[qhead:] is live.
+	queue []*podState
 	qhead int
 	// inFlight counts works started and not yet completed.
 	inFlight int
@@ -114,6 +114,9 @@ type Machine struct {
 
 	// buf backs the slices of the Ready returned by the last call.
 	buf Ready
+	// untraced makes note leave Ready.Transitions empty (the stages are still tracked):
+	// set by a Runner whose transitions nobody observes or logs.
+	untraced bool
 
 	// nameHolders maps the full name of every pod serialized by name (static pods, and
 	// every pod under SerializeByName) to the UID allowed to run under it; nameWaiters
@@ -217,10 +220,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	st, known := m.pods[uid]
 	if !known {
 		st = &podState{uid: uid, heapIdx: -1, lastWork: -1}
-		if runtimeOnly {
-			st.fullname = podfacts.FullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
-		} else {
-			st.fullname = podfacts.PodFullName(opts.Pod)
+		if !runtimeOnly {
 			st.static = podfacts.IsStatic(opts.Pod)
 			st.byName = st.static || m.cfg.SerializeByName
 			if podfacts.IsTerminal(opts.Pod) && runtimeStopped {
@@ -229,6 +229,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 			}
 		}
 		if st.byName {
+			st.fullname = podfacts.PodFullName(opts.Pod)
 			m.nameWaiters[st.fullname] = append(m.nameWaiters[st.fullname], uid)
 		}
 		m.pods[uid] = st
@@ -448,7 +449,8 @@ func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID
 			want[p.UID] = struct{}{}
 		}
 	}
-	known := make(map[types.UID]PodWorkerSync, len(m.pods))
+	// Sized for the desired pods: when few are, most known ones are usually forgotten.
+	known := make(map[types.UID]PodWorkerSync, min(len(m.pods), len(want)))
 	for uid, st := range m.pods {
 		_, isDesired := want[uid]
 		orphan := !isDesired
@@ -507,10 +509,13 @@ func (m *Machine) PodState(uid types.UID) (PodState, bool) {
 // note reports the pod's stage change since the last report, if any.
 func (m *Machine) note(st *podState, r *Ready) {
 	to := st.stage()
-	if m.pods[st.uid] != st {
+	if st.forgotten {
 		to = StageNone
 	}
-	if to != st.reported {
+	if to == st.reported {
+		return
+	}
+	if !m.untraced {
 		t := Transition{UID: st.uid, From: st.reported, To: to}
 		switch {
 		case st.pod != nil:
@@ -519,8 +524,8 @@ func (m *Machine) note(st *podState, r *Ready) {
 			t.Namespace, t.Name = st.running.Namespace, st.running.Name
 		}
 		r.Transitions = append(r.Transitions, t)
-		st.reported = to
 	}
+	st.reported = to
 }
 
 // addNotify makes ch (may be nil) wait for the pod's termination, unless the pod already
@@ -639,6 +644,7 @@ func (m *Machine) forget(st *podState) {
 		m.setWaiting(st.fullname, withoutUID(m.nameWaiters[st.fullname], st.uid))
 	}
 	delete(m.pods, st.uid)
+	st.forgotten = true
 }
 
 // compact rebuilds the pod map once most of its peak content was forgotten, since Go

@@ -14,7 +14,8 @@ import (
 // field; the timestamps only ever go from zero to set, in the order
 // startedAt/terminatingAt <= terminatedAt, and finished implies terminatedAt is set.
 type podState struct {
-	uid      types.UID
+	uid types.UID
+	// fullname is the pod's full name, set (at first sight) only if byName.
 	fullname string
 	// static is fixed at first sight: the pod's config source is not the API server.
 	static bool
@@ -81,6 +82,9 @@ type podState struct {
 	// observedRuntime: a RunningPod update was received for the UID, so something of it
 	// may run and it must be stopped even if it never started (the kubelet's field).
 	observedRuntime bool
+	// forgotten: the Machine dropped the pod (it is no longer in Machine.pods); a later
+	// update of the UID gets a new podState.
+	forgotten bool
 }
 
 func (s *podState) isStarted() bool              { return !s.startedAt.IsZero() }
