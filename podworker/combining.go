@@ -236,10 +236,11 @@ func (e *combiningEngine) awaitWake(done <-chan struct{}) bool {
 	}
 }
 
-// keepBuffer reports whether a buffer of the engine (it holds at most one entry per work
-// in flight), of which used entries of capacity were just used, is kept for reuse: one
-// that fits the default bound always (so bursts do not regrow it), a larger one while
-// a burst still fills a good part of it (it is dropped at its next light use).
+// keepBuffer reports whether a Runner's buffer (of completions, works to start or
+// transitions to deliver), of which used entries of capacity were just used, is kept for
+// reuse: one that fits the default bound of works in flight always (so bursts do not
+// regrow it), a larger one while a burst still fills a good part of it (it is dropped
+// at its next light use).
 func keepBuffer(used, capacity int) bool {
 	return capacity <= DefaultMaxConcurrentSyncs || used >= capacity/4
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -96,13 +97,14 @@ type Runner struct {
 	wg  sync.WaitGroup
 
 	// hmu guards hq (the transitions not yet delivered to OnTransition and
-	// Hooks.Transition, in the Machine's order), delivering (a goroutine is delivering
-	// them), and the counts of transitions queued and delivered so far; hdone is
-	// broadcast when delivered grows.
+	// Hooks.Transition, in the Machine's order), hspare (an emptied buffer for hq),
+	// delivering (a goroutine is delivering them), and the changes of the counts of
+	// transitions queued and delivered so far (read without it); hdone is broadcast
+	// when delivered grows.
 	hmu               sync.Mutex
-	hq                []timedTransition
+	hq, hspare        []timedTransition
 	delivering        bool
-	queued, delivered uint64
+	queued, delivered atomic.Uint64
 	hdone             *sync.Cond
 }
 
