@@ -124,8 +124,8 @@ type Machine struct {
 	nameHolders map[string]types.UID
 	nameWaiters map[string][]types.UID
 
-	// chans tracks every completion channel some known pod holds (podState.notify or
-	// podState.closed), so that each is listed in Ready.Close exactly once whatever the
+	// chans tracks every completion channel some known pod holds (in podState.kill), so
+	// that each is listed in Ready.Close exactly once whatever the
 	// caller passes: the same channel for one pod twice, for several pods, or again after
 	// it was closed. An entry goes when no known pod holds the channel.
 	chans map[chan<- struct{}]*chanState
@@ -542,11 +542,12 @@ func (m *Machine) addNotify(st *podState, ch chan<- struct{}) {
 	case cs.closed:
 		m.holdClosed(st, ch, cs)
 		return
-	case slices.Contains(st.notify, ch):
+	case st.kill != nil && slices.Contains(st.kill.notify, ch):
 		return
 	}
 	cs.waiting++
-	st.notify = append(st.notify, ch)
+	k := st.kills()
+	k.notify = append(k.notify, ch)
 }
 
 // closeNow closes ch (may be nil) for a pod that is already terminated: at once, unless
@@ -573,8 +574,8 @@ func (m *Machine) closeNow(st *podState, ch chan<- struct{}, r *Ready) {
 // holdClosed records that the pod holds the closed channel ch, so that ch is known to be
 // closed as long as the pod is known.
 func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
-	if !slices.Contains(st.closed, ch) {
-		st.closed = append(st.closed, ch)
+	if k := st.kills(); !slices.Contains(k.closed, ch) {
+		k.closed = append(k.closed, ch)
 		cs.holders++
 	}
 }
@@ -582,7 +583,10 @@ func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
 // closeNotify releases the pod's waiting channels (it is terminated): each is closed
 // when no other pod waits on it.
 func (m *Machine) closeNotify(st *podState, r *Ready) {
-	for _, ch := range st.notify {
+	if st.kill == nil {
+		return
+	}
+	for _, ch := range st.kill.notify {
 		cs := m.chans[ch]
 		cs.waiting--
 		if cs.waiting == 0 && !cs.closed {
@@ -593,29 +597,31 @@ func (m *Machine) closeNotify(st *podState, r *Ready) {
 			m.holdClosed(st, ch, cs)
 		}
 	}
-	clear(st.notify)
-	st.notify = nil
+	clear(st.kill.notify)
+	st.kill.notify = nil
 }
 
 // dropChans releases the channels a forgotten pod holds. Its notify list is empty: a pod
 // is forgotten only once terminated, or after closeNotify.
 func (m *Machine) dropChans(st *podState) {
-	for _, ch := range st.notify { // defensive: a forgotten pod waits for nothing
+	if st.kill == nil {
+		return
+	}
+	for _, ch := range st.kill.notify { // defensive: a forgotten pod waits for nothing
 		cs := m.chans[ch]
 		cs.waiting--
 		if cs.waiting == 0 && cs.holders == 0 {
 			delete(m.chans, ch)
 		}
 	}
-	st.notify = nil
-	for _, ch := range st.closed {
+	for _, ch := range st.kill.closed {
 		cs := m.chans[ch]
 		cs.holders--
 		if cs.holders == 0 && cs.waiting == 0 {
 			delete(m.chans, ch)
 		}
 	}
-	st.closed = nil
+	st.kill = nil
 }
 
 // finish marks the pod finished: no more work, updates ignored until forgotten.
