@@ -26,10 +26,12 @@ type combiningEngine struct {
 	r *Runner
 
 	// cmu guards completions: finished works not yet reported to the Machine. Every
-	// holder of r.mu checks it after unlocking, so none is ever stranded.
+	// holder of r.mu checks it after unlocking, so none is ever stranded; pending is
+	// len(completions), changed under cmu, read without it.
 	cmu         sync.Mutex
 	completions []completion
 	spare       []completion
+	pending     atomic.Int32
 
 	// qmu guards runq, the works spawned and not yet taken by a worker (in spawn
 	// order), and starting: a worker was started or woken to take from runq and has not
@@ -138,11 +140,7 @@ func (e *combiningEngine) unlocked() {
 
 func (e *combiningEngine) stopping() { e.accepting.Store(false) }
 
-func (e *combiningEngine) hasCompletions() bool {
-	e.cmu.Lock()
-	defer e.cmu.Unlock()
-	return len(e.completions) > 0
-}
+func (e *combiningEngine) hasCompletions() bool { return e.pending.Load() > 0 }
 
 // combine applies queued completions for as long as it gets the lock without waiting
 // and completions keep arriving. With inline, the first work to start is returned to
@@ -158,6 +156,7 @@ func (e *combiningEngine) combine(inline bool) (next Work, nextCtx context.Conte
 				break
 			}
 			e.completions, e.spare = e.spare[:0], nil
+			e.pending.Store(0)
 			e.cmu.Unlock()
 			for i := range batch {
 				c := &batch[i]
@@ -213,6 +212,7 @@ func (e *combiningEngine) run(w Work, ctx context.Context) {
 		now := r.clock.Now()
 		e.cmu.Lock()
 		e.completions = append(e.completions, completion{uid: w.UID, res: res, at: now})
+		e.pending.Store(int32(len(e.completions)))
 		e.cmu.Unlock()
 		w, ctx, ok = e.combine(true)
 		r.deliver()
