@@ -125,9 +125,9 @@ type Machine struct {
 	nameWaiters map[string][]types.UID
 
 	// chans tracks every completion channel some known pod holds (in podState.kill), so
-	// that each is listed in Ready.Close exactly once whatever the
-	// caller passes: the same channel for one pod twice, for several pods, or again after
-	// it was closed. An entry goes when no known pod holds the channel.
+	// that each is listed in Ready.Close exactly once whatever the caller passes: the
+	// same channel for one pod twice, for several pods, or again after it was closed. An
+	// entry goes when no known pod holds the channel.
 	chans map[chan<- struct{}]*chanState
 }
 
