@@ -53,7 +53,9 @@ type combiningEngine struct {
 	ctxs []workContext
 }
 
-// workContextBatch is how many workContexts newContext allocates at once.
+// workContextBatch is how many workContexts newContext allocates at once (one
+// allocation instead of 16; a context a PodSyncer keeps after it returned keeps its
+// batch, 768 bytes, alive).
 const workContextBatch = 16
 
 // workItem is a work with its context, waiting in the run queue.
