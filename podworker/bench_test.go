@@ -130,7 +130,7 @@ type w2Result struct {
 	// Allocs and AllocBytes count the objects and bytes allocated during the run,
 	// Goroutines the goroutines started.
 	Allocs, AllocBytes, Goroutines uint64
-	StatusCalls        int
+	StatusCalls                    int
 }
 
 // w2Env carries a W2 run's parameters to the child process that runs it.
