@@ -70,7 +70,8 @@ func heapNow() uint64 {
 // on the Runner's engine, then on its plain twin ("plain/...").
 // Reported per run: pods/s, wall and CPU time, peak goroutines and peak heap (garbage
 // included) over the whole run, heap retained per known pod once all are finished, heap
-// left per pod after they were forgotten, allocations per pod.
+// left per pod after they were forgotten, allocations (objects and bytes) per pod, and
+// the goroutines started.
 func BenchmarkW2(b *testing.B) {
 	for _, engine := range podworker.EngineNames {
 		for _, tc := range []struct {
@@ -126,8 +127,10 @@ type w2Result struct {
 	// the run, Retained the live heap once every pod finished, Left the live heap after
 	// the runner was stopped; all three above the heap before the run.
 	PeakHeap, Retained, Left int64
-	Allocs                   uint64
-	StatusCalls              int
+	// Allocs and AllocBytes count the objects and bytes allocated during the run,
+	// Goroutines the goroutines started.
+	Allocs, AllocBytes, Goroutines uint64
+	StatusCalls                    int
 }
 
 // w2Env carries a W2 run's parameters to the child process that runs it.
@@ -194,6 +197,8 @@ func benchW2(b *testing.B, p w2Params) {
 		sum.Retained += res.Retained
 		sum.Left += res.Left
 		sum.Allocs += res.Allocs
+		sum.AllocBytes += res.AllocBytes
+		sum.Goroutines += res.Goroutines
 		sum.StatusCalls += res.StatusCalls
 	}
 	runs, pods := float64(b.N), float64(p.Pods)
@@ -205,6 +210,8 @@ func benchW2(b *testing.B, p w2Params) {
 	b.ReportMetric(float64(sum.Retained)/runs/pods, "heap-B/pod")
 	b.ReportMetric(max(float64(sum.Left), 0)/runs/pods, "left-B/pod")
 	b.ReportMetric(float64(sum.Allocs)/runs/pods, "allocs/pod")
+	b.ReportMetric(float64(sum.AllocBytes)/runs/pods, "alloc-B/pod")
+	b.ReportMetric(float64(sum.Goroutines)/runs, "goroutines-started")
 	if p.RealCache {
 		b.ReportMetric(float64(sum.StatusCalls)/runs/pods, "status-calls/pod")
 	}
@@ -248,10 +255,11 @@ func (s *sampler) run(ctx context.Context) {
 	}
 }
 
-func allocObjects() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+// allocated is how many objects and bytes the process allocated on the heap so far.
+func allocated() (objects, bytes uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}, {Name: "/gc/heap/allocs:bytes"}}
 	metrics.Read(s)
-	return s[0].Value.Uint64()
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
 }
 
 // runW2 is one W2 run in this process: the pods are built first, then the clock runs
@@ -360,7 +368,8 @@ func runW2(p w2Params) (w2Result, error) {
 	if rt != nil {
 		calls0 = rt.Calls().PodStatus
 	}
-	a0 := allocObjects()
+	a0, b0 := allocated()
+	g0 := podworker.GoroutinesCreated()
 	c0 := cpuTime()
 	start := time.Now()
 
@@ -405,7 +414,9 @@ func runW2(p w2Params) (w2Result, error) {
 	res.CPU = cpu + cpuTime() - c0
 	smp.sample()
 	stopSampling()
-	res.Allocs = allocObjects() - a0
+	a1, b1 := allocated()
+	res.Allocs, res.AllocBytes = a1-a0, b1-b0
+	res.Goroutines = podworker.GoroutinesCreated() - g0
 	if rt != nil {
 		res.StatusCalls = rt.Calls().PodStatus - calls0
 	}

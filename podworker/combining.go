@@ -13,28 +13,52 @@ import (
 // combiningEngine runs works on workers that never wait for the runner's lock: a
 // finished work is queued as a completion, and whichever goroutine holds (or next takes)
 // the lock applies every queued completion to the Machine (flat combining). A worker
-// whose completion starts another work runs that one itself, and a worker left without
-// work waits as one of at most 2*GOMAXPROCS idle ones for the next burst. Works get a
-// workContext, which costs no registration with Run's context.
+// whose completion starts another work runs that one itself; the other works to start
+// wait in a run queue, which workers take from when they are left without work. While
+// works wait there, one worker is on its way to take the next (started, or woken from
+// the idle ones) and, before it runs that work, starts the next one if works still
+// wait: a burst of short syncs is run by a few workers instead of a goroutine per work,
+// and a burst of blocking syncs still gets a worker per work, started one after the
+// other. A worker left without work waits as one of at most 2*GOMAXPROCS idle ones for
+// the next burst. Works get a workContext, which costs no registration with Run's
+// context.
 type combiningEngine struct {
 	r *Runner
 
 	// cmu guards completions: finished works not yet reported to the Machine. Every
-	// holder of r.mu checks it after unlocking, so none is ever stranded.
+	// holder of r.mu checks it after unlocking, so none is ever stranded; pending is
+	// len(completions), changed under cmu, read without it.
 	cmu         sync.Mutex
 	completions []completion
 	spare       []completion
+	pending     atomic.Int32
 
-	// handoff passes a work to an idle worker; idle counts the workers that are (or are
-	// about to be) waiting on it, at most maxIdle; accepting tells workers whether they
-	// may wait (until Run returns).
-	handoff   chan workItem
+	// qmu guards runq, the works spawned and not yet taken by a worker (in spawn
+	// order), and starting: a worker was started or woken to take from runq and has not
+	// taken yet. runq is never non-empty while starting is false.
+	qmu      sync.Mutex
+	runq     workQueue
+	starting bool
+
+	// wake wakes an idle worker to take from runq; idle counts the workers that are (or
+	// are about to be) waiting on it, at most maxIdle; accepting tells workers whether
+	// they may wait (until Run returns).
+	wake      chan struct{}
 	idle      atomic.Int32
 	maxIdle   int32
 	accepting atomic.Bool
+
+	// ctxs are the workContexts allocated in one batch and not yet handed out by
+	// newContext (r.mu held).
+	ctxs []workContext
 }
 
-// workItem is a work with its context, handed to an idle worker.
+// workContextBatch is how many workContexts newContext allocates at once (one
+// allocation instead of 16; a context a PodSyncer keeps after it returned keeps its
+// batch, 768 bytes, alive).
+const workContextBatch = 16
+
+// workItem is a work with its context, waiting in the run queue.
 type workItem struct {
 	w   Work
 	ctx context.Context
@@ -48,27 +72,65 @@ type completion struct {
 }
 
 func newCombiningEngine(r *Runner) engine {
-	e := &combiningEngine{r: r, handoff: make(chan workItem), maxIdle: int32(2 * runtime.GOMAXPROCS(0))}
+	e := &combiningEngine{r: r, wake: make(chan struct{}), maxIdle: int32(2 * runtime.GOMAXPROCS(0))}
 	e.accepting.Store(true)
 	return e
 }
 
-func (*combiningEngine) newContext(parent context.Context) (context.Context, canceler) {
-	c := &workContext{Context: parent}
+// newContext hands out the next workContext of the current batch (r.mu is held).
+func (e *combiningEngine) newContext(parent context.Context) (context.Context, canceler) {
+	if len(e.ctxs) == 0 {
+		e.ctxs = make([]workContext, workContextBatch)
+	}
+	c := &e.ctxs[0]
+	e.ctxs = e.ctxs[1:]
+	c.Context = parent
 	return c, c
 }
 
+// spawn queues w for a worker, and starts one unless one is on its way.
 func (e *combiningEngine) spawn(w Work, ctx context.Context) {
+	e.qmu.Lock()
+	e.runq.push(workItem{w: w, ctx: ctx})
+	start := !e.starting
+	e.starting = true
+	e.qmu.Unlock()
+	if start {
+		e.startWorker()
+	}
+}
+
+// take returns the next work of the run queue, if any; starter says that the caller is
+// the worker that was on its way. If works still wait, it makes sure one is.
+func (e *combiningEngine) take(starter bool) (workItem, bool) {
+	e.qmu.Lock()
+	if starter {
+		e.starting = false
+	}
+	it, ok := e.runq.pop()
+	start := e.runq.len() > 0 && !e.starting
+	if start {
+		e.starting = true
+	}
+	e.qmu.Unlock()
+	if start {
+		e.startWorker()
+	}
+	return it, ok
+}
+
+// startWorker wakes an idle worker, or starts one, to take from the run queue.
+func (e *combiningEngine) startWorker() {
 	if e.idle.Load() > 0 {
 		select {
-		case e.handoff <- workItem{w: w, ctx: ctx}:
+		case e.wake <- struct{}{}:
 			e.idle.Add(-1)
 			return
 		default:
 		}
 	}
 	e.r.wg.Add(1)
-	go e.worker(ctx, w)
+	go e.worker()
 }
 
 // unlocked applies the completions queued while r.mu was held, if any.
@@ -80,11 +142,7 @@ func (e *combiningEngine) unlocked() {
 
 func (e *combiningEngine) stopping() { e.accepting.Store(false) }
 
-func (e *combiningEngine) hasCompletions() bool {
-	e.cmu.Lock()
-	defer e.cmu.Unlock()
-	return len(e.completions) > 0
-}
+func (e *combiningEngine) hasCompletions() bool { return e.pending.Load() > 0 }
 
 // combine applies queued completions for as long as it gets the lock without waiting
 // and completions keep arriving. With inline, the first work to start is returned to
@@ -95,11 +153,13 @@ func (e *combiningEngine) combine(inline bool) (next Work, nextCtx context.Conte
 		for {
 			e.cmu.Lock()
 			batch := e.completions
-			e.completions, e.spare = e.spare[:0], nil
-			e.cmu.Unlock()
 			if len(batch) == 0 {
+				e.cmu.Unlock()
 				break
 			}
+			e.completions, e.spare = e.spare[:0], nil
+			e.pending.Store(0)
+			e.cmu.Unlock()
 			for i := range batch {
 				c := &batch[i]
 				if w, wctx, got := r.completeLocked(c.uid, c.res, c.at, inline && !ok); got {
@@ -107,7 +167,7 @@ func (e *combiningEngine) combine(inline bool) (next Work, nextCtx context.Conte
 				}
 			}
 			clear(batch)
-			if cap(batch) <= 256 { // a burst's large buffer is not kept
+			if keepBuffer(len(batch), cap(batch)) {
 				e.cmu.Lock()
 				if e.spare == nil {
 					e.spare = batch[:0]
@@ -123,37 +183,108 @@ func (e *combiningEngine) combine(inline bool) (next Work, nextCtx context.Conte
 	return next, nextCtx, ok
 }
 
-// worker runs works until none is left for it. A worker left without work waits for a
-// handoff if fewer than maxIdle others do (so a burst of short syncs does not start a
-// goroutine per pod), and exits otherwise or when Run's context ends.
-func (e *combiningEngine) worker(ctx context.Context, w Work) {
+// worker is started (or woken) to take a work from the run queue. It runs works until
+// none is left for it: the next one its completion starts, else the next queued one.
+// Then it waits for a wake if fewer than maxIdle others do, and exits otherwise or when
+// Run's context ends.
+func (e *combiningEngine) worker() {
 	r := e.r
 	defer r.wg.Done()
 	done := r.ctx.Done()
+	starter := true
 	for {
+		it, ok := e.take(starter)
+		starter = false
+		if !ok {
+			if !e.awaitWake(done) {
+				return
+			}
+			starter = true
+			continue
+		}
+		e.run(it.w, it.ctx)
+	}
+}
+
+// run runs w, then every work its completion hands back (see combine).
+func (e *combiningEngine) run(w Work, ctx context.Context) {
+	r := e.r
+	for ok := true; ok; {
 		res := r.execute(ctx, w)
 		now := r.clock.Now()
 		e.cmu.Lock()
 		e.completions = append(e.completions, completion{uid: w.UID, res: res, at: now})
+		e.pending.Store(int32(len(e.completions)))
 		e.cmu.Unlock()
-		var ok bool
 		w, ctx, ok = e.combine(true)
 		r.deliver()
-		if ok {
-			continue
-		}
-		if !e.accepting.Load() || e.idle.Add(1) > e.maxIdle {
-			e.idle.Add(-1)
-			return
-		}
-		select {
-		case it := <-e.handoff:
-			w, ctx = it.w, it.ctx
-		case <-done:
-			e.idle.Add(-1)
-			return
-		}
 	}
+}
+
+// awaitWake waits, as an idle worker, until it is woken to take from the run queue
+// (true), or returns false at once if maxIdle others wait or Run is returning, or when
+// it does.
+func (e *combiningEngine) awaitWake(done <-chan struct{}) bool {
+	if !e.accepting.Load() || e.idle.Add(1) > e.maxIdle {
+		e.idle.Add(-1)
+		return false
+	}
+	select {
+	case <-e.wake:
+		return true
+	case <-done:
+		e.idle.Add(-1)
+		return false
+	}
+}
+
+// keepBuffer reports whether a Runner's buffer (of completions, works to start or
+// transitions to deliver), of which used entries of capacity were just used, is kept for
+// reuse: one that fits the default bound of works in flight always (so bursts do not
+// regrow it), a larger one while a burst still fills a good part of it (it is dropped
+// at its next light use).
+func keepBuffer(used, capacity int) bool {
+	return capacity <= DefaultMaxConcurrentSyncs || used >= capacity/4
+}
+
+// workQueue is a FIFO of works in a ring buffer: n works wait from items[head] on;
+// peak is the largest n since the queue was last empty.
+type workQueue struct {
+	items   []workItem
+	head, n int
+	peak    int
+}
+
+func (q *workQueue) len() int { return q.n }
+
+func (q *workQueue) push(it workItem) {
+	if q.n == len(q.items) {
+		grown := make([]workItem, max(16, 2*q.n))
+		m := copy(grown, q.items[q.head:])
+		copy(grown[m:], q.items[:q.head])
+		q.items, q.head = grown, 0
+	}
+	q.items[(q.head+q.n)%len(q.items)] = it
+	q.n++
+	q.peak = max(q.peak, q.n)
+}
+
+func (q *workQueue) pop() (workItem, bool) {
+	if q.n == 0 {
+		return workItem{}, false
+	}
+	it := q.items[q.head]
+	q.items[q.head] = workItem{}
+	q.head = (q.head + 1) % len(q.items)
+	q.n--
+	if q.n == 0 {
+		q.head = 0
+		if !keepBuffer(q.peak, len(q.items)) {
+			q.items = nil
+		}
+		q.peak = 0
+	}
+	return it, true
 }
 
 // workContext is the context of one work: cancelled by the runner when the Machine asks
@@ -165,14 +296,15 @@ func (e *combiningEngine) worker(ctx context.Context, w Work) {
 // goroutine to watch it.
 type workContext struct {
 	context.Context
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
-	// afters are the functions registered by AfterFunc and not yet stopped or called;
-	// nextAfter numbers them.
-	afters    map[uint64]func()
-	nextAfter uint64
+	mu        sync.Mutex
+	done      chan struct{}
+	cancelled bool
+	// afters are the functions registered by AfterFunc and not yet stopped or called.
+	afters map[*afterFunc]struct{}
 }
+
+// afterFunc is one function registered by workContext.AfterFunc.
+type afterFunc struct{ f func() }
 
 // Done returns a channel closed when the work is cancelled.
 func (c *workContext) Done() <-chan struct{} {
@@ -180,7 +312,7 @@ func (c *workContext) Done() <-chan struct{} {
 	defer c.mu.Unlock()
 	if c.done == nil {
 		c.done = make(chan struct{})
-		if c.err != nil {
+		if c.cancelled {
 			close(c.done)
 		}
 	}
@@ -191,30 +323,32 @@ func (c *workContext) Done() <-chan struct{} {
 func (c *workContext) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.err
+	if c.cancelled {
+		return context.Canceled
+	}
+	return nil
 }
 
 // AfterFunc arranges for f to be called once the work is cancelled (at once if it is),
 // unless stop is called first; stop reports whether it prevented the call.
 func (c *workContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.cancelled {
 		c.mu.Unlock()
 		f()
 		return func() bool { return false }
 	}
 	if c.afters == nil {
-		c.afters = make(map[uint64]func())
+		c.afters = make(map[*afterFunc]struct{})
 	}
-	id := c.nextAfter
-	c.nextAfter++
-	c.afters[id] = f
+	a := &afterFunc{f: f}
+	c.afters[a] = struct{}{}
 	c.mu.Unlock()
 	return func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		_, ok := c.afters[id]
-		delete(c.afters, id)
+		_, ok := c.afters[a]
+		delete(c.afters, a)
 		return ok
 	}
 }
@@ -223,18 +357,18 @@ func (c *workContext) AfterFunc(f func()) (stop func() bool) {
 // registered by AfterFunc.
 func (c *workContext) cancel() {
 	c.mu.Lock()
-	if c.err != nil {
+	if c.cancelled {
 		c.mu.Unlock()
 		return
 	}
-	c.err = context.Canceled
+	c.cancelled = true
 	if c.done != nil {
 		close(c.done)
 	}
 	afters := c.afters
 	c.afters = nil
 	c.mu.Unlock()
-	for _, f := range afters {
-		f()
+	for a := range afters {
+		a.f()
 	}
 }

@@ -14,9 +14,10 @@
 // contexts to cancel, the completion channels to close, the work to start and the
 // resync delays. It never blocks, reads no clock and starts no goroutine, so every
 // decision can be tested step by step (see podworkertest). Runner wraps a Machine with a
-// mutex, a goroutine per pod only while that pod has work in flight (at most
-// MaxConcurrentSyncs PodSyncer calls at once, DefaultMaxConcurrentSyncs unless set; a few idle workers are kept for
-// the next burst), and one timer goroutine for resyncs and retries; it calls the
+// mutex, worker goroutines only while works are in flight, at most one per work (at most
+// MaxConcurrentSyncs PodSyncer calls at once, DefaultMaxConcurrentSyncs unless set; a
+// burst of short syncs is run by a few workers, and a few idle ones are kept for the
+// next burst), and one timer goroutine for resyncs and retries; it calls the
 // PodSyncer and the status cache outside its lock. No goroutine is parked per known pod.
 //
 // # Guarantees

@@ -14,7 +14,8 @@ type engine interface {
 	// ends it. The Runner ends it when the Machine cancels the work, when the work is
 	// over, and for every work in flight when Run ends.
 	newContext(parent context.Context) (context.Context, canceler)
-	// spawn runs w with ctx on a goroutine counted in Runner.wg. r.mu is held.
+	// spawn has w run with ctx on a goroutine counted in Runner.wg (a new one, or a
+	// worker that takes it from a queue), without waiting for other works. r.mu is held.
 	spawn(w Work, ctx context.Context)
 	// unlocked is called by every holder of r.mu right after releasing it.
 	unlocked()

@@ -1,7 +1,7 @@
 package podworker
 
 // EngineNames and UseEngine let the external tests and benchmarks run the Runner on each
-// engine.
+// engine; GoroutinesCreated counts the goroutines the process started.
 var (
 	EngineNames = func() []string {
 		var names []string
@@ -10,5 +10,6 @@ var (
 		}
 		return names
 	}()
-	UseEngine = useEngine
+	UseEngine         = useEngine
+	GoroutinesCreated = goroutinesCreated
 )

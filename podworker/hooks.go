@@ -98,7 +98,7 @@ func (r *Runner) queueTransitionsLocked(ts []Transition, at time.Time) {
 	for _, t := range ts {
 		r.hq = append(r.hq, timedTransition{t: t, at: at})
 	}
-	r.queued += uint64(len(ts))
+	r.queued.Add(uint64(len(ts)))
 	r.hmu.Unlock()
 }
 
@@ -112,7 +112,7 @@ func (r *Runner) cancelAfterTransitionsLocked(c canceler) {
 	}
 	r.hmu.Lock()
 	r.hq = append(r.hq, timedTransition{cancel: c})
-	r.queued++
+	r.queued.Add(1)
 	r.hmu.Unlock()
 }
 
@@ -122,7 +122,7 @@ func (r *Runner) cancelAfterTransitionsLocked(c canceler) {
 // finds another delivering leaves its transitions to it. Every holder of r.mu calls it
 // after unlocking, so no transition is stranded.
 func (r *Runner) deliver() {
-	if r.hooks.Transition == nil && r.onTransition == nil {
+	if (r.hooks.Transition == nil && r.onTransition == nil) || r.allDelivered() {
 		return
 	}
 	r.hmu.Lock()
@@ -133,7 +133,7 @@ func (r *Runner) deliver() {
 	r.delivering = true
 	for len(r.hq) > 0 {
 		batch := r.hq
-		r.hq = nil
+		r.hq, r.hspare = r.hspare[:0], nil
 		r.hmu.Unlock()
 		for _, tt := range batch {
 			if tt.cancel != nil {
@@ -147,8 +147,12 @@ func (r *Runner) deliver() {
 				r.hooks.Transition(tt.t, tt.at)
 			}
 		}
+		clear(batch)
 		r.hmu.Lock()
-		r.delivered += uint64(len(batch))
+		if r.hspare == nil && keepBuffer(len(batch), cap(batch)) {
+			r.hspare = batch[:0]
+		}
+		r.delivered.Add(uint64(len(batch)))
 		r.hdone.Broadcast()
 	}
 	r.delivering = false
@@ -161,13 +165,19 @@ func (r *Runner) deliver() {
 // pod are delivered in one order: a slow observer delays the works that start after it
 // was called, never the runner's lock or its callers).
 func (r *Runner) awaitDelivery() {
-	if r.hooks.Transition == nil && r.onTransition == nil {
+	if (r.hooks.Transition == nil && r.onTransition == nil) || r.allDelivered() {
 		return
 	}
 	r.deliver()
 	r.hmu.Lock()
-	for target := r.queued; r.delivered < target; {
+	for target := r.queued.Load(); r.delivered.Load() < target; {
 		r.hdone.Wait()
 	}
 	r.hmu.Unlock()
+}
+
+// allDelivered reports whether every transition queued so far was delivered (it may be
+// out of date at once; a goroutine that queued transitions sees them as undelivered).
+func (r *Runner) allDelivered() bool {
+	return r.delivered.Load() >= r.queued.Load()
 }

@@ -103,8 +103,8 @@ type Machine struct {
 	podsSynced bool
 
 	// queue holds, in arrival order, the pods with a pending update and no work in
-	// flight (podState.queued); queue[qhead:] is live.
-	queue []types.UID
+	// flight (podState.queued), and forgotten ones (skipped); queue[qhead:] is live.
+	queue []*podState
 	qhead int
 	// inFlight counts works started and not yet completed.
 	inFlight int
@@ -114,6 +114,9 @@ type Machine struct {
 
 	// buf backs the slices of the Ready returned by the last call.
 	buf Ready
+	// untraced makes note leave Ready.Transitions empty (the stages are still tracked):
+	// set by a Runner whose transitions nobody observes or logs.
+	untraced bool
 
 	// nameHolders maps the full name of every pod serialized by name (static pods, and
 	// every pod under SerializeByName) to the UID allowed to run under it; nameWaiters
@@ -121,10 +124,10 @@ type Machine struct {
 	nameHolders map[string]types.UID
 	nameWaiters map[string][]types.UID
 
-	// chans tracks every completion channel some known pod holds (podState.notify or
-	// podState.closed), so that each is listed in Ready.Close exactly once whatever the
-	// caller passes: the same channel for one pod twice, for several pods, or again after
-	// it was closed. An entry goes when no known pod holds the channel.
+	// chans tracks every completion channel some known pod holds (in podState.kill), so
+	// that each is listed in Ready.Close exactly once whatever the caller passes: the
+	// same channel for one pod twice, for several pods, or again after it was closed. An
+	// entry goes when no known pod holds the channel.
 	chans map[chan<- struct{}]*chanState
 }
 
@@ -217,10 +220,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	st, known := m.pods[uid]
 	if !known {
 		st = &podState{uid: uid, heapIdx: -1, lastWork: -1}
-		if runtimeOnly {
-			st.fullname = podfacts.FullName(opts.RunningPod.Name, opts.RunningPod.Namespace)
-		} else {
-			st.fullname = podfacts.PodFullName(opts.Pod)
+		if !runtimeOnly {
 			st.static = podfacts.IsStatic(opts.Pod)
 			st.byName = st.static || m.cfg.SerializeByName
 			if podfacts.IsTerminal(opts.Pod) && runtimeStopped {
@@ -229,6 +229,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 			}
 		}
 		if st.byName {
+			st.fullname = podfacts.PodFullName(opts.Pod)
 			m.nameWaiters[st.fullname] = append(m.nameWaiters[st.fullname], uid)
 		}
 		m.pods[uid] = st
@@ -448,7 +449,8 @@ func (m *Machine) SyncKnownPods(now time.Time, desired []*v1.Pod) (map[types.UID
 			want[p.UID] = struct{}{}
 		}
 	}
-	known := make(map[types.UID]PodWorkerSync, len(m.pods))
+	// Sized for the desired pods: when few are, most known ones are usually forgotten.
+	known := make(map[types.UID]PodWorkerSync, min(len(m.pods), len(want)))
 	for uid, st := range m.pods {
 		_, isDesired := want[uid]
 		orphan := !isDesired
@@ -507,10 +509,13 @@ func (m *Machine) PodState(uid types.UID) (PodState, bool) {
 // note reports the pod's stage change since the last report, if any.
 func (m *Machine) note(st *podState, r *Ready) {
 	to := st.stage()
-	if m.pods[st.uid] != st {
+	if st.forgotten {
 		to = StageNone
 	}
-	if to != st.reported {
+	if to == st.reported {
+		return
+	}
+	if !m.untraced {
 		t := Transition{UID: st.uid, From: st.reported, To: to}
 		switch {
 		case st.pod != nil:
@@ -519,8 +524,8 @@ func (m *Machine) note(st *podState, r *Ready) {
 			t.Namespace, t.Name = st.running.Namespace, st.running.Name
 		}
 		r.Transitions = append(r.Transitions, t)
-		st.reported = to
 	}
+	st.reported = to
 }
 
 // addNotify makes ch (may be nil) wait for the pod's termination, unless the pod already
@@ -537,11 +542,12 @@ func (m *Machine) addNotify(st *podState, ch chan<- struct{}) {
 	case cs.closed:
 		m.holdClosed(st, ch, cs)
 		return
-	case slices.Contains(st.notify, ch):
+	case st.kill != nil && slices.Contains(st.kill.notify, ch):
 		return
 	}
 	cs.waiting++
-	st.notify = append(st.notify, ch)
+	k := st.kills()
+	k.notify = append(k.notify, ch)
 }
 
 // closeNow closes ch (may be nil) for a pod that is already terminated: at once, unless
@@ -568,8 +574,8 @@ func (m *Machine) closeNow(st *podState, ch chan<- struct{}, r *Ready) {
 // holdClosed records that the pod holds the closed channel ch, so that ch is known to be
 // closed as long as the pod is known.
 func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
-	if !slices.Contains(st.closed, ch) {
-		st.closed = append(st.closed, ch)
+	if k := st.kills(); !slices.Contains(k.closed, ch) {
+		k.closed = append(k.closed, ch)
 		cs.holders++
 	}
 }
@@ -577,7 +583,10 @@ func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
 // closeNotify releases the pod's waiting channels (it is terminated): each is closed
 // when no other pod waits on it.
 func (m *Machine) closeNotify(st *podState, r *Ready) {
-	for _, ch := range st.notify {
+	if st.kill == nil {
+		return
+	}
+	for _, ch := range st.kill.notify {
 		cs := m.chans[ch]
 		cs.waiting--
 		if cs.waiting == 0 && !cs.closed {
@@ -588,29 +597,31 @@ func (m *Machine) closeNotify(st *podState, r *Ready) {
 			m.holdClosed(st, ch, cs)
 		}
 	}
-	clear(st.notify)
-	st.notify = nil
+	clear(st.kill.notify)
+	st.kill.notify = nil
 }
 
 // dropChans releases the channels a forgotten pod holds. Its notify list is empty: a pod
 // is forgotten only once terminated, or after closeNotify.
 func (m *Machine) dropChans(st *podState) {
-	for _, ch := range st.notify { // defensive: a forgotten pod waits for nothing
+	if st.kill == nil {
+		return
+	}
+	for _, ch := range st.kill.notify { // defensive: a forgotten pod waits for nothing
 		cs := m.chans[ch]
 		cs.waiting--
 		if cs.waiting == 0 && cs.holders == 0 {
 			delete(m.chans, ch)
 		}
 	}
-	st.notify = nil
-	for _, ch := range st.closed {
+	for _, ch := range st.kill.closed {
 		cs := m.chans[ch]
 		cs.holders--
 		if cs.holders == 0 && cs.waiting == 0 {
 			delete(m.chans, ch)
 		}
 	}
-	st.closed = nil
+	st.kill = nil
 }
 
 // finish marks the pod finished: no more work, updates ignored until forgotten.
@@ -639,6 +650,7 @@ func (m *Machine) forget(st *podState) {
 		m.setWaiting(st.fullname, withoutUID(m.nameWaiters[st.fullname], st.uid))
 	}
 	delete(m.pods, st.uid)
+	st.forgotten = true
 }
 
 // compact rebuilds the pod map once most of its peak content was forgotten, since Go

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -380,5 +381,14 @@ func TestForgottenPodLeavesNothing(t *testing.T) {
 		len(m.nameWaiters) != 0 || m.inFlight != 0 || m.qhead != len(m.queue) {
 		t.Fatalf("left behind: known=%d pods=%d heap=%d started=%v waiting=%v inFlight=%d queue=%v",
 			len(known), m.Len(), len(m.requeue), m.nameHolders, m.nameWaiters, m.inFlight, m.queue[m.qhead:])
+	}
+}
+
+// TestPodStateSize: the record kept per known pod fits the 256-byte allocation size
+// class (the next one is 288 bytes): a field added must not cost every pod 32 bytes
+// unnoticed.
+func TestPodStateSize(t *testing.T) {
+	if got := unsafe.Sizeof(podState{}); got > 256 {
+		t.Errorf("podState takes %d bytes, want <= 256", got)
 	}
 }

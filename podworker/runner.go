@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -55,9 +56,10 @@ type Config struct {
 }
 
 // Runner drives a Machine: it owns the lock, the goroutines and the timer, and calls the
-// caller's PodSyncer outside the lock. A goroutine exists only while a pod has work in
-// flight (at most MaxConcurrentSyncs PodSyncer calls run at once, 1,024 by default; a worker that
-// just finished may linger briefly while it exits), plus at most 2*GOMAXPROCS idle ones
+// caller's PodSyncer outside the lock. A worker goroutine exists only while works are in
+// flight, at most one per work (at most MaxConcurrentSyncs PodSyncer calls run at once,
+// 1,024 by default; a burst of short syncs is run by a few workers; a worker that just
+// finished may linger briefly while it exits), plus at most 2*GOMAXPROCS idle ones
 // waiting for the next burst and one timer goroutine, all while Run runs. All methods
 // are safe for concurrent use.
 //
@@ -82,7 +84,8 @@ type Runner struct {
 	stopped  bool
 	deferred []Work
 	// cancels holds the context of every in-flight work; cancelsPeak is its largest size
-	// since it was last allocated (maps never shrink, so an emptied big one is replaced).
+	// since it was last allocated (maps never shrink, so an emptied one that grew past
+	// the default bound is replaced).
 	cancels     map[types.UID]canceler
 	cancelsPeak int
 	// armed is the due time the timer goroutine waits for (zero: none).
@@ -93,13 +96,14 @@ type Runner struct {
 	wg  sync.WaitGroup
 
 	// hmu guards hq (the transitions not yet delivered to OnTransition and
-	// Hooks.Transition, in the Machine's order), delivering (a goroutine is delivering
-	// them), and the counts of transitions queued and delivered so far; hdone is
-	// broadcast when delivered grows.
+	// Hooks.Transition, in the Machine's order), hspare (an emptied buffer for hq),
+	// delivering (a goroutine is delivering them), and the changes of the counts of
+	// transitions queued and delivered so far (read without it); hdone is broadcast
+	// when delivered grows.
 	hmu               sync.Mutex
-	hq                []timedTransition
+	hq, hspare        []timedTransition
 	delivering        bool
-	queued, delivered uint64
+	queued, delivered atomic.Uint64
 	hdone             *sync.Cond
 }
 
@@ -207,10 +211,10 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, inline 
 		c.cancel() // the work is over: its context ends (and leaves its parent)
 		delete(r.cancels, uid)
 	}
-	if len(r.cancels) == 0 && r.cancelsPeak > 256 {
+	if len(r.cancels) == 0 && r.cancelsPeak > DefaultMaxConcurrentSyncs {
 		r.cancels, r.cancelsPeak = make(map[types.UID]canceler), 0
 	}
-	rd, err := r.m.Complete(at, uid, res)
+	rd, err := r.machineLocked().Complete(at, uid, res)
 	if err != nil {
 		r.log.Error("pod worker lost its work", "podUID", uid, "err", err)
 		return next, nextCtx, false
@@ -230,7 +234,7 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd, err := r.m.UpdatePod(now, opts, stopped)
+	rd, err := r.machineLocked().UpdatePod(now, opts, stopped)
 	if err != nil {
 		return err
 	}
@@ -246,7 +250,7 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	known, rd := r.m.SyncKnownPods(now, desired)
+	known, rd := r.machineLocked().SyncKnownPods(now, desired)
 	r.applyLocked(&rd, now, false)
 	return known
 }
@@ -262,6 +266,14 @@ func (r *Runner) closeCompleted(ch chan<- struct{}) {
 		}
 	}()
 	close(ch)
+}
+
+// machineLocked returns the Machine, told to report transitions only if they are
+// observed (OnTransition, Hooks.Transition) or logged. r.mu must be held.
+func (r *Runner) machineLocked() *Machine {
+	r.m.untraced = r.hooks.Transition == nil && r.onTransition == nil &&
+		!r.log.Enabled(context.Background(), slog.LevelDebug)
+	return r.m
 }
 
 // applyLocked carries out a Ready, decided at now, with r.mu held. With inline, the
@@ -411,7 +423,7 @@ func (r *Runner) tick() {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd := r.m.Tick(now)
+	rd := r.machineLocked().Tick(now)
 	r.applyLocked(&rd, now, false)
 }
 

@@ -13,17 +13,16 @@ func (m *Machine) enqueue(st *podState) {
 	if m.qhead > 0 && m.qhead == len(m.queue) {
 		m.queue, m.qhead = m.queue[:0], 0
 	}
-	m.queue = append(m.queue, st.uid)
+	m.queue = append(m.queue, st)
 }
 
 // fill starts work for queued pods, in arrival order, while the concurrency bound allows.
 func (m *Machine) fill(now time.Time, r *Ready) {
 	for m.qhead < len(m.queue) && (m.cfg.MaxConcurrentSyncs == Unbounded || m.inFlight < m.cfg.MaxConcurrentSyncs) {
-		uid := m.queue[m.qhead]
-		m.queue[m.qhead] = ""
+		st := m.queue[m.qhead]
+		m.queue[m.qhead] = nil
 		m.qhead++
-		st, ok := m.pods[uid]
-		if !ok || !st.queued {
+		if st.forgotten || !st.queued {
 			continue
 		}
 		st.queued = false

@@ -13,14 +13,12 @@ import (
 // podSyncStatus plus the scheduling flags of the Machine. Invariants are stated per
 // field; the timestamps only ever go from zero to set, in the order
 // startedAt/terminatingAt <= terminatedAt, and finished implies terminatedAt is set.
+// One is kept per known pod: the fields are ordered (the flags together, the rare kill
+// channels behind a pointer) so that it takes 256 bytes, an allocation size class.
 type podState struct {
-	uid      types.UID
+	uid types.UID
+	// fullname is the pod's full name, set (at first sight) only if byName.
 	fullname string
-	// static is fixed at first sight: the pod's config source is not the API server.
-	static bool
-	// byName is fixed at first sight: the pod waits for its full name before it starts
-	// (static pods, and every pod under MachineConfig.SerializeByName).
-	byName bool
 
 	// pod is the latest configuration (nil for a runtime-only pod); mirror the latest
 	// mirror pod; running the runtime pod, kept only while pod is nil.
@@ -28,9 +26,8 @@ type podState struct {
 	mirror  *v1.Pod
 	running *pleg.Pod
 
-	// hasPending: an update arrived that no started work has consumed yet; pendingType
-	// is the latest one's type (updates coalesce: only the latest is kept).
-	hasPending  bool
+	// pendingType is the type of the latest update that no started work has consumed
+	// yet, if hasPending (updates coalesce: only the latest is kept).
 	pendingType SyncPodType
 
 	// startedAt is set when the first work is started (for static pods: once the full
@@ -52,12 +49,9 @@ type podState struct {
 	// gracePeriod is the effective grace period in force, 0 before termination; it only
 	// ever decreases once set.
 	gracePeriod int64
-	// notify holds the completion channels of kill requests, released at terminated
-	// (each closed once no other pod waits on it); no duplicates, none already closed.
-	// closed holds the channels that were closed while the pod held them, so that the
-	// Machine knows them as closed while the pod is known (Machine.chans).
-	notify []chan<- struct{}
-	closed []chan<- struct{}
+	// kill holds the completion channels of the pod's kill requests; nil until it is
+	// given one (few pods are), see killChans.
+	kill *killChans
 	// statusFn is the latest status function of a kill request.
 	statusFn func(*v1.PodStatus)
 
@@ -68,6 +62,15 @@ type podState struct {
 	failures int32
 	// lastWork is the WorkType of the last started work, -1 before any.
 	lastWork WorkType
+
+	// static is fixed at first sight: the pod's config source is not the API server.
+	static bool
+	// byName is fixed at first sight: the pod waits for its full name before it starts
+	// (static pods, and every pod under MachineConfig.SerializeByName).
+	byName bool
+	// hasPending: an update arrived that no started work has consumed yet (its type is
+	// pendingType).
+	hasPending bool
 
 	terminationStarted bool // SyncPod will never run again
 	deleted            bool // deleted from config (or orphaned, or runtime-only)
@@ -81,6 +84,27 @@ type podState struct {
 	// observedRuntime: a RunningPod update was received for the UID, so something of it
 	// may run and it must be stopped even if it never started (the kubelet's field).
 	observedRuntime bool
+	// forgotten: the Machine dropped the pod (it is no longer in Machine.pods); a later
+	// update of the UID gets a new podState.
+	forgotten bool
+}
+
+// killChans are the completion channels a pod holds. notify holds those of its kill
+// requests, released at terminated (each closed once no other pod waits on it); no
+// duplicates, none already closed. closed holds the channels that were closed while the
+// pod held them, so that the Machine knows them as closed while the pod is known
+// (Machine.chans).
+type killChans struct {
+	notify []chan<- struct{}
+	closed []chan<- struct{}
+}
+
+// kills returns the pod's completion channels, creating the record if needed.
+func (s *podState) kills() *killChans {
+	if s.kill == nil {
+		s.kill = &killChans{}
+	}
+	return s.kill
 }
 
 func (s *podState) isStarted() bool              { return !s.startedAt.IsZero() }

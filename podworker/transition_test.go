@@ -1,8 +1,11 @@
 package podworker
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -88,4 +91,41 @@ func TestOnTransitionOutsideTheLock(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// TestTransitionsLoggedWithoutObservers: a Runner without observers has its Machine
+// build no transitions (nobody would read them), unless its logger logs them at debug
+// level; the stages are tracked either way.
+func TestTransitionsLoggedWithoutObservers(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		t.Run(level.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var logs bytes.Buffer
+				logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
+				r, err := New(Config{Syncer: PodSyncerFuncs{}, Logger: logger})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(1))}); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				if s, _ := r.PodState("a"); s.Stage != StageFinished {
+					t.Errorf("a is %v, want finished", s.Stage)
+				}
+				cancel()
+				<-done
+				logged := strings.Count(logs.String(), "pod stage changed")
+				if want := map[slog.Level]int{slog.LevelInfo: 0, slog.LevelDebug: 3}[level]; logged != want {
+					t.Errorf("%d stage changes logged, want %d:\n%s", logged, want, logs.String())
+				}
+				if untraced := level > slog.LevelDebug; r.m.untraced != untraced {
+					t.Errorf("Machine.untraced = %v, want %v", r.m.untraced, untraced)
+				}
+			})
+		})
+	}
 }
