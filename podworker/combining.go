@@ -69,6 +69,7 @@ type completion struct {
 	uid types.UID
 	res Result
 	at  time.Time
+	rnd float64 // Config.Rand's number for it, drawn outside the lock
 }
 
 func newCombiningEngine(r *Runner) engine {
@@ -162,7 +163,7 @@ func (e *combiningEngine) combine(inline bool) (next Work, nextCtx context.Conte
 			e.cmu.Unlock()
 			for i := range batch {
 				c := &batch[i]
-				if w, wctx, got := r.completeLocked(c.uid, c.res, c.at, inline && !ok); got {
+				if w, wctx, got := r.completeLocked(c.uid, c.res, c.at, c.rnd, inline && !ok); got {
 					next, nextCtx, ok = w, wctx, true
 				}
 			}
@@ -211,9 +212,9 @@ func (e *combiningEngine) run(w Work, ctx context.Context) {
 	r := e.r
 	for ok := true; ok; {
 		res := r.execute(ctx, w)
-		now := r.clock.Now()
+		now, rnd := r.clock.Now(), r.rand()
 		e.cmu.Lock()
-		e.completions = append(e.completions, completion{uid: w.UID, res: res, at: now})
+		e.completions = append(e.completions, completion{uid: w.UID, res: res, at: now, rnd: rnd})
 		e.pending.Store(int32(len(e.completions)))
 		e.cmu.Unlock()
 		w, ctx, ok = e.combine(true)

@@ -27,9 +27,9 @@ func (e plainEngine) spawn(w Work, ctx context.Context) {
 func (e plainEngine) run(ctx context.Context, w Work) {
 	defer e.r.wg.Done()
 	res := e.r.execute(ctx, w)
-	now := e.r.clock.Now()
+	now, rnd := e.r.clock.Now(), e.r.rand()
 	e.r.mu.Lock()
-	e.r.completeLocked(w.UID, res, now, false)
+	e.r.completeLocked(w.UID, res, now, rnd, false)
 	e.r.unlock()
 }
 

@@ -42,8 +42,10 @@ type Config struct {
 	BackoffMax         time.Duration
 	MaxConcurrentSyncs int
 	SerializeByName    bool
-	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means a
-	// private generator seeded from Clock. It is called with the runner's lock held.
+	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means
+	// math/rand/v2's Float64. It is called once per finished work, by the goroutine that
+	// ran it, never with the runner's lock held: calls may be concurrent, so it must be
+	// safe for concurrent use.
 	Rand func() float64
 	// OnTransition, if set, is called for every stage change of a pod, in the Machine's
 	// order, outside the runner's lock (it may call the Runner), just before
@@ -74,9 +76,13 @@ type Runner struct {
 	log          *slog.Logger
 	onTransition func(Transition)
 	hooks        Hooks
+	// rand is Config.Rand (or its default), called outside mu.
+	rand func() float64
 
 	mu sync.Mutex
 	m  *Machine
+	// drawn is the random number of the completion being reported (completeLocked).
+	drawn float64
 	// ctx is Run's context, set before running is; running is true while Run runs,
 	// stopped once it returned.
 	ctx      context.Context
@@ -128,10 +134,9 @@ func New(cfg Config) (*Runner, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	rnd := cfg.Rand
-	if rnd == nil {
-		seed := uint64(clk.Now().UnixNano())
-		rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)).Float64
+	r := &Runner{rand: cfg.Rand}
+	if r.rand == nil {
+		r.rand = rand.Float64
 	}
 	m, err := NewMachine(MachineConfig{
 		ResyncInterval:     cfg.ResyncInterval,
@@ -139,7 +144,9 @@ func New(cfg Config) (*Runner, error) {
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		SerializeByName:    cfg.SerializeByName,
-		Rand:               rnd,
+		// The Machine asks for jitter under r.mu, only in Complete: it gets the number
+		// drawn for that completion outside the lock (see completeLocked).
+		Rand: func() float64 { return r.drawn },
 	})
 	if err != nil {
 		return nil, err
@@ -148,17 +155,9 @@ func New(cfg Config) (*Runner, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runner{
-		syncer:       cfg.Syncer,
-		view:         cfg.View,
-		clock:        clk,
-		log:          log,
-		onTransition: cfg.OnTransition,
-		hooks:        cfg.Hooks,
-		m:            m,
-		cancels:      make(map[types.UID]canceler),
-		kick:         make(chan struct{}, 1),
-	}
+	r.syncer, r.view, r.clock, r.log = cfg.Syncer, cfg.View, clk, log
+	r.onTransition, r.hooks, r.m = cfg.OnTransition, cfg.Hooks, m
+	r.cancels, r.kick = make(map[types.UID]canceler), make(chan struct{}, 1)
 	r.hdone = sync.NewCond(&r.hmu)
 	r.eng = newEngine(r)
 	return r, nil
@@ -204,9 +203,10 @@ func (r *Runner) unlock() {
 }
 
 // completeLocked reports a finished work to the Machine and carries out its decision,
-// with r.mu held; with inline, the first work to start is returned to the caller instead
-// of spawned (see applyLocked).
-func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, inline bool) (next Work, nextCtx context.Context, ok bool) {
+// with r.mu held; rnd is the number Config.Rand gave for it (drawn before locking), the
+// jitter of a resync or backoff it schedules. With inline, the first work to start is
+// returned to the caller instead of spawned (see applyLocked).
+func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd float64, inline bool) (next Work, nextCtx context.Context, ok bool) {
 	if c := r.cancels[uid]; c != nil {
 		c.cancel() // the work is over: its context ends (and leaves its parent)
 		delete(r.cancels, uid)
@@ -214,6 +214,7 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, inline 
 	if len(r.cancels) == 0 && r.cancelsPeak > DefaultMaxConcurrentSyncs {
 		r.cancels, r.cancelsPeak = make(map[types.UID]canceler), 0
 	}
+	r.drawn = rnd
 	rd, err := r.machineLocked().Complete(at, uid, res)
 	if err != nil {
 		r.log.Error("pod worker lost its work", "podUID", uid, "err", err)

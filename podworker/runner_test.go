@@ -312,3 +312,58 @@ func stress(t *testing.T, bound int) {
 }
 
 // syncRefresher is a StatusRefresher whose Refresh returns a status naming the call.
+
+// TestRunnerRandOutsideLock: Config.Rand is called without the runner's lock held (a Rand
+// that calls the Runner does not deadlock), once per finished work, and the number it gave
+// is the jitter of the resync that work's completion schedules.
+func TestRunnerRandOutsideLock(t *testing.T) {
+	for _, engine := range []struct {
+		name  string
+		plain bool
+	}{{"combining", false}, {"plain", true}} {
+		t.Run(engine.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var (
+					r     *Runner
+					draws atomic.Int32
+					syncs []time.Duration
+				)
+				t0 := time.Now()
+				rnd := func() float64 {
+					draws.Add(1)
+					r.PodState("a") // takes the runner's lock: would deadlock under it
+					return 1        // the largest jitter: a resync after half the interval
+				}
+				syncer := PodSyncerFuncs{SyncPodFunc: func(context.Context, SyncPodType, *v1.Pod, *v1.Pod, *pleg.PodStatus) (bool, error) {
+					syncs = append(syncs, time.Since(t0))
+					return false, nil
+				}}
+				var err error
+				r, err = New(Config{Syncer: syncer, ResyncInterval: 10 * time.Second, Rand: rnd})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if engine.plain {
+					r.eng = plainEngine{r}
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error)
+				go func() { done <- r.Run(ctx) }()
+				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(12 * time.Second) // virtual time: the create and two resyncs
+				synctest.Wait()
+				want := []time.Duration{0, 5 * time.Second, 10 * time.Second}
+				if diff := cmp.Diff(want, syncs); diff != "" {
+					t.Errorf("sync times (-want +got):\n%s", diff)
+				}
+				if got := draws.Load(); got != int32(len(syncs)) {
+					t.Errorf("Rand called %d times for %d finished works, want one each", got, len(syncs))
+				}
+				cancel()
+				<-done
+			})
+		})
+	}
+}
