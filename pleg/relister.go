@@ -161,8 +161,11 @@ type Relister struct {
 
 // podRecord is the relister's memory of one pod.
 type podRecord struct {
+	// uid is the key of the record in Relister.records: the view's UID once the pod has
+	// a view, so that the map's key comparison reads the view's buffer.
 	uid types.UID
-	// view is the last handled view of the pod; the zero view before the first.
+	// view is the last handled view of the pod; the zero view before the first. Its
+	// entries are inline while they fit, in the record's memory.
 	view podView
 	// gen is the relist generation that last listed the pod.
 	gen uint64
@@ -171,6 +174,33 @@ type podRecord struct {
 	// progress (it may be newer), which then leaves the pod alone (no diff, not
 	// vanished): the next relist compares them again.
 	epoch uint64
+	// inline holds the view's entries of a pod with at most inlineEntries containers
+	// and sandboxes.
+	inline [inlineEntries]viewEntry
+}
+
+// inlineEntries is how many view entries a record holds in its own memory: a pod's
+// containers and sandbox, with room for a restarted container.
+const inlineEntries = 6
+
+// newRecord records pod uid, with an empty view whose entries are inline. r.mu must be
+// held.
+func (r *Relister) newRecord(uid types.UID) *podRecord {
+	rec := &podRecord{uid: uid}
+	rec.view.entries = rec.inline[:0]
+	r.records[uid] = rec
+	return rec
+}
+
+// setView replaces rec's view with the view of cur (a pod with rec's UID), and keys rec
+// by the view's UID, which the view's newest buffer holds next to the IDs it added: a
+// lookup then reads memory that the diff reads next. r.mu must be held.
+func (r *Relister) setView(rec *podRecord, cur *Pod) {
+	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	if rec.view.uid != "" {
+		rec.uid = rec.view.uid
+		r.records[rec.uid] = rec // an equal key: the map keeps the new string
+	}
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil

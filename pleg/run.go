@@ -149,7 +149,7 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 		if r.records[uid] == nil {
 			// Never listed: remember it, so that a relist that does not list it deletes
 			// the cache entry made here like any vanished pod's.
-			r.records[uid] = &podRecord{uid: uid}
+			r.newRecord(uid)
 		}
 		r.cache.Set(uid, status, err, ts)
 		r.reinspect[uid] = struct{}{}
@@ -201,12 +201,11 @@ func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatu
 	if rec == nil {
 		// Not listed yet (or never): remember it; a relist that does not list it deletes the
 		// record and the cache entry like any vanished pod's.
-		rec = &podRecord{uid: uid}
-		r.records[uid] = rec
+		rec = r.newRecord(uid)
 	}
 	cur := podFromStatus(status, name, namespace)
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
-	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	r.setView(rec, cur)
 	rec.epoch = r.epoch
 	delete(r.reinspect, uid)
 	r.emit(uid, r.changes, &rec.view)
