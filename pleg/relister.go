@@ -304,10 +304,10 @@ func (r *Relister) Relist(ctx context.Context) error {
 	r.healthMu.Unlock()
 	err := r.relist(ctx, start)
 	r.mu.Lock()
-	dropped := r.logDrops(ctx, "relist")
+	dropped := r.takeDrops()
 	r.mu.Unlock()
 	r.relistMu.Unlock()
-	r.observeDrops(dropped)
+	r.reportDrops(ctx, "relist", dropped)
 	if r.hooks.Relisted != nil {
 		info := Relist{Start: start, Duration: r.clock.Since(start), Err: err}
 		if !prev.IsZero() {
@@ -322,9 +322,15 @@ func (r *Relister) Relist(ctx context.Context) error {
 	return err
 }
 
-// observeDrops reports dropped events to the hook, outside the locks.
-func (r *Relister) observeDrops(n int) {
-	if n > 0 && r.hooks.EventsDropped != nil {
+// reportDrops logs, once, the n events dropped (takeDrops) during a relist, refresh or
+// push, and reports them to the hook; outside the locks, as the logger's handler and the
+// hook are the caller's code.
+func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
+	if n == 0 {
+		return
+	}
+	r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
+	if r.hooks.EventsDropped != nil {
 		r.hooks.EventsDropped(n)
 	}
 }
@@ -415,14 +421,10 @@ func (r *Relister) send(e *PodLifecycleEvent) {
 	}
 }
 
-// logDrops logs, once, the events dropped since the last call, and returns how many
-// (for Hooks.EventsDropped, called after unlocking). r.mu must be held.
-func (r *Relister) logDrops(ctx context.Context, during string) int {
+// takeDrops returns how many events were dropped since the last call, for reportDrops.
+// r.mu must be held.
+func (r *Relister) takeDrops() int {
 	n := r.unloggedDrops
-	if n == 0 {
-		return 0
-	}
-	r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
 	r.unloggedDrops = 0
 	return n
 }
