@@ -179,9 +179,9 @@ type podRecord struct {
 	inline [inlineEntries]viewEntry
 }
 
-// inlineEntries is how many view entries a record holds in its own memory: a pod's
-// containers and sandbox, with room for a restarted container.
-const inlineEntries = 6
+// inlineEntries is how many view entries a record holds in its own memory: enough for
+// most pods' containers and sandbox (a larger array costs every pod memory).
+const inlineEntries = 4
 
 // newRecord records pod uid, with an empty view whose entries are inline. r.mu must be
 // held.
@@ -329,7 +329,9 @@ func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
 	if n == 0 {
 		return
 	}
-	r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
+	if r.log.Enabled(ctx, slog.LevelWarn) { // the arguments cost allocations
+		r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
+	}
 	if r.hooks.EventsDropped != nil {
 		r.hooks.EventsDropped(n)
 	}
