@@ -260,8 +260,7 @@ func (r *Relister) lookup(ctx context.Context, i int, p *Pod, byPosition *positi
 	rec := byPosition.guess(i, p.ID)
 	if rec == nil {
 		if rec = r.records[p.ID]; rec == nil {
-			rec = &podRecord{uid: p.ID}
-			r.records[p.ID] = rec
+			rec = r.newRecord(p.ID)
 		}
 	}
 	if rec.gen == r.gen {
@@ -284,7 +283,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	_, again := r.reinspect[p.ID]
 	if len(r.changes) == 0 && !again {
 		if !same { // e.g. reordered containers: remember the new layout
-			rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
+			r.setView(rec, p)
 		}
 		return nil
 	}
@@ -310,7 +309,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	if same {
 		rec.view.setStates(p)
 	} else {
-		rec.view, r.scratch = rec.view.rebuild(p, r.scratch)
+		r.setView(rec, p)
 	}
 	if len(r.changes) == 0 {
 		e := r.newEvent()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -74,5 +75,60 @@ func TestHooks(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{1, 1}, dropped); diff != "" {
 		t.Errorf("drops (-want +got):\n%s", diff)
+	}
+}
+
+// lockProbe is a slog handler that checks, on every record, that the relister's lock is
+// free: the logger's handler is the caller's code.
+type lockProbe struct {
+	t      *testing.T
+	r      **Relister
+	during []string
+}
+
+func (h *lockProbe) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lockProbe) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lockProbe) WithGroup(string) slog.Handler            { return h }
+func (h *lockProbe) Handle(_ context.Context, rec slog.Record) error {
+	r := *h.r
+	if !r.mu.TryLock() {
+		h.t.Errorf("%q logged with the relister's lock held", rec.Message)
+		return nil
+	}
+	r.mu.Unlock()
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == "during" {
+			h.during = append(h.during, a.Value.String())
+		}
+		return true
+	})
+	return nil
+}
+
+// TestDropsLoggedOutsideLock: the log line about dropped events of a relist, a refresh
+// and a push is written after the relister's lock is released.
+func TestDropsLoggedOutsideLock(t *testing.T) {
+	rt := newFakeRuntime(mkPod("a", "c:a1:r", "c:a2:r"))
+	var r *Relister
+	probe := &lockProbe{t: t, r: &r}
+	r, _, clk := newTestRelister(t, rt, func(c *Config) {
+		c.EventChannelCapacity = 1
+		c.Logger = slog.New(probe)
+	})
+	ctx := context.Background()
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rt.set(mkPod("a", "c:a1:e", "c:a2:e"))
+	clk.Step(time.Second)
+	if _, err := r.Refresh(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	if _, err := r.PushStatus(statusOf(mkPod("b", "c:b1:r", "c:b2:r")), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"relist", "refresh", "push"}, probe.during); diff != "" {
+		t.Errorf("drop logs (-want +got):\n%s", diff)
 	}
 }

@@ -161,8 +161,11 @@ type Relister struct {
 
 // podRecord is the relister's memory of one pod.
 type podRecord struct {
+	// uid is the key of the record in Relister.records: the view's UID once the pod has
+	// a view, so that the map's key comparison reads the view's buffer.
 	uid types.UID
-	// view is the last handled view of the pod; the zero view before the first.
+	// view is the last handled view of the pod; the zero view before the first. Its
+	// entries are inline while they fit, in the record's memory.
 	view podView
 	// gen is the relist generation that last listed the pod.
 	gen uint64
@@ -171,6 +174,33 @@ type podRecord struct {
 	// progress (it may be newer), which then leaves the pod alone (no diff, not
 	// vanished): the next relist compares them again.
 	epoch uint64
+	// inline holds the view's entries of a pod with at most inlineEntries containers
+	// and sandboxes.
+	inline [inlineEntries]viewEntry
+}
+
+// inlineEntries is how many view entries a record holds in its own memory: enough for
+// most pods' containers and sandbox (a larger array costs every pod memory).
+const inlineEntries = 4
+
+// newRecord records pod uid, with an empty view whose entries are inline. r.mu must be
+// held.
+func (r *Relister) newRecord(uid types.UID) *podRecord {
+	rec := &podRecord{uid: uid}
+	rec.view.entries = rec.inline[:0]
+	r.records[uid] = rec
+	return rec
+}
+
+// setView replaces rec's view with the view of cur (a pod with rec's UID), and keys rec
+// by the view's UID, which the view's newest buffer holds next to the IDs it added: a
+// lookup then reads memory that the diff reads next. r.mu must be held.
+func (r *Relister) setView(rec *podRecord, cur *Pod) {
+	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	if rec.view.uid != "" {
+		rec.uid = rec.view.uid
+		r.records[rec.uid] = rec // an equal key: the map keeps the new string
+	}
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil
@@ -274,10 +304,10 @@ func (r *Relister) Relist(ctx context.Context) error {
 	r.healthMu.Unlock()
 	err := r.relist(ctx, start)
 	r.mu.Lock()
-	dropped := r.logDrops(ctx, "relist")
+	dropped := r.takeDrops()
 	r.mu.Unlock()
 	r.relistMu.Unlock()
-	r.observeDrops(dropped)
+	r.reportDrops(ctx, "relist", dropped)
 	if r.hooks.Relisted != nil {
 		info := Relist{Start: start, Duration: r.clock.Since(start), Err: err}
 		if !prev.IsZero() {
@@ -292,9 +322,17 @@ func (r *Relister) Relist(ctx context.Context) error {
 	return err
 }
 
-// observeDrops reports dropped events to the hook, outside the locks.
-func (r *Relister) observeDrops(n int) {
-	if n > 0 && r.hooks.EventsDropped != nil {
+// reportDrops logs, once, the n events dropped (takeDrops) during a relist, refresh or
+// push, and reports them to the hook; outside the locks, as the logger's handler and the
+// hook are the caller's code.
+func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
+	if n == 0 {
+		return
+	}
+	if r.log.Enabled(ctx, slog.LevelWarn) { // the arguments cost allocations
+		r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
+	}
+	if r.hooks.EventsDropped != nil {
 		r.hooks.EventsDropped(n)
 	}
 }
@@ -385,14 +423,10 @@ func (r *Relister) send(e *PodLifecycleEvent) {
 	}
 }
 
-// logDrops logs, once, the events dropped since the last call, and returns how many
-// (for Hooks.EventsDropped, called after unlocking). r.mu must be held.
-func (r *Relister) logDrops(ctx context.Context, during string) int {
+// takeDrops returns how many events were dropped since the last call, for reportDrops.
+// r.mu must be held.
+func (r *Relister) takeDrops() int {
 	n := r.unloggedDrops
-	if n == 0 {
-		return 0
-	}
-	r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
 	r.unloggedDrops = 0
 	return n
 }

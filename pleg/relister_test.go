@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
@@ -422,5 +424,74 @@ func TestRelistAbandonedWhenContextEnds(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"b ContainerStarted c2"}, drain(r.Events())); diff != "" {
 		t.Fatalf("the next relist must pick up b (-want +got):\n%s", diff)
+	}
+}
+
+// TestRecordMemory checks where a record keeps what a relist reads for each listed pod: its
+// map key in the buffer of the view's UID (next to the IDs the view added last), and the
+// view's entries inside the record while they fit, through relists, a refresh and a push.
+func TestRecordMemory(t *testing.T) {
+	many := []string{"s:big-sb:r"}
+	for i := range inlineEntries {
+		many = append(many, fmt.Sprintf("c:big-%d:r", i))
+	}
+	rt := newFakeRuntime(mkPod("a", "c:a1:r", "c:a2:e", "s:a-sb:r"), mkPod("big", many...), mkPod("empty"))
+	r, _, clk := newTestRelister(t, rt, nil)
+	ctx := context.Background()
+	check := func(when string, wantInline map[types.UID]bool) {
+		t.Helper()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.records) != len(wantInline) {
+			t.Fatalf("%s: %d records, want %d", when, len(r.records), len(wantInline))
+		}
+		for key, rec := range r.records {
+			if key != rec.uid {
+				t.Errorf("%s: record %q has uid %q", when, key, rec.uid)
+			}
+			if rec.view.uid == "" && len(rec.view.entries) == 0 {
+				continue // never had a container: the zero view, no buffer
+			}
+			if rec.view.uid != rec.uid {
+				t.Errorf("%s: record %q has uid %q and view uid %q", when, key, rec.uid, rec.view.uid)
+			}
+			if unsafe.StringData(string(key)) != unsafe.StringData(string(rec.view.uid)) {
+				t.Errorf("%s: pod %s: the map key is not the view's UID", when, key)
+			}
+			inline := cap(rec.view.entries) == inlineEntries && &rec.view.entries[:1][0] == &rec.inline[0]
+			if inline != wantInline[key] {
+				t.Errorf("%s: pod %s: entries inline = %v, want %v", when, key, inline, wantInline[key])
+			}
+		}
+	}
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("first relist", map[types.UID]bool{"a": true, "big": false, "empty": true})
+
+	clk.Step(time.Second)
+	rt.set(mkPod("a", "c:a1:e", "c:a3:r", "s:a-sb:r"), mkPod("big", many[:3]...))
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after a change", map[types.UID]bool{"a": true, "big": false})
+
+	clk.Step(time.Second)
+	rt.set(mkPod("a", "c:a3:r", "s:a-sb:r"), mkPod("big", many[:3]...), mkPod("new", "c:n1:r"))
+	if _, err := r.Refresh(ctx, "new"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Refresh(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	check("after refreshes", map[types.UID]bool{"a": true, "big": false, "new": true})
+
+	clk.Step(time.Second)
+	if _, err := r.PushStatus(statusOf(mkPod("pushed", "c:p1:r")), clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	check("after a push", map[types.UID]bool{"a": true, "big": false, "new": true, "pushed": true})
+	if got := len(drain(r.Events())); got == 0 {
+		t.Errorf("no events")
 	}
 }

@@ -143,26 +143,30 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
 
 	ts := r.clock.Now()
 	status, err := r.runtime.PodStatus(ctx, uid, name, namespace)
+	var cur *Pod
+	if err == nil {
+		cur = podFromStatus(uid, status, name, namespace) // before locking: it allocates
+	}
 
 	r.mu.Lock()
 	if err != nil {
 		if r.records[uid] == nil {
 			// Never listed: remember it, so that a relist that does not list it deletes
 			// the cache entry made here like any vanished pod's.
-			r.records[uid] = &podRecord{uid: uid}
+			r.newRecord(uid)
 		}
 		r.cache.Set(uid, status, err, ts)
 		r.reinspect[uid] = struct{}{}
 		err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
 	} else {
-		r.apply(uid, name, namespace, r.prepare(uid, status, ts), ts)
+		r.apply(uid, r.prepare(uid, status, ts), cur, ts)
 	}
-	dropped := r.logDrops(ctx, "refresh")
+	dropped := r.takeDrops()
 	r.mu.Unlock()
 	if err != nil {
 		r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
 	}
-	r.observeDrops(dropped)
+	r.reportDrops(ctx, "refresh", dropped)
 	return err
 }
 
@@ -180,20 +184,21 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 	if status.ID == "" {
 		return false, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
+	cur := podFromStatus(status.ID, status, status.Name, status.Namespace)
 	r.mu.Lock()
-	applied = r.apply(status.ID, status.Name, status.Namespace, r.prepare(status.ID, status, observedAt), observedAt)
-	dropped := r.logDrops(context.Background(), "push")
+	applied = r.apply(status.ID, r.prepare(status.ID, status, observedAt), cur, observedAt)
+	dropped := r.takeDrops()
 	r.mu.Unlock()
-	r.observeDrops(dropped)
+	r.reportDrops(context.Background(), "push", dropped)
 	return applied, nil
 }
 
 // apply caches a freshly fetched status of uid observed at ts and, if the cache took it,
-// replaces the pod's record with the view of that status and sends the events of the
-// difference. name and namespace complete a status that lacks them. The record keeps the
-// current epoch: a relist whose list was taken meanwhile leaves the pod alone. It reports
-// whether the cache took the status. r.mu must be held.
-func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatus, ts time.Time) bool {
+// replaces the pod's record with the view of cur, the pod of that status (podFromStatus),
+// and sends the events of the difference. The record keeps the current epoch: a relist
+// whose list was taken meanwhile leaves the pod alone. It reports whether the cache took
+// the status. r.mu must be held.
+func (r *Relister) apply(uid types.UID, status *PodStatus, cur *Pod, ts time.Time) bool {
 	if !r.cache.Set(uid, status, nil, ts) {
 		return false
 	}
@@ -201,24 +206,26 @@ func (r *Relister) apply(uid types.UID, name, namespace string, status *PodStatu
 	if rec == nil {
 		// Not listed yet (or never): remember it; a relist that does not list it deletes the
 		// record and the cache entry like any vanished pod's.
-		rec = &podRecord{uid: uid}
-		r.records[uid] = rec
+		rec = r.newRecord(uid)
 	}
-	cur := podFromStatus(status, name, namespace)
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
-	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	r.setView(rec, cur)
 	rec.epoch = r.epoch
 	delete(r.reinspect, uid)
 	r.emit(uid, r.changes, &rec.view)
 	return true
 }
 
-// podFromStatus returns the runtime pod that a detailed status describes: its containers
-// with their states, its sandboxes as running while ready and exited otherwise.
-func podFromStatus(s *PodStatus, name, namespace string) *Pod {
-	p := &Pod{ID: s.ID, Name: s.Name, Namespace: s.Namespace}
-	if p.Name == "" {
-		p.Name, p.Namespace = name, namespace
+// podFromStatus returns the runtime pod uid that a detailed status describes (nil: no
+// containers): its containers with their states, its sandboxes as running while ready and
+// exited otherwise. name and namespace complete a status that lacks them.
+func podFromStatus(uid types.UID, s *PodStatus, name, namespace string) *Pod {
+	p := &Pod{ID: uid, Name: name, Namespace: namespace}
+	if s == nil {
+		return p
+	}
+	if s.Name != "" {
+		p.Name, p.Namespace = s.Name, s.Namespace
 	}
 	if len(s.ContainerStatuses) > 0 {
 		p.Containers = make([]*Container, 0, len(s.ContainerStatuses))

@@ -1,13 +1,19 @@
 package pleg
 
-import "strings"
+import (
+	"strings"
 
-// podView is the relister's compact memory of a runtime pod: its name and the normalized
-// state of each distinct container and sandbox ID, and nothing else. It shares no memory
-// with the runtime's objects (its strings live in buffers of its own), so the relister
-// retains little and compares against compact memory. The zero view is a pod without
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podView is the relister's compact memory of a runtime pod: its UID and name and the
+// normalized state of each distinct container and sandbox ID, and nothing else. It shares
+// no memory with the runtime's objects (its strings live in buffers of its own), so the
+// relister retains little and compares against compact memory: a buffer holds the UID
+// (the record's map key) next to the IDs it added. The zero view is a pod without
 // containers.
 type podView struct {
+	uid             types.UID
 	name, namespace string
 	// entries holds the first occurrence of each ID: containers, then sandboxes.
 	entries []viewEntry
@@ -33,7 +39,7 @@ func viewOf(p *Pod) podView {
 
 // rebuild returns the view of cur (see viewOf), reusing v's memory: its entries array
 // when large enough, and the strings and boxed IDs of the containers cur keeps, so only
-// new IDs (and a new name) cost a buffer and a box each. v must not be used afterwards.
+// new IDs (and a new UID or name) cost a buffer and a box each. v must not be used afterwards.
 // scratch is a reusable buffer, returned grown.
 func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) {
 	if cur == nil {
@@ -88,29 +94,25 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			}
 		}
 	}
-	nv := podView{name: v.name, namespace: v.namespace, containers: containers}
-	renamed := cur.Name != v.name || cur.Namespace != v.namespace
-	if renamed {
-		missing += len(cur.Name) + len(cur.Namespace)
-	}
-	if missing > 0 {
+	nv := podView{uid: v.uid, name: v.name, namespace: v.namespace, containers: containers}
+	if missing > 0 || cur.ID != v.uid || cur.Name != v.name || cur.Namespace != v.namespace {
+		// A new buffer always starts with the UID and name, so that a lookup by UID
+		// reads the memory of the newest IDs.
+		head := len(cur.ID) + len(cur.Name) + len(cur.Namespace)
 		var b strings.Builder
-		b.Grow(missing)
-		if renamed {
-			b.WriteString(cur.Name)
-			b.WriteString(cur.Namespace)
-		}
+		b.Grow(head + missing)
+		b.WriteString(string(cur.ID))
+		b.WriteString(cur.Name)
+		b.WriteString(cur.Namespace)
 		for i := range scratch {
 			if scratch[i].data == nil {
 				b.WriteString(scratch[i].id)
 			}
 		}
 		buf := b.String()
-		off := 0
-		if renamed {
-			nv.name, nv.namespace = buf[:len(cur.Name)], buf[len(cur.Name):len(cur.Name)+len(cur.Namespace)]
-			off = len(cur.Name) + len(cur.Namespace)
-		}
+		n := len(cur.ID)
+		nv.uid, nv.name, nv.namespace = types.UID(buf[:n]), buf[n:n+len(cur.Name)], buf[n+len(cur.Name):head]
+		off := head
 		for i := range scratch {
 			if e := &scratch[i]; e.data == nil {
 				e.id = buf[off : off+len(e.id)]
@@ -119,15 +121,13 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			}
 		}
 	}
-	if len(scratch) > 0 {
-		if cap(v.entries) >= len(scratch) {
-			nv.entries = v.entries[:len(scratch)]
-			clear(v.entries[len(scratch):cap(v.entries)]) // release dropped strings
-		} else {
-			nv.entries = make([]viewEntry, len(scratch))
-		}
-		copy(nv.entries, scratch)
+	if cap(v.entries) >= len(scratch) {
+		nv.entries = v.entries[:len(scratch)]
+		clear(v.entries[len(scratch):cap(v.entries)]) // release dropped strings
+	} else {
+		nv.entries = make([]viewEntry, len(scratch))
 	}
+	copy(nv.entries, scratch)
 	clear(scratch) // the scratch buffer must not keep strings alive
 	return nv, scratch
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -75,8 +76,8 @@ type Runtime struct {
 	mu   sync.Mutex
 	pods map[types.UID]*pod
 	// order holds the pods in creation order, for stable listings; a removed pod stays
-	// in it (no longer in pods) until compact drops it, so removing a pod does not scan
-	// every pod. removed counts those.
+	// in it (no longer in pods, marked removed) until compact drops it, so removing a pod
+	// does not scan every pod. removed counts those.
 	order   []*pod
 	removed int
 	nextID  int
@@ -93,6 +94,7 @@ type Calls struct {
 type pod struct {
 	uid             types.UID
 	name, namespace string
+	removed         bool // by RemovePod: no longer in Runtime.pods
 	createdAt       time.Time
 	ip              string
 	sandboxes       []*sandbox // newest first
@@ -133,9 +135,14 @@ func NewRuntime(clk clock.Clock) *Runtime {
 
 var _ pleg.RuntimeService = (*Runtime)(nil)
 
+// newID returns the next ID of the kind: "kind-000042".
 func (r *Runtime) newID(kind string) string {
 	r.nextID++
-	return fmt.Sprintf("%s-%06d", kind, r.nextID)
+	n := strconv.Itoa(r.nextID)
+	if pad := 6 - len(n); pad > 0 {
+		n = "000000"[:pad] + n
+	}
+	return kind + "-" + n
 }
 
 // advance applies every exit and kill due at now. Callers hold r.mu.
@@ -299,9 +306,11 @@ func (p *pod) requestStop(now, killAt time.Time) {
 func (r *Runtime) RemovePod(uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.pods[uid]; !ok {
+	p, ok := r.pods[uid]
+	if !ok {
 		return
 	}
+	p.removed = true
 	delete(r.pods, uid)
 	if r.removed++; r.removed > len(r.order)/2 {
 		r.compact()
@@ -310,7 +319,7 @@ func (r *Runtime) RemovePod(uid types.UID) {
 
 // compact drops the removed pods from r.order. Callers hold r.mu.
 func (r *Runtime) compact() {
-	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return r.pods[p.uid] != p })
+	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed })
 	if len(r.order) == 0 {
 		r.order = nil // a burst does not pin memory
 	}
@@ -355,7 +364,8 @@ func (r *Runtime) IsRunning(uid types.UID) bool {
 }
 
 // ListPods returns every pod (all=false: those with a running container or a ready sandbox),
-// in creation order, as fresh values.
+// in creation order, as fresh values. The list's pods and containers are carved from one
+// allocation of each kind.
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -364,33 +374,58 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 		return nil, r.listErr
 	}
 	now := r.clock.Now()
-	out := make([]*pleg.Pod, 0, len(r.pods))
+	n, parts := 0, 0
 	for _, p := range r.order {
-		if r.pods[p.uid] != p {
-			continue // removed
+		if p.removed {
+			continue
 		}
 		p.advance(now)
-		rp := &pleg.Pod{ID: p.uid, Name: p.name, Namespace: p.namespace, CreatedAt: p.createdAt}
-		active := false
-		for _, sb := range p.sandboxes {
-			st := pleg.ContainerStateExited
-			if sb.ready {
-				st, active = pleg.ContainerStateRunning, true
-			}
-			rp.Sandboxes = append(rp.Sandboxes, &pleg.Container{ID: sb.id, State: st})
-		}
-		for _, c := range p.containers {
-			st := pleg.ContainerStateExited
-			if c.running {
-				st, active = pleg.ContainerStateRunning, true
-			}
-			rp.Containers = append(rp.Containers, &pleg.Container{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, State: st})
-		}
-		if all || active {
-			out = append(out, rp)
+		if all || p.active() {
+			n++
+			parts += len(p.sandboxes) + len(p.containers)
 		}
 	}
+	pods, out := make([]pleg.Pod, n), make([]*pleg.Pod, n)
+	cs, ptrs := make([]pleg.Container, parts), make([]*pleg.Container, parts)
+	for i := range cs {
+		ptrs[i] = &cs[i]
+	}
+	i := 0
+	for _, p := range r.order {
+		if p.removed || !(all || p.active()) {
+			continue
+		}
+		rp := &pods[i]
+		*rp = pleg.Pod{ID: p.uid, Name: p.name, Namespace: p.namespace, CreatedAt: p.createdAt}
+		if len(p.sandboxes) > 0 {
+			rp.Sandboxes, cs, ptrs = ptrs[:len(p.sandboxes):len(p.sandboxes)], cs[len(p.sandboxes):], ptrs[len(p.sandboxes):]
+			for j, sb := range p.sandboxes {
+				st := pleg.ContainerStateExited
+				if sb.ready {
+					st = pleg.ContainerStateRunning
+				}
+				*rp.Sandboxes[j] = pleg.Container{ID: sb.id, State: st}
+			}
+		}
+		if len(p.containers) > 0 {
+			rp.Containers, cs, ptrs = ptrs[:len(p.containers):len(p.containers)], cs[len(p.containers):], ptrs[len(p.containers):]
+			for j, c := range p.containers {
+				st := pleg.ContainerStateExited
+				if c.running {
+					st = pleg.ContainerStateRunning
+				}
+				*rp.Containers[j] = pleg.Container{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, State: st}
+			}
+		}
+		out[i] = rp
+		i++
+	}
 	return out, nil
+}
+
+// active reports whether a container runs or a sandbox is ready.
+func (p *pod) active() bool {
+	return p.running() || slices.ContainsFunc(p.sandboxes, func(sb *sandbox) bool { return sb.ready })
 }
 
 // PodStatus returns the pod's detailed status; an unknown pod has an empty status.
