@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -173,7 +174,7 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.mu.Unlock()
 	pods, err := r.runtime.ListPods(ctx, true)
 	if err != nil {
-		r.log.ErrorContext(ctx, "pleg: relist: listing pods failed", "err", err)
+		r.note(slog.LevelError, "pleg: relist: listing pods failed", "err", err)
 		return fmt.Errorf("%w: %w", ErrListPods, err)
 	}
 	r.healthMu.Lock()
@@ -254,7 +255,7 @@ func (ps *positions) guess(i int, uid types.UID) *podRecord {
 // it listed; nil for a pod to skip (nil, without UID, or a duplicate UID in this list).
 func (r *Relister) lookup(ctx context.Context, i int, p *Pod, byPosition *positions) *podRecord {
 	if p == nil || p.ID == "" {
-		r.log.WarnContext(ctx, "pleg: relist: ignoring a listed pod without UID", "index", i)
+		r.note(slog.LevelWarn, "pleg: relist: ignoring a listed pod without UID", "index", i)
 		return nil
 	}
 	rec := byPosition.guess(i, p.ID)
@@ -264,7 +265,7 @@ func (r *Relister) lookup(ctx context.Context, i int, p *Pod, byPosition *positi
 		}
 	}
 	if rec.gen == r.gen {
-		r.log.WarnContext(ctx, "pleg: relist: ignoring a pod listed twice", "pod", podName(p.Namespace, p.Name), "podUID", p.ID, "index", i)
+		r.note(slog.LevelWarn, "pleg: relist: ignoring a pod listed twice", "pod", podName(p.Namespace, p.Name), "podUID", p.ID, "index", i)
 		return nil
 	}
 	rec.gen = r.gen
@@ -300,7 +301,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 		// Keep the old record: the same differences come back at the next relist.
 		r.cache.Set(p.ID, status, err, ts)
 		r.reinspect[p.ID] = struct{}{}
-		r.log.WarnContext(ctx, "pleg: relist: pod status failed; events dropped until the next relist",
+		r.note(slog.LevelWarn, "pleg: relist: pod status failed; events dropped until the next relist",
 			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
 		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -84,6 +85,7 @@ type lockProbe struct {
 	t      *testing.T
 	r      **Relister
 	during []string
+	msgs   []string
 }
 
 func (h *lockProbe) Enabled(context.Context, slog.Level) bool { return true }
@@ -91,11 +93,14 @@ func (h *lockProbe) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *lockProbe) WithGroup(string) slog.Handler            { return h }
 func (h *lockProbe) Handle(_ context.Context, rec slog.Record) error {
 	r := *h.r
-	if !r.mu.TryLock() {
-		h.t.Errorf("%q logged with the relister's lock held", rec.Message)
-		return nil
+	h.msgs = append(h.msgs, rec.Message)
+	for _, mu := range []*sync.Mutex{&r.mu, &r.relistMu} {
+		if !mu.TryLock() {
+			h.t.Errorf("%q logged with one of the relister's locks held", rec.Message)
+			return nil
+		}
+		mu.Unlock()
 	}
-	r.mu.Unlock()
 	rec.Attrs(func(a slog.Attr) bool {
 		if a.Key == "during" {
 			h.during = append(h.during, a.Value.String())
@@ -130,5 +135,36 @@ func TestDropsLoggedOutsideLock(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"relist", "refresh", "push"}, probe.during); diff != "" {
 		t.Errorf("drop logs (-want +got):\n%s", diff)
+	}
+}
+
+// TestRelistWarningsLoggedOutsideLocks: a relist's log records (a failed list, a pod
+// without UID, a pod listed twice, a failed status) are written after the relist released
+// its locks, each once.
+func TestRelistWarningsLoggedOutsideLocks(t *testing.T) {
+	a := mkPod("a", "c:a1:r")
+	rt := newFakeRuntime(a, &Pod{Name: "no-uid"}, a, mkPod("b", "c:b1:r"))
+	rt.failStatus("b", errors.New("runtime unavailable"))
+	var r *Relister
+	probe := &lockProbe{t: t, r: &r}
+	r, _, _ = newTestRelister(t, rt, func(c *Config) { c.Logger = slog.New(probe) })
+	ctx := context.Background()
+	if err := r.Relist(ctx); !errors.Is(err, ErrPodStatus) {
+		t.Fatalf("relist: %v, want ErrPodStatus", err)
+	}
+	rt.mu.Lock()
+	rt.listErr = errors.New("runtime down")
+	rt.mu.Unlock()
+	if err := r.Relist(ctx); !errors.Is(err, ErrListPods) {
+		t.Fatalf("relist: %v, want ErrListPods", err)
+	}
+	want := []string{
+		"pleg: relist: ignoring a listed pod without UID",
+		"pleg: relist: ignoring a pod listed twice",
+		"pleg: relist: pod status failed; events dropped until the next relist",
+		"pleg: relist: listing pods failed",
+	}
+	if diff := cmp.Diff(want, probe.msgs); diff != "" {
+		t.Errorf("log records (-want +got):\n%s", diff)
 	}
 }

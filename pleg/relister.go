@@ -128,12 +128,15 @@ type Relister struct {
 	// wake has capacity 1: a pending signal means "the refresh queue may be non-empty".
 	wake chan struct{}
 
-	// relistMu serializes relists, and guards prev and next.
+	// relistMu serializes relists, and guards prev, next and notes.
 	relistMu sync.Mutex
 	// prev and next are, by position, the records of the previous and the current list
 	// (nil where the list had no valid pod): a pod listed at the same position as before
 	// is matched without a map lookup.
 	prev, next []*podRecord
+	// notes are the log records of the running relist, written once it released its
+	// locks (the logger's handler is the caller's code).
+	notes []logNote
 
 	// mu guards every field below. It is never held across a runtime call: a refresh
 	// or push waits for one pod's bookkeeping, never for a whole relist.
@@ -306,7 +309,12 @@ func (r *Relister) Relist(ctx context.Context) error {
 	r.mu.Lock()
 	dropped := r.takeDrops()
 	r.mu.Unlock()
+	notes := r.notes
+	r.notes = nil
 	r.relistMu.Unlock()
+	for _, n := range notes {
+		r.log.Log(ctx, n.level, n.msg, n.args...)
+	}
 	r.reportDrops(ctx, "relist", dropped)
 	if r.hooks.Relisted != nil {
 		info := Relist{Start: start, Duration: r.clock.Since(start), Err: err}
@@ -320,6 +328,19 @@ func (r *Relister) Relist(ctx context.Context) error {
 		r.hooks.Relisted(info)
 	}
 	return err
+}
+
+// logNote is a log record kept until the locks are released.
+type logNote struct {
+	level slog.Level
+	msg   string
+	args  []any
+}
+
+// note keeps a log record of the running relist (r.relistMu held) for Relist to write
+// after unlocking.
+func (r *Relister) note(level slog.Level, msg string, args ...any) {
+	r.notes = append(r.notes, logNote{level: level, msg: msg, args: args})
 }
 
 // reportDrops logs, once, the n events dropped (takeDrops) during a relist, refresh or
