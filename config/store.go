@@ -54,16 +54,19 @@ type Drop struct {
 //
 // Memory contract: pods passed in are only read, and the store keeps references into them
 // (spec, labels, status and so on are shared, not copied), so the caller must not modify a
-// pod after passing it, as with an informer's objects. Every pod the store returns is a
-// deep copy sharing no memory with the store or the inputs, so a receiver may modify it
-// freely. The copies are made only for changed pods; an unchanged pod costs a comparison
-// and no allocation, and an "api" pod with an unchanged resourceVersion not even the
-// comparison (see StoreConfig.FullComparison).
+// pod after passing it, as with an informer's objects. By default every pod the store
+// returns is a deep copy sharing no memory with the store or the inputs, so a receiver may
+// modify it freely; with StoreConfig.SharedPods it is the store's own object, read-only
+// (see there). Pods are returned only when they changed; an unchanged pod costs a
+// comparison and no allocation, and an "api" pod with an unchanged resourceVersion not
+// even the comparison (see StoreConfig.FullComparison).
 type Store struct {
 	clock clock.PassiveClock
 	// trustVersions enables the resourceVersion shortcut for APISource (see StoreConfig).
 	trustVersions bool
-	sources       map[string]*sourceState
+	// shared: returned pods are the stored objects, never written again (see StoreConfig).
+	shared  bool
+	sources map[string]*sourceState
 	// gen numbers Apply calls; an entry touched by the current call carries its number.
 	gen uint64
 	// names is scratch space for the duplicate-name filter, reused by every Apply; it
@@ -87,7 +90,8 @@ type sourceState struct {
 type entry struct {
 	// pod is the store's object, held inline (one allocation per stored pod). The Pod
 	// struct and its Annotations map belong to the store; everything else it references
-	// may be shared with an input pod and is never written through.
+	// may be shared with an input pod and is never written through. With shared pods it
+	// is handed out and never written again: a change replaces the whole entry.
 	pod v1.Pod
 	// gen is the Store.gen of the last Apply that listed the pod.
 	gen uint64
@@ -128,6 +132,15 @@ type StoreConfig struct {
 	// source that sends APISource pods with an unchanged resourceVersion but changed
 	// contents (a test fixture, say) needs FullComparison.
 	FullComparison bool
+	// SharedPods makes the store return its own pods instead of deep copies: every pod in
+	// Changes and from Pods is the stored object, shared with the store, with every
+	// receiver of the same pod and (spec, labels, status and the other fields the store
+	// keeps references to) with the input it came from, so it must be treated as
+	// read-only, as the kubelet treats its pods. The store never writes to a pod it has
+	// returned: a change of a stored pod makes a new Pod struct (copy on write), which
+	// costs one shallow copy (and a new annotation map when annotations changed) instead
+	// of a deep copy, and the pods returned earlier keep the old version.
+	SharedPods bool
 }
 
 // NewStore returns an empty store that stamps first-seen times from the real clock and
@@ -146,7 +159,7 @@ func NewStoreWithConfig(cfg StoreConfig) *Store {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{clock: c, trustVersions: !cfg.FullComparison, sources: map[string]*sourceState{}}
+	return &Store{clock: c, trustVersions: !cfg.FullComparison, shared: cfg.SharedPods, sources: map[string]*sourceState{}}
 }
 
 // SeenSource reports whether a Set of source has been merged.
@@ -247,7 +260,7 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			if allNew && c.Adds == nil {
 				c.Adds = make([]*v1.Pod, 0, len(u.Pods)-i)
 			}
-			c.Adds = append(c.Adds, e.pod.DeepCopy())
+			c.Adds = append(c.Adds, s.out(e))
 			continue
 		}
 		e.gen = s.gen
@@ -260,7 +273,14 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		if !changed {
 			continue
 		}
-		out := e.pod.DeepCopy()
+		if s.shared {
+			// Copy on write: the stored pod may be held by receivers.
+			cp := *e
+			e = &cp
+			st.pods[ref.UID] = e
+		}
+		take(&e.pod, ref, op)
+		out := s.out(e)
 		switch op {
 		case Update:
 			c.Updates = append(c.Updates, out)
@@ -274,7 +294,7 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		for uid, e := range st.pods {
 			if e.gen != s.gen {
 				delete(st.pods, uid)
-				c.Removes = append(c.Removes, e.pod.DeepCopy())
+				c.Removes = append(c.Removes, s.out(e))
 			}
 		}
 		sortPods(c.Removes)
@@ -296,10 +316,19 @@ func (s *Store) remove(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		}
 		if e := st.pods[ref.UID]; e != nil {
 			delete(st.pods, ref.UID)
-			c.Removes = append(c.Removes, e.pod.DeepCopy())
+			c.Removes = append(c.Removes, s.out(e))
 		}
 	}
 	return c, drops, nil
+}
+
+// out returns the pod to hand out for e: the stored object itself with shared pods, else
+// a deep copy.
+func (s *Store) out(e *entry) *v1.Pod {
+	if s.shared {
+		return &e.pod
+	}
+	return e.pod.DeepCopy()
 }
 
 // checkPod returns why a pod cannot be stored at all, or nil.
@@ -330,8 +359,8 @@ func sortPods(pods []*v1.Pod) {
 	})
 }
 
-// Pods returns deep copies of the pods stored for source, sorted by namespace, name and
-// UID (nil if there are none).
+// Pods returns the pods stored for source (deep copies, or the stored objects with
+// StoreConfig.SharedPods), sorted by namespace, name and UID (nil if there are none).
 func (s *Store) Pods(source string) []*v1.Pod {
 	st := s.sources[source]
 	if st == nil || len(st.pods) == 0 {
@@ -339,7 +368,7 @@ func (s *Store) Pods(source string) []*v1.Pod {
 	}
 	out := make([]*v1.Pod, 0, len(st.pods))
 	for _, e := range st.pods {
-		out = append(out, e.pod.DeepCopy())
+		out = append(out, s.out(e))
 	}
 	sortPods(out)
 	return out
