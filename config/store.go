@@ -81,9 +81,21 @@ type Store struct {
 type sourceState struct {
 	// pods maps UID to the stored pod. Invariant: no two entries share a UID; every
 	// stored pod carries the config.source and config.seen annotations.
-	pods map[types.UID]*entry
+	pods map[types.UID]slot
 	// seen is true once a Set of the source has been merged.
 	seen bool
+}
+
+// slot is a stored pod as its source's map holds it: the entry, and what every listing
+// of the pod reads and writes, kept in the map itself so that a pod listed unchanged
+// costs the map's memory and not the entry's (the difference shows at thousands of pods).
+type slot struct {
+	e *entry
+	// gen is the Store.gen of the last Apply that listed the pod.
+	gen uint64
+	// version is the resourceVersion of the input pod last listed (not the stored pod's,
+	// which keeps the first one, as in the kubelet).
+	version string
 }
 
 // entry is one stored pod.
@@ -93,15 +105,10 @@ type entry struct {
 	// may be shared with an input pod and is never written through. With shared pods it
 	// is handed out and never written again: a change replaces the whole entry.
 	pod v1.Pod
-	// gen is the Store.gen of the last Apply that listed the pod.
-	gen uint64
 	// annFrom is the annotation map of the input pod that pod's annotations were last
 	// built from or found equal to (apart from local keys). Inputs are not modified after
 	// being passed, so an input carrying this very map has equal annotations.
 	annFrom map[string]string
-	// version is the resourceVersion of the input pod last listed (not pod's, which keeps
-	// the first one, as in the kubelet).
-	version string
 }
 
 // sameMap reports whether a and b are the same non-nil map.
@@ -206,7 +213,7 @@ func (s *Store) Apply(u PodUpdate) (Changes, []Drop, error) {
 	st := s.sources[u.Source]
 	if st == nil {
 		// Sized for the first update, which is usually the source's whole list.
-		st = &sourceState{pods: make(map[types.UID]*entry, len(u.Pods))}
+		st = &sourceState{pods: make(map[types.UID]slot, len(u.Pods))}
 		s.sources[u.Source] = st
 	}
 	s.gen++
@@ -236,48 +243,48 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
 			continue
 		}
-		key := nameKey{ref.Namespace, ref.Name}
-		if _, dup := s.names[key]; dup {
+		if s.claimName(ref) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
 				Err: fmt.Errorf("%w: %s_%s (uid %s)", ErrDuplicateName, ref.Name, ref.Namespace, ref.UID)})
 			continue
 		}
-		s.names[key] = struct{}{}
-		e := st.pods[ref.UID]
-		if e != nil && e.gen == s.gen {
+		sl, known := st.pods[ref.UID]
+		if known && sl.gen == s.gen {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
 				Err: fmt.Errorf("%w: %s (%s_%s)", ErrDuplicateUID, ref.UID, ref.Name, ref.Namespace)})
 			continue
 		}
-		if e == nil {
+		if !known {
 			if seen == "" {
 				seen = s.clock.Now().Format(SeenTimeLayout)
 			}
-			e = &entry{pod: *ref, annFrom: ref.Annotations, version: ref.ResourceVersion}
+			e := &entry{pod: *ref, annFrom: ref.Annotations}
 			stamp(&e.pod, u.Source, seen)
-			st.pods[ref.UID] = e
-			e.gen = s.gen
+			st.pods[ref.UID] = slot{e: e, gen: s.gen, version: ref.ResourceVersion}
 			if allNew && c.Adds == nil {
 				c.Adds = make([]*v1.Pod, 0, len(u.Pods)-i)
 			}
 			c.Adds = append(c.Adds, s.out(e))
 			continue
 		}
-		e.gen = s.gen
-		if trusted && ref.ResourceVersion != "" && ref.ResourceVersion == e.version {
+		unchanged := trusted && ref.ResourceVersion != "" && ref.ResourceVersion == sl.version
+		sl.gen, sl.version = s.gen, ref.ResourceVersion
+		if unchanged {
+			st.pods[ref.UID] = sl
 			continue
 		}
-		e.version = ref.ResourceVersion
+		e := sl.e
 		op, changed := classify(&e.pod, ref, &s.tmp, sameMap(e.annFrom, ref.Annotations))
 		e.annFrom = ref.Annotations
-		if !changed {
-			continue
-		}
-		if s.shared {
+		if changed && s.shared {
 			// Copy on write: the stored pod may be held by receivers.
 			cp := *e
 			e = &cp
-			st.pods[ref.UID] = e
+			sl.e = e
+		}
+		st.pods[ref.UID] = sl
+		if !changed {
+			continue
 		}
 		take(&e.pod, ref, op)
 		out := s.out(e)
@@ -291,10 +298,10 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		}
 	}
 	if u.Op == Set {
-		for uid, e := range st.pods {
-			if e.gen != s.gen {
+		for uid, sl := range st.pods {
+			if sl.gen != s.gen {
 				delete(st.pods, uid)
-				c.Removes = append(c.Removes, s.out(e))
+				c.Removes = append(c.Removes, s.out(sl.e))
 			}
 		}
 		sortPods(c.Removes)
@@ -314,9 +321,9 @@ func (s *Store) remove(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
 			continue
 		}
-		if e := st.pods[ref.UID]; e != nil {
+		if sl, ok := st.pods[ref.UID]; ok {
 			delete(st.pods, ref.UID)
-			c.Removes = append(c.Removes, s.out(e))
+			c.Removes = append(c.Removes, s.out(sl.e))
 		}
 	}
 	return c, drops, nil
@@ -329,6 +336,15 @@ func (s *Store) out(e *entry) *v1.Pod {
 		return &e.pod
 	}
 	return e.pod.DeepCopy()
+}
+
+// claimName records the full name of a pod of the current update and reports whether an
+// earlier pod of it has the name already, in one map operation (a name already there
+// leaves the map's size as it was).
+func (s *Store) claimName(p *v1.Pod) (taken bool) {
+	n := len(s.names)
+	s.names[nameKey{p.Namespace, p.Name}] = struct{}{}
+	return len(s.names) == n
 }
 
 // checkPod returns why a pod cannot be stored at all, or nil.
@@ -367,8 +383,8 @@ func (s *Store) Pods(source string) []*v1.Pod {
 		return nil
 	}
 	out := make([]*v1.Pod, 0, len(st.pods))
-	for _, e := range st.pods {
-		out = append(out, s.out(e))
+	for _, sl := range st.pods {
+		out = append(out, s.out(sl.e))
 	}
 	sortPods(out)
 	return out
