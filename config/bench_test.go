@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
@@ -20,7 +21,9 @@ func byKind(c Changes) (out [seedpod.W1Kinds][]*v1.Pod) {
 // benchmarkW1 runs W1: the initial Set of seedpod.W1Pods pods, reported per pod (initial-*), then
 // seedpod.W1Rounds checked rounds, reported per pod-round. Making the input is not timed.
 // With full, the store compares every pod (StoreConfig.FullComparison), as the kubelet.
-func benchmarkW1(b *testing.B, fresh, full bool) {
+// With shared, it returns its own pods instead of deep copies (StoreConfig.SharedPods), as
+// a node does.
+func benchmarkW1(b *testing.B, fresh, full, shared bool) {
 	var (
 		mallocs, initMallocs uint64
 		ms                   runtime.MemStats
@@ -29,7 +32,7 @@ func benchmarkW1(b *testing.B, fresh, full bool) {
 	for b.Loop() {
 		b.StopTimer()
 		g := seedpod.NewW1(fresh)
-		s := NewStoreWithConfig(StoreConfig{FullComparison: full})
+		s := NewStoreWithConfig(StoreConfig{FullComparison: full, SharedPods: shared})
 		initial := PodUpdate{Op: Set, Source: "api", Pods: g.List()}
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
@@ -71,14 +74,22 @@ func benchmarkW1(b *testing.B, fresh, full bool) {
 	b.ReportMetric(float64(initCPU.Nanoseconds())/initPods, "initial-cpu-ns/pod")
 }
 
+// benchmarkW1Modes runs W1 with deep copies returned (shared=false, the default store)
+// and with shared pods (shared=true, a node's store).
+func benchmarkW1Modes(b *testing.B, fresh, full bool) {
+	for _, shared := range []bool{false, true} {
+		b.Run(fmt.Sprintf("shared=%v", shared), func(b *testing.B) { benchmarkW1(b, fresh, full, shared) })
+	}
+}
+
 // BenchmarkW1Informer is W1 with unchanged pods passed as the same objects every round.
-func BenchmarkW1Informer(b *testing.B) { benchmarkW1(b, false, false) }
+func BenchmarkW1Informer(b *testing.B) { benchmarkW1Modes(b, false, false) }
 
 // BenchmarkW1Fresh is W1 with every pod a new deep copy every round.
-func BenchmarkW1Fresh(b *testing.B) { benchmarkW1(b, true, false) }
+func BenchmarkW1Fresh(b *testing.B) { benchmarkW1Modes(b, true, false) }
 
 // BenchmarkW1InformerFull is BenchmarkW1Informer without the resourceVersion shortcut.
-func BenchmarkW1InformerFull(b *testing.B) { benchmarkW1(b, false, true) }
+func BenchmarkW1InformerFull(b *testing.B) { benchmarkW1Modes(b, false, true) }
 
 // BenchmarkW1FreshFull is BenchmarkW1Fresh without the resourceVersion shortcut.
-func BenchmarkW1FreshFull(b *testing.B) { benchmarkW1(b, true, true) }
+func BenchmarkW1FreshFull(b *testing.B) { benchmarkW1Modes(b, true, true) }

@@ -121,22 +121,18 @@ func CheckAndUpdatePod(existing, ref *v1.Pod) (needUpdate, needReconcile, needGr
 	if existing == nil || ref == nil {
 		return false, false, false
 	}
-	if semanticallyEqual(existing, ref, nil, false) {
-		if statusEqual(existing, ref, nil) {
-			return false, false, false
+	op, changed := classify(existing, ref, nil, false)
+	if !changed {
+		return false, false, false
+	}
+	if op != Reconcile {
+		if ref.Annotations == nil {
+			ref.Annotations = map[string]string{}
 		}
-		existing.Status = ref.Status
-		return false, true, false
+		ref.Annotations[ConfigFirstSeenAnnotationKey] = existing.Annotations[ConfigFirstSeenAnnotationKey]
 	}
-	if ref.Annotations == nil {
-		ref.Annotations = map[string]string{}
-	}
-	ref.Annotations[ConfigFirstSeenAnnotationKey] = existing.Annotations[ConfigFirstSeenAnnotationKey]
-	takeMeaningful(existing, ref)
-	if ref.DeletionTimestamp != nil {
-		return false, false, true
-	}
-	return true, false, false
+	take(existing, ref, op)
+	return op == Update, op == Reconcile, op == Delete
 }
 
 // takeMeaningful copies into existing what a meaningful change carries: spec, labels,
@@ -152,20 +148,29 @@ func takeMeaningful(existing, ref *v1.Pod) {
 	existing.Annotations = mergedAnnotations(existing.Annotations, ref.Annotations)
 }
 
-// classify is CheckAndUpdatePod without modifying ref: the store's variant. It returns the
-// category of the change (Update, Delete or Reconcile) and false if nothing changed.
-// annKnownEqual is as for semanticallyEqual.
+// classify is CheckAndUpdatePod's decision without its effects: the category of the
+// change from existing to ref (Update, Delete or Reconcile), and false if nothing
+// changed. Neither pod is modified. annKnownEqual is as for semanticallyEqual.
 func classify(existing, ref *v1.Pod, tmp *scratch, annKnownEqual bool) (Op, bool) {
 	if semanticallyEqual(existing, ref, tmp, annKnownEqual) {
 		if statusEqual(existing, ref, tmp) {
 			return 0, false
 		}
-		existing.Status = ref.Status
 		return Reconcile, true
 	}
-	takeMeaningful(existing, ref)
 	if ref.DeletionTimestamp != nil {
 		return Delete, true
 	}
 	return Update, true
+}
+
+// take makes existing the new version ref, a change classify found to be op: ref's status
+// for a Reconcile, what takeMeaningful copies otherwise. ref is not modified, and neither
+// is existing's annotation map (it gets a new one).
+func take(existing, ref *v1.Pod, op Op) {
+	if op == Reconcile {
+		existing.Status = ref.Status
+		return
+	}
+	takeMeaningful(existing, ref)
 }

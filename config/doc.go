@@ -53,9 +53,18 @@
 //
 // Memory: the store reads its inputs and keeps references into them, so a pod must not be
 // modified after it is passed in (an informer's objects satisfy this). Returned pods are
-// deep copies the receiver owns. Only changed pods are copied, so an update in which
+// deep copies the receiver owns. Only changed pods are returned, so an update in which
 // little changed costs little. The kubelet differs: it annotates the input objects in
 // place and stores them.
+//
+// Shared pods (StoreConfig.SharedPods, MuxConfig.SharedPods): the store returns its own
+// objects instead of deep copies, as the kubelet's config hands its stored pods on. They
+// are shared with the store, with every other receiver and with the inputs, and must be
+// treated as read-only. The store never writes to a pod it has returned: a change gives
+// the stored pod a new Pod struct (copy on write: one shallow copy, plus a new annotation
+// map when the annotations changed), and receivers of the old one keep an unchanging
+// version. A node agent (package node) uses this mode: its pods are read-only everywhere,
+// as in the kubelet.
 //
 // A Store is not safe for concurrent use, never blocks, never reads the wall clock except
 // through its clock, and never panics on bad input.

@@ -184,23 +184,30 @@ func fuzzPod(r *fuzzReader) *v1.Pod {
 // that Merge never panics, never modifies its input, puts each pod in at most one
 // category, and agrees with the model on the changes, the stored pods and SeenSource:
 // with FullComparison against the kubelet's rules alone, and by default against them
-// with the resourceVersion shortcut.
+// with the resourceVersion shortcut. Each runs with deep copies (the store must not
+// notice scribbling over what it returned) and with shared pods (the store must never
+// write to a pod it returned: every one keeps the contents it was returned with).
 func FuzzMerge(f *testing.F) {
 	f.Add([]byte{0, 0, 2, 1, 1, 0, 2, 2, 8})
 	f.Add([]byte{0, 0, 3, 1, 1, 0, 6, 1, 0, 1, 2, 4, 0, 0, 1, 1, 1, 8, 0, 0, 0})
 	f.Add([]byte{1, 1, 2, 0x21, 0, 0xff, 0x22, 3, 0x0c, 4, 1, 1, 0x21, 0, 0, 5, 0, 1, 1, 0, 0})
 	f.Add([]byte{0, 0, 4, 17, 0, 0, 13, 1, 1, 2, 2, 0x48, 7, 2, 0x28})
+	// A returned pod changed by the next merge (shared pods: copy on write).
+	f.Add([]byte("012\"20000112"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, full := range []bool{true, false} {
-			t.Run(fmt.Sprintf("FullComparison=%v", full), func(t *testing.T) { fuzzMerge(t, data, full) })
+			for _, shared := range []bool{false, true} {
+				t.Run(fmt.Sprintf("FullComparison=%v/shared=%v", full, shared), func(t *testing.T) { fuzzMerge(t, data, full, shared) })
+			}
 		}
 	})
 }
 
-func fuzzMerge(t *testing.T, data []byte, full bool) {
+func fuzzMerge(t *testing.T, data []byte, full, shared bool) {
 	r := &fuzzReader{b: data}
 	clk := clocktesting.NewFakePassiveClock(t0)
-	s := NewStoreWithConfig(StoreConfig{Clock: clk, FullComparison: full})
+	s := NewStoreWithConfig(StoreConfig{Clock: clk, FullComparison: full, SharedPods: shared})
+	var handedOut keptPods // with shared pods: everything returned so far
 	model := newNaiveStore(!full)
 	sources := []string{"api", "file", ""}
 	for step := 0; len(r.b) > 0 && step < 64; step++ {
@@ -236,19 +243,30 @@ func fuzzMerge(t *testing.T, data []byte, full bool) {
 			}
 		}
 		for _, src := range sources[:2] {
-			if diff := cmp.Diff(model.list(src), s.Pods(src)); diff != "" {
+			stored := s.Pods(src)
+			if diff := cmp.Diff(model.list(src), stored); diff != "" {
 				t.Fatalf("step %d: source %q stored (-model +store):\n%s", step, src, diff)
+			}
+			if shared {
+				handedOut.keep(stored...)
 			}
 			if s.SeenSource(src) != model.seen[src] {
 				t.Fatalf("step %d: SeenSource(%q) = %v, model %v", step, src, s.SeenSource(src), model.seen[src])
 			}
 		}
-		// Scribble over what was returned: the store must not notice.
 		for _, cat := range [][]*v1.Pod{got.Adds, got.Updates, got.Deletes, got.Removes, got.Reconciles} {
+			if shared {
+				handedOut.keep(cat...)
+				continue
+			}
+			// Scribble over what was returned: the store must not notice.
 			for _, p := range cat {
 				p.Spec.Containers[0].Image = "scribbled"
 				p.Annotations["scribbled"] = "1"
 			}
+		}
+		if msg := handedOut.changed(); msg != "" {
+			t.Fatalf("step %d: a pod the store returned was modified: %s", step, msg)
 		}
 	}
 }

@@ -27,6 +27,10 @@ type MuxConfig struct {
 	// FullComparison turns off the store's resourceVersion shortcut for APISource: see
 	// StoreConfig.FullComparison.
 	FullComparison bool
+	// SharedPods makes the Mux deliver the store's own pods instead of deep copies: shared
+	// with the store, with each other and with the inputs they came from, and read-only
+	// for every receiver (see StoreConfig.SharedPods).
+	SharedPods bool
 	// Logger receives dropped pods and invalid updates. nil discards.
 	Logger *slog.Logger
 	// OnDrop, if set, is called for every dropped pod, outside the Mux's lock, from the
@@ -95,7 +99,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		onDrop:   cfg.OnDrop,
 		onError:  cfg.OnError,
 		turn:     make(chan struct{}, 1),
-		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, FullComparison: cfg.FullComparison}),
+		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, FullComparison: cfg.FullComparison, SharedPods: cfg.SharedPods}),
 		ready:    map[string]chan struct{}{},
 		channels: map[string]chan PodUpdate{},
 	}

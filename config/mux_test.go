@@ -51,9 +51,11 @@ func newTestMux(t *testing.T, cfg MuxConfig) *Mux {
 	return m
 }
 
-func TestMuxOrderAndReady(t *testing.T) {
+func TestMuxOrderAndReady(t *testing.T) { bothModes(t, testMuxOrderAndReady) }
+
+func testMuxOrderAndReady(t *testing.T, shared bool) {
 	ctx := context.Background()
-	m := newTestMux(t, MuxConfig{Sources: []string{"api", "file"}})
+	m := newTestMux(t, MuxConfig{Sources: []string{"api", "file"}, SharedPods: shared})
 	a, b, c, d := newPod("a", "uid-a"), newPod("b", "uid-b"), newPod("c", "uid-c"), newPod("d", "uid-d")
 	steps := []struct {
 		name        string
@@ -125,7 +127,11 @@ func TestMuxOrderAndReady(t *testing.T) {
 }
 
 func TestMuxFirstSetWithReconcileOnlyStillSignals(t *testing.T) {
-	m := newTestMux(t, MuxConfig{})
+	bothModes(t, testMuxFirstSetWithReconcileOnlyStillSignals)
+}
+
+func testMuxFirstSetWithReconcileOnlyStillSignals(t *testing.T, shared bool) {
+	m := newTestMux(t, MuxConfig{SharedPods: shared})
 	ctx := context.Background()
 	a := newPod("a", "uid-a")
 	// An Add before the first Set: not ready yet.

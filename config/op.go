@@ -61,7 +61,7 @@ type PodUpdate struct {
 	// Pods are the pods concerned. As input they are read, never modified, and may be
 	// referenced by the store afterwards: the caller must not modify them once passed
 	// (the contract of an informer's objects). As output they are deep copies owned by the
-	// receiver.
+	// receiver, or, with MuxConfig.SharedPods, the store's objects, read-only.
 	Pods []*v1.Pod
 	// Op is what the update means; see the constants.
 	Op Op
@@ -74,7 +74,8 @@ type PodUpdate struct {
 // most one category. Adds, Updates, Deletes and Reconciles are in input order; Removes are
 // in input order for a Remove and sorted by namespace, name and UID for a Set (whose
 // removed pods are the ones not listed). Every pod is a deep copy that shares no memory with
-// the store or with the input.
+// the store or with the input, unless the store shares its pods (StoreConfig.SharedPods):
+// then every pod is the store's read-only object.
 type Changes struct {
 	Adds       []*v1.Pod
 	Updates    []*v1.Pod

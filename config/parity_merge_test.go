@@ -9,6 +9,7 @@ package config_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -90,8 +91,9 @@ type mergeScenario struct {
 }
 
 // runMergeScenario runs the steps on two stores, one through the pinned Merge and one
-// through Apply (which also reports drops and errors), and checks both.
-func runMergeScenario(t *testing.T, sc mergeScenario) {
+// through Apply (which also reports drops and errors), and checks both. shared sets
+// StoreConfig.SharedPods: the classifications are the same either way.
+func runMergeScenario(t *testing.T, sc mergeScenario, shared bool) {
 	start := sc.start
 	if start.IsZero() {
 		start = parityT0
@@ -99,8 +101,8 @@ func runMergeScenario(t *testing.T, sc mergeScenario) {
 	ck := clocktesting.NewFakePassiveClock(start)
 	// The kubelet compares every pod: parity holds for the full comparison (the fixtures
 	// change contents under one resourceVersion).
-	merged := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true})
-	applied := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true})
+	merged := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true, SharedPods: shared})
+	applied := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true, SharedPods: shared})
 	for i, step := range sc.steps {
 		ck.SetTime(ck.Now().Add(step.advance))
 		want := step.want
@@ -344,7 +346,9 @@ func TestParityMerge(t *testing.T) {
 		}})
 	}
 	for _, sc := range scenarios {
-		t.Run(sc.name, func(t *testing.T) { runMergeScenario(t, sc) })
+		for _, shared := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/shared=%v", sc.name, shared), func(t *testing.T) { runMergeScenario(t, sc, shared) })
+		}
 	}
 }
 
@@ -406,6 +410,12 @@ func TestParityMergeCopies(t *testing.T) {
 // delete (after the deletes and before the reconciles, where the kubelet sends it), plus
 // §5 rule 2's warning for dropped duplicates (OnDrop and Dropped for the kubelet's event).
 func TestParityMuxOrder(t *testing.T) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) { testParityMuxOrder(t, shared) })
+	}
+}
+
+func testParityMuxOrder(t *testing.T, shared bool) {
 	type delivered struct {
 		Op     config.Op
 		Source string
@@ -437,7 +447,8 @@ func TestParityMuxOrder(t *testing.T) {
 			want: []delivered{{config.Add, "dup", []string{"a"}}}},
 	}
 	var drops []config.Drop
-	m, err := config.NewMux(config.MuxConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), FullComparison: true, OnDrop: func(d config.Drop) { drops = append(drops, d) }})
+	m, err := config.NewMux(config.MuxConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), FullComparison: true, SharedPods: shared,
+		OnDrop: func(d config.Drop) { drops = append(drops, d) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,16 +54,19 @@ type Drop struct {
 //
 // Memory contract: pods passed in are only read, and the store keeps references into them
 // (spec, labels, status and so on are shared, not copied), so the caller must not modify a
-// pod after passing it, as with an informer's objects. Every pod the store returns is a
-// deep copy sharing no memory with the store or the inputs, so a receiver may modify it
-// freely. The copies are made only for changed pods; an unchanged pod costs a comparison
-// and no allocation, and an "api" pod with an unchanged resourceVersion not even the
-// comparison (see StoreConfig.FullComparison).
+// pod after passing it, as with an informer's objects. By default every pod the store
+// returns is a deep copy sharing no memory with the store or the inputs, so a receiver may
+// modify it freely; with StoreConfig.SharedPods it is the store's own object, read-only
+// (see there). Pods are returned only when they changed; an unchanged pod costs a
+// comparison and no allocation, and an "api" pod with an unchanged resourceVersion not
+// even the comparison (see StoreConfig.FullComparison).
 type Store struct {
 	clock clock.PassiveClock
 	// trustVersions enables the resourceVersion shortcut for APISource (see StoreConfig).
 	trustVersions bool
-	sources       map[string]*sourceState
+	// shared: returned pods are the stored objects, never written again (see StoreConfig).
+	shared  bool
+	sources map[string]*sourceState
 	// gen numbers Apply calls; an entry touched by the current call carries its number.
 	gen uint64
 	// names is scratch space for the duplicate-name filter, reused by every Apply; it
@@ -78,26 +81,34 @@ type Store struct {
 type sourceState struct {
 	// pods maps UID to the stored pod. Invariant: no two entries share a UID; every
 	// stored pod carries the config.source and config.seen annotations.
-	pods map[types.UID]*entry
+	pods map[types.UID]slot
 	// seen is true once a Set of the source has been merged.
 	seen bool
+}
+
+// slot is a stored pod as its source's map holds it: the entry, and what every listing
+// of the pod reads and writes, kept in the map itself so that a pod listed unchanged
+// costs the map's memory and not the entry's (the difference shows at thousands of pods).
+type slot struct {
+	e *entry
+	// gen is the Store.gen of the last Apply that listed the pod.
+	gen uint64
+	// version is the resourceVersion of the input pod last listed (not the stored pod's,
+	// which keeps the first one, as in the kubelet).
+	version string
 }
 
 // entry is one stored pod.
 type entry struct {
 	// pod is the store's object, held inline (one allocation per stored pod). The Pod
 	// struct and its Annotations map belong to the store; everything else it references
-	// may be shared with an input pod and is never written through.
+	// may be shared with an input pod and is never written through. With shared pods it
+	// is handed out and never written again: a change replaces the whole entry.
 	pod v1.Pod
-	// gen is the Store.gen of the last Apply that listed the pod.
-	gen uint64
 	// annFrom is the annotation map of the input pod that pod's annotations were last
 	// built from or found equal to (apart from local keys). Inputs are not modified after
 	// being passed, so an input carrying this very map has equal annotations.
 	annFrom map[string]string
-	// version is the resourceVersion of the input pod last listed (not pod's, which keeps
-	// the first one, as in the kubelet).
-	version string
 }
 
 // sameMap reports whether a and b are the same non-nil map.
@@ -128,6 +139,15 @@ type StoreConfig struct {
 	// source that sends APISource pods with an unchanged resourceVersion but changed
 	// contents (a test fixture, say) needs FullComparison.
 	FullComparison bool
+	// SharedPods makes the store return its own pods instead of deep copies: every pod in
+	// Changes and from Pods is the stored object, shared with the store, with every
+	// receiver of the same pod and (spec, labels, status and the other fields the store
+	// keeps references to) with the input it came from, so it must be treated as
+	// read-only, as the kubelet treats its pods. The store never writes to a pod it has
+	// returned: a change of a stored pod makes a new Pod struct (copy on write), which
+	// costs one shallow copy (and a new annotation map when annotations changed) instead
+	// of a deep copy, and the pods returned earlier keep the old version.
+	SharedPods bool
 }
 
 // NewStore returns an empty store that stamps first-seen times from the real clock and
@@ -146,7 +166,7 @@ func NewStoreWithConfig(cfg StoreConfig) *Store {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{clock: c, trustVersions: !cfg.FullComparison, sources: map[string]*sourceState{}}
+	return &Store{clock: c, trustVersions: !cfg.FullComparison, shared: cfg.SharedPods, sources: map[string]*sourceState{}}
 }
 
 // SeenSource reports whether a Set of source has been merged.
@@ -193,7 +213,7 @@ func (s *Store) Apply(u PodUpdate) (Changes, []Drop, error) {
 	st := s.sources[u.Source]
 	if st == nil {
 		// Sized for the first update, which is usually the source's whole list.
-		st = &sourceState{pods: make(map[types.UID]*entry, len(u.Pods))}
+		st = &sourceState{pods: make(map[types.UID]slot, len(u.Pods))}
 		s.sources[u.Source] = st
 	}
 	s.gen++
@@ -223,44 +243,51 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
 			continue
 		}
-		key := nameKey{ref.Namespace, ref.Name}
-		if _, dup := s.names[key]; dup {
+		if s.claimName(ref) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
 				Err: fmt.Errorf("%w: %s_%s (uid %s)", ErrDuplicateName, ref.Name, ref.Namespace, ref.UID)})
 			continue
 		}
-		s.names[key] = struct{}{}
-		e := st.pods[ref.UID]
-		if e != nil && e.gen == s.gen {
+		sl, known := st.pods[ref.UID]
+		if known && sl.gen == s.gen {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
 				Err: fmt.Errorf("%w: %s (%s_%s)", ErrDuplicateUID, ref.UID, ref.Name, ref.Namespace)})
 			continue
 		}
-		if e == nil {
+		if !known {
 			if seen == "" {
 				seen = s.clock.Now().Format(SeenTimeLayout)
 			}
-			e = &entry{pod: *ref, annFrom: ref.Annotations, version: ref.ResourceVersion}
+			e := &entry{pod: *ref, annFrom: ref.Annotations}
 			stamp(&e.pod, u.Source, seen)
-			st.pods[ref.UID] = e
-			e.gen = s.gen
+			st.pods[ref.UID] = slot{e: e, gen: s.gen, version: ref.ResourceVersion}
 			if allNew && c.Adds == nil {
 				c.Adds = make([]*v1.Pod, 0, len(u.Pods)-i)
 			}
-			c.Adds = append(c.Adds, e.pod.DeepCopy())
+			c.Adds = append(c.Adds, s.out(e))
 			continue
 		}
-		e.gen = s.gen
-		if trusted && ref.ResourceVersion != "" && ref.ResourceVersion == e.version {
+		unchanged := trusted && ref.ResourceVersion != "" && ref.ResourceVersion == sl.version
+		sl.gen, sl.version = s.gen, ref.ResourceVersion
+		if unchanged {
+			st.pods[ref.UID] = sl
 			continue
 		}
-		e.version = ref.ResourceVersion
+		e := sl.e
 		op, changed := classify(&e.pod, ref, &s.tmp, sameMap(e.annFrom, ref.Annotations))
 		e.annFrom = ref.Annotations
+		if changed && s.shared {
+			// Copy on write: the stored pod may be held by receivers.
+			cp := *e
+			e = &cp
+			sl.e = e
+		}
+		st.pods[ref.UID] = sl
 		if !changed {
 			continue
 		}
-		out := e.pod.DeepCopy()
+		take(&e.pod, ref, op)
+		out := s.out(e)
 		switch op {
 		case Update:
 			c.Updates = append(c.Updates, out)
@@ -271,10 +298,10 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		}
 	}
 	if u.Op == Set {
-		for uid, e := range st.pods {
-			if e.gen != s.gen {
+		for uid, sl := range st.pods {
+			if sl.gen != s.gen {
 				delete(st.pods, uid)
-				c.Removes = append(c.Removes, e.pod.DeepCopy())
+				c.Removes = append(c.Removes, s.out(sl.e))
 			}
 		}
 		sortPods(c.Removes)
@@ -294,12 +321,30 @@ func (s *Store) remove(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
 			continue
 		}
-		if e := st.pods[ref.UID]; e != nil {
+		if sl, ok := st.pods[ref.UID]; ok {
 			delete(st.pods, ref.UID)
-			c.Removes = append(c.Removes, e.pod.DeepCopy())
+			c.Removes = append(c.Removes, s.out(sl.e))
 		}
 	}
 	return c, drops, nil
+}
+
+// out returns the pod to hand out for e: the stored object itself with shared pods, else
+// a deep copy.
+func (s *Store) out(e *entry) *v1.Pod {
+	if s.shared {
+		return &e.pod
+	}
+	return e.pod.DeepCopy()
+}
+
+// claimName records the full name of a pod of the current update and reports whether an
+// earlier pod of it has the name already, in one map operation (a name already there
+// leaves the map's size as it was).
+func (s *Store) claimName(p *v1.Pod) (taken bool) {
+	n := len(s.names)
+	s.names[nameKey{p.Namespace, p.Name}] = struct{}{}
+	return len(s.names) == n
 }
 
 // checkPod returns why a pod cannot be stored at all, or nil.
@@ -330,16 +375,16 @@ func sortPods(pods []*v1.Pod) {
 	})
 }
 
-// Pods returns deep copies of the pods stored for source, sorted by namespace, name and
-// UID (nil if there are none).
+// Pods returns the pods stored for source (deep copies, or the stored objects with
+// StoreConfig.SharedPods), sorted by namespace, name and UID (nil if there are none).
 func (s *Store) Pods(source string) []*v1.Pod {
 	st := s.sources[source]
 	if st == nil || len(st.pods) == 0 {
 		return nil
 	}
 	out := make([]*v1.Pod, 0, len(st.pods))
-	for _, e := range st.pods {
-		out = append(out, e.pod.DeepCopy())
+	for _, sl := range st.pods {
+		out = append(out, s.out(sl.e))
 	}
 	sortPods(out)
 	return out

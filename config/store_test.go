@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -40,9 +41,24 @@ func stamped(p *v1.Pod, source, seen string) *v1.Pod {
 
 func set(pods ...*v1.Pod) PodUpdate { return PodUpdate{Op: Set, Source: "api", Pods: pods} }
 
+// bothModes runs f as a subtest for each memory mode: deep copies (shared=false) and
+// shared pods (shared=true, StoreConfig.SharedPods).
+func bothModes(t *testing.T, f func(t *testing.T, shared bool)) {
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shared=%v", shared), func(t *testing.T) { f(t, shared) })
+	}
+}
+
+// newTestStore returns a store stamping t0, in the given memory mode.
+func newTestStore(shared bool) *Store {
+	return NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), SharedPods: shared})
+}
+
 // TestMergeSeedScenario runs KUBELET-BEHAVIOR.md §5's seed scenario, one Set per step.
-func TestMergeSeedScenario(t *testing.T) {
-	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+func TestMergeSeedScenario(t *testing.T) { bothModes(t, testMergeSeedScenario) }
+
+func testMergeSeedScenario(t *testing.T, shared bool) {
+	s := newTestStore(shared)
 	base := newPod("web", "uid-1")
 	deleting := func(grace int64) *v1.Pod {
 		p := base.DeepCopy()
@@ -84,7 +100,9 @@ func TestMergeSeedScenario(t *testing.T) {
 	}
 }
 
-func TestMergeOps(t *testing.T) {
+func TestMergeOps(t *testing.T) { bothModes(t, testMergeOps) }
+
+func testMergeOps(t *testing.T, shared bool) {
 	a, b, c := newPod("a", "uid-a"), newPod("b", "uid-b"), newPod("c", "uid-c")
 	relabel := func(p *v1.Pod) *v1.Pod { p = p.DeepCopy(); p.Labels = map[string]string{"new": "1"}; return p }
 	restatus := func(p *v1.Pod) *v1.Pod { p = p.DeepCopy(); p.Status.Phase = v1.PodSucceeded; return p }
@@ -198,7 +216,7 @@ func TestMergeOps(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+			s := newTestStore(shared)
 			if c.before != nil {
 				s.Merge(set(c.before...))
 			}
@@ -219,7 +237,9 @@ func TestMergeOps(t *testing.T) {
 	}
 }
 
-func TestMergeDrops(t *testing.T) {
+func TestMergeDrops(t *testing.T) { bothModes(t, testMergeDrops) }
+
+func testMergeDrops(t *testing.T, shared bool) {
 	a, b := newPod("a", "uid-a"), newPod("b", "uid-b")
 	twinA := newPod("a", "uid-a2") // same full name as a, another UID
 	otherNS := newPod("a", "uid-a3")
@@ -279,7 +299,7 @@ func TestMergeDrops(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+			s := newTestStore(shared)
 			if c.before != nil {
 				s.Merge(set(c.before...))
 			}
@@ -308,8 +328,8 @@ func TestMergeDrops(t *testing.T) {
 	}
 }
 
-// TestMergeOwnership checks the memory contract: inputs are never modified, and returned
-// pods can be modified without touching the store.
+// TestMergeOwnership checks the default memory contract: inputs are never modified, and
+// returned pods can be modified without touching the store.
 func TestMergeOwnership(t *testing.T) {
 	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
 	in := seedpod.New(1)
@@ -350,8 +370,10 @@ func TestOpString(t *testing.T) {
 
 // TestMergeSameObjectsAgain passes the same input objects round after round, as an
 // informer does, and checks that nothing is reported until an object is replaced.
-func TestMergeSameObjectsAgain(t *testing.T) {
-	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+func TestMergeSameObjectsAgain(t *testing.T) { bothModes(t, testMergeSameObjectsAgain) }
+
+func testMergeSameObjectsAgain(t *testing.T, shared bool) {
+	s := newTestStore(shared)
 	a, b := newPod("a", "uid-a"), newPod("b", "uid-b")
 	a.Annotations = map[string]string{"team": "x"}
 	s.Merge(set(a, b))
@@ -384,7 +406,9 @@ func TestMergeSameObjectsAgain(t *testing.T) {
 // TestResourceVersionShortcut: a pod of APISource listed again with the non-empty
 // resourceVersion of the version of its UID last listed is unchanged, whatever its
 // contents; every other pod is compared field by field.
-func TestResourceVersionShortcut(t *testing.T) {
+func TestResourceVersionShortcut(t *testing.T) { bothModes(t, testResourceVersionShortcut) }
+
+func testResourceVersionShortcut(t *testing.T, shared bool) {
 	list := func(ps ...*v1.Pod) []*v1.Pod { return ps }
 	versioned := func(rv string, edit func(*v1.Pod)) *v1.Pod {
 		p := newPod("web", "uid-1")
@@ -433,7 +457,7 @@ func TestResourceVersionShortcut(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), FullComparison: tc.full})
+			s := NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), FullComparison: tc.full, SharedPods: shared})
 			if c := s.Merge(PodUpdate{Op: Set, Source: tc.source, Pods: list(tc.first)}); len(c.Adds) != 1 {
 				t.Fatalf("first Set: %+v, want one Add", c)
 			}
@@ -451,7 +475,11 @@ func TestResourceVersionShortcut(t *testing.T) {
 // TestResourceVersionShortcutKeepsStoredPod: a pod taken as unchanged by its
 // resourceVersion leaves the stored pod as it was.
 func TestResourceVersionShortcutKeepsStoredPod(t *testing.T) {
-	s := NewStoreWithClock(clocktesting.NewFakePassiveClock(t0))
+	bothModes(t, testResourceVersionShortcutKeepsStoredPod)
+}
+
+func testResourceVersionShortcutKeepsStoredPod(t *testing.T, shared bool) {
+	s := newTestStore(shared)
 	p := newPod("web", "uid-1")
 	p.ResourceVersion = "7"
 	s.Merge(set(p))

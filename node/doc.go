@@ -54,6 +54,13 @@
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
 //     with a context cancelled when the call is superseded (and when Run ends). OnEvent is
 //     called outside every lock.
+//   - Pods are shared and read-only, as in the kubelet: the config merge hands the node
+//     its stored objects (config.MuxConfig.SharedPods), which the pod manager, the pod
+//     workers, the status manager, the Runtime and every hook then share, and which share
+//     memory with the pods passed to Update. No part of the node writes to a pod; user code
+//     must not either (DeepCopy first). A change of a pod is a new object (copy on write),
+//     so a pod once handed out never changes. Config.CopyPods makes the merge deep-copy
+//     every new or changed pod instead.
 //   - Run starts the relister, the pod workers, the status manager and the loop, and
 //     returns only after every goroutine it started has ended. A runtime that implements
 //     StatusPusher has its pushed statuses fed to the PLEG.

@@ -50,6 +50,13 @@ var (
 
 // Config configures a Node. NodeName, Runtime and Patcher are required; everything else
 // has the kubelet's default.
+//
+// Pods are shared and read-only, as in the kubelet: every pod the node hands to user code
+// (the Runtime, StatusGenerator, MirrorPodClient, EventRecorder, OnEvent, the metrics
+// hooks, Pod) is the object the config merge stores, shared with the node's pod manager,
+// pod workers and status manager and, for spec, labels, status and the other fields it
+// keeps references to, with the pod passed to Update; nothing may modify it. Copy it
+// first (DeepCopy) to change it. CopyPods gives the node private deep copies instead.
 type Config struct {
 	// NodeName is the node whose pods the agent runs.
 	NodeName string
@@ -91,6 +98,13 @@ type Config struct {
 	// pod with changed contents under an unchanged resourceVersion (a hand-made fixture;
 	// the API server never does).
 	FullComparison bool
+	// CopyPods makes the config merge hand the node a deep copy of every new or changed pod
+	// (config.MuxConfig.SharedPods off), as before shared pods: the pods the node hands out
+	// then share no memory with the pods passed to Update or with the merge's store. They
+	// are still shared within the node and read-only. It costs a deep copy of every new or
+	// changed pod; set it only for a Runtime that cannot be kept from modifying the pods
+	// it gets.
+	CopyPods bool
 	// SerializeByName: a pod does not start while another pod of the same namespace and
 	// name still runs (podworker.Config.SerializeByName); for runtimes that key pods by
 	// name, like virtual-kubelet providers.
@@ -149,7 +163,7 @@ func New(cfg Config) (*Node, error) {
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	var err error
 	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, Clock: cfg.Clock, Logger: cfg.Logger,
-		FullComparison: cfg.FullComparison,
+		FullComparison: cfg.FullComparison, SharedPods: !cfg.CopyPods,
 		OnDrop: func(d config.Drop) {
 			n.emit(Event{Kind: EventError, Pod: d.Pod, Reason: ReasonDropped, Err: d.Err})
 		}})

@@ -19,6 +19,7 @@ import (
 	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
+	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
@@ -48,6 +49,7 @@ type envOpts struct {
 	patcher        func(*statusmgrtest.FakeAPI) any
 	noAPISource    bool
 	fullComparison bool
+	copyPods       bool
 	// recorder, metrics and wrap (the runtime as the node sees it) for observe_test.go.
 	recorder node.EventRecorder
 	metrics  node.Metrics
@@ -65,7 +67,7 @@ func start(t *testing.T, api *statusmgrtest.FakeAPI, mem *plegtest.Runtime, o en
 	}
 	e := &env{t: t, api: api, mem: mem, rt: nodetest.NewRuntime(mem, o.containers), done: make(chan error, 2)}
 	cfg := node.Config{NodeName: nodeName, Runtime: e.rt, Patcher: api, Sources: o.sources, OnEvent: e.record,
-		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison}
+		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison, CopyPods: o.copyPods}
 	if o.wrap != nil {
 		cfg.Runtime = o.wrap(e.rt)
 	}
@@ -199,6 +201,49 @@ func TestFullComparison(t *testing.T) {
 			}
 			if n := e.rt.Count(nodetest.VerbKillPod, p.UID); n != want {
 				t.Errorf("FullComparison %v: %d KillPod calls after a delete under the same resourceVersion, want %d", full, n, want)
+			}
+		})
+	}
+}
+
+// syncedPods records the pods the node gives SyncPod.
+type syncedPods struct {
+	node.Runtime
+	mu   sync.Mutex
+	pods []*v1.Pod
+}
+
+func (s *syncedPods) SyncPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus) error {
+	s.mu.Lock()
+	s.pods = append(s.pods, pod)
+	s.mu.Unlock()
+	return s.Runtime.SyncPod(ctx, pod, rs)
+}
+
+// By default the node's pods are the config merge's stored objects: the runtime gets the
+// pod Node.Pod returns, sharing memory with the pod passed to Update (the kubelet's
+// read-only pods). CopyPods gives the node deep copies instead.
+func TestCopyPods(t *testing.T) {
+	for _, copyPods := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			var synced *syncedPods
+			e := start(t, nil, nil, envOpts{noAPISource: true, copyPods: copyPods,
+				wrap: func(rt node.Runtime) node.Runtime { synced = &syncedPods{Runtime: rt}; return synced }})
+			p := e.create(newPod("web", 30, v1.RestartPolicyAlways, nil))
+			if err := e.n.Update(context.Background(), config.PodUpdate{Op: config.Set, Source: node.SourceAPI, Pods: []*v1.Pod{p}}); err != nil {
+				t.Fatal(err)
+			}
+			e.waitPhase("web", v1.PodRunning)
+			e.stop()
+			if len(synced.pods) == 0 {
+				t.Fatal("SyncPod never called")
+			}
+			got := synced.pods[0]
+			if desired, _ := e.n.Pod(p.UID); desired != got {
+				t.Errorf("CopyPods %v: SyncPod got another object than Node.Pod returns", copyPods)
+			}
+			if shared := &got.Spec.Containers[0] == &p.Spec.Containers[0]; shared == copyPods {
+				t.Errorf("CopyPods %v: the runtime's pod shares its spec with the input: %v", copyPods, shared)
 			}
 		})
 	}

@@ -16,6 +16,11 @@ import (
 // a lock, and with a context that is cancelled when the action is superseded (a pod that
 // must stop cancels its SyncPod; a shorter grace period cancels its KillPod). Every
 // method must be safe for concurrent use across pods.
+//
+// The pods it is given are shared and read-only, as in the kubelet: the same objects are
+// held by the node's pod manager, pod workers and status manager and by the config merge,
+// and share memory with the pods the sources passed in (see Config). A Runtime that needs
+// a modified pod (defaults filled in, an environment resolved) works on a DeepCopy.
 type Runtime interface {
 	pleg.RuntimeService
 
