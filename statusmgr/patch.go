@@ -1,7 +1,6 @@
 package statusmgr
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -33,6 +32,11 @@ import (
 //     was read are kept by the server; "$setElementOrder/conditions" is added only when the
 //     server's merge would otherwise leave them in another order than newStatus.
 //
+// The fields a pod status carries (phase, reasons, IPs, start time, QoS class, conditions,
+// container statuses and their states) are compared and written by typed code; every
+// other field, and every member the typed code does not name (one a later k8s.io/api adds),
+// by reflection, with the same rules.
+//
 // unchanged is true when the statuses are equal; patch then carries only the UID and need
 // not be sent. Applied with strategicpatch.StrategicMergePatch to a pod whose status is
 // oldStatus, patch gives a pod whose status is newStatus.
@@ -40,201 +44,317 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 	if oldStatus == nil || newStatus == nil {
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
 	}
-	var b bytes.Buffer
-	b.Grow(256)
-	b.WriteString(`{"metadata":{"uid":`)
-	if err := writeJSON(&b, string(uid)); err != nil {
-		return nil, false, err
-	}
-	b.WriteString(`},"status":{`)
-	fields := 0
-	ov := reflect.ValueOf(oldStatus).Elem()
-	nv := reflect.ValueOf(newStatus).Elem()
-	for _, jf := range statusFields() {
-		f, name := jf.f, jf.name
-		if name == "conditions" {
-			n, err := writeConditionsPatch(&b, fields > 0, oldStatus.Conditions, newStatus.Conditions)
-			if err != nil {
-				return nil, false, err
-			}
-			fields += n
-			continue
-		}
-		of, nf := ov.Field(f.Index[0]), nv.Field(f.Index[0])
-		if fieldEqual(of, nf) {
-			continue
-		}
-		if fields > 0 {
-			b.WriteByte(',')
-		}
-		fields++
-		writeKey(&b, name)
-		if err := writeFieldValue(&b, f, of, nf); err != nil {
+	w := newPatchWriter()
+	defer w.release()
+	w.b = append(w.b, `{"metadata":{"uid":`...)
+	w.string(string(uid))
+	w.b = append(w.b, `},"status":{`...)
+	for _, p := range statusPatchers() {
+		if err := p.patch(w, &p.field, oldStatus, newStatus); err != nil {
 			return nil, false, err
 		}
 	}
-	if fields == 0 {
-		b.Truncate(0)
-		b.WriteString(`{"metadata":{"uid":`)
-		_ = writeJSON(&b, string(uid))
-		b.WriteString(`}}`)
-		return b.Bytes(), true, nil
+	if w.keys == 0 {
+		w.b = append(w.b[:len(w.b)-len(`,"status":{`)], '}')
+		return slices.Clone(w.b), true, nil
 	}
-	b.WriteString(`}}`)
-	return b.Bytes(), false, nil
+	w.b = append(w.b, `}}`...)
+	return slices.Clone(w.b), false, nil
 }
 
-// writeFieldValue writes the patch value of a changed field: null when it became empty, a
-// replace directive for objects and merge-keyed lists, else the new value.
-func writeFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Value) error {
-	if isEmptyValue(nf) {
-		b.WriteString("null")
-		return nil
-	}
-	if writeScalar(b, nf) {
-		return nil
-	}
-	var v bytes.Buffer
-	if err := writeValue(&v, nf); err != nil {
-		return fmt.Errorf("status field %s: %w", f.Name, err) // err wraps ErrEncode
-	}
-	data := v.Bytes()
-	switch {
-	case len(data) >= 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
-		b.WriteString(`[{"$patch":"replace"}`)
-		if len(data) > 2 {
-			b.WriteByte(',')
-		}
-		b.Write(data[1:])
-	case len(data) >= 2 && data[0] == '{' && !isEmptyValue(of):
-		// (When the old value is empty the object is sent as is: the server's strategic
-		// merge drops a replace directive on an absent map field.)
-		b.WriteString(`{"$patch":"replace"`)
-		if len(data) > 2 {
-			b.WriteByte(',')
-		}
-		b.Write(data[1:])
-	default:
-		b.Write(data)
-	}
-	return nil
+// patchWriter is the scratch buffer a patch is built in; keys counts the status keys
+// written so far.
+type patchWriter struct {
+	b    []byte
+	keys int
 }
 
-// writeScalar writes strings, integers, booleans and metav1.Time values as encoding/json
-// would, without reflection's boxing; it reports false for anything else.
-func writeScalar(b *bytes.Buffer, v reflect.Value) bool {
-	if v.Kind() != reflect.Struct && v.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
-		return false
-	}
-	switch v.Kind() {
-	case reflect.String:
-		return writeSimpleString(b, v.String())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		b.Write(strconv.AppendInt(b.AvailableBuffer(), v.Int(), 10))
-		return true
-	case reflect.Bool:
-		b.Write(strconv.AppendBool(b.AvailableBuffer(), v.Bool()))
-		return true
-	case reflect.Struct:
-		if v.Type() == reflect.TypeFor[metav1.Time]() {
-			t := v.Interface().(metav1.Time)
-			b.WriteByte('"')
-			b.Write(t.UTC().AppendFormat(b.AvailableBuffer(), time.RFC3339))
-			b.WriteByte('"')
-			return true
-		}
-	}
-	return false
+// patchWriters keeps scratch buffers between patches: a patch is built in one and copied
+// out at its exact size.
+var patchWriters = sync.Pool{New: func() any { return &patchWriter{b: make([]byte, 0, 2048)} }}
+
+// maxPooledPatch is the largest scratch buffer kept for reuse.
+const maxPooledPatch = 64 << 10
+
+func newPatchWriter() *patchWriter {
+	w := patchWriters.Get().(*patchWriter)
+	w.b, w.keys = w.b[:0], 0
+	return w
 }
 
-// writeSimpleString writes s as a JSON string if it needs no escaping (printable ASCII
-// other than quote, backslash and the characters encoding/json escapes for HTML), and
-// reports whether it did.
-func writeSimpleString(b *bytes.Buffer, s string) bool {
+func (w *patchWriter) release() {
+	if cap(w.b) <= maxPooledPatch {
+		patchWriters.Put(w)
+	}
+}
+
+// key starts the status key name (after a comma unless it is the first).
+func (w *patchWriter) key(name string) {
+	if w.keys > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.keys++
+	w.name(name)
+}
+
+// member starts the member name of an object (after a comma unless *first).
+func (w *patchWriter) member(first *bool, name string) {
+	if !*first {
+		w.b = append(w.b, ',')
+	}
+	*first = false
+	w.name(name)
+}
+
+func (w *patchWriter) name(name string) {
+	w.b = append(w.b, '"')
+	w.b = append(w.b, name...) // json tag names are plain identifiers
+	w.b = append(w.b, `":`...)
+}
+
+func (w *patchWriter) null() { w.b = append(w.b, "null"...) }
+
+func (w *patchWriter) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
+
+func (w *patchWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+// string writes s as encoding/json does (escaping HTML characters).
+func (w *patchWriter) string(s string) {
+	if !isSimpleString(s) {
+		data, _ := json.Marshal(s) // a string always encodes
+		w.b = append(w.b, data...)
+		return
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, s...)
+	w.b = append(w.b, '"')
+}
+
+// time writes t as metav1.Time's JSON encoding does (RFC 3339 in UTC), even when zero.
+func (w *patchWriter) time(t *metav1.Time) {
+	w.b = append(w.b, '"')
+	w.b = t.UTC().AppendFormat(w.b, time.RFC3339)
+	w.b = append(w.b, '"')
+}
+
+// isSimpleString reports whether s needs no escaping in JSON: printable ASCII other than
+// quote, backslash and the characters encoding/json escapes for HTML.
+func isSimpleString(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 			return false
 		}
 	}
-	b.WriteByte('"')
-	b.WriteString(s)
-	b.WriteByte('"')
 	return true
 }
 
-// writeConditionsPatch writes the conditions part of the patch (after a comma if sep) and
-// returns how many top-level keys it wrote (0, 1 or 2).
-func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.PodCondition) (int, error) {
-	var elems [][]byte
-	var patched []v1.PodConditionType // types of the non-delete elements, in patch order
+// insert inserts s into the buffer at offset at.
+func (w *patchWriter) insert(at int, s string) {
+	w.b = append(w.b, s...)
+	copy(w.b[at+len(s):], w.b[at:len(w.b)-len(s)])
+	copy(w.b[at:], s)
+}
+
+// statusPatchFunc writes the patch of one status field, f, if it changed.
+type statusPatchFunc func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error
+
+// statusPatcher patches one status field.
+type statusPatcher struct {
+	field jsonField
+	patch statusPatchFunc
+}
+
+// typedStatusFields are the status fields written by typed code, by JSON name.
+var typedStatusFields = map[string]statusPatchFunc{
+	"observedGeneration":         intField(func(s *v1.PodStatus) int64 { return s.ObservedGeneration }),
+	"phase":                      stringField(func(s *v1.PodStatus) string { return string(s.Phase) }),
+	"conditions":                 patchConditions,
+	"message":                    stringField(func(s *v1.PodStatus) string { return s.Message }),
+	"reason":                     stringField(func(s *v1.PodStatus) string { return s.Reason }),
+	"nominatedNodeName":          stringField(func(s *v1.PodStatus) string { return s.NominatedNodeName }),
+	"hostIP":                     stringField(func(s *v1.PodStatus) string { return s.HostIP }),
+	"hostIPs":                    ipsField(func(s *v1.PodStatus) []v1.HostIP { return s.HostIPs }),
+	"podIP":                      stringField(func(s *v1.PodStatus) string { return s.PodIP }),
+	"podIPs":                     ipsField(func(s *v1.PodStatus) []v1.PodIP { return s.PodIPs }),
+	"startTime":                  patchStartTime,
+	"initContainerStatuses":      containerStatusesField(func(s *v1.PodStatus) []v1.ContainerStatus { return s.InitContainerStatuses }),
+	"containerStatuses":          containerStatusesField(func(s *v1.PodStatus) []v1.ContainerStatus { return s.ContainerStatuses }),
+	"qosClass":                   stringField(func(s *v1.PodStatus) string { return string(s.QOSClass) }),
+	"ephemeralContainerStatuses": containerStatusesField(func(s *v1.PodStatus) []v1.ContainerStatus { return s.EphemeralContainerStatuses }),
+	"resize":                     stringField(func(s *v1.PodStatus) string { return string(s.Resize) }),
+}
+
+// statusPatchers are the patchers of the JSON fields of PodStatus, in order: the typed
+// ones, else patchByReflection.
+var statusPatchers = sync.OnceValue(func() []statusPatcher {
+	var out []statusPatcher
+	for _, f := range jsonFields(reflect.TypeFor[v1.PodStatus]()) {
+		p := typedStatusFields[f.name]
+		if p == nil {
+			p = patchByReflection
+		}
+		out = append(out, statusPatcher{field: f, patch: p})
+	}
+	return out
+})
+
+// patchByReflection patches a status field that has no typed code.
+func patchByReflection(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+	i := f.f.Index[0]
+	of, nf := reflect.ValueOf(o).Elem().Field(i), reflect.ValueOf(n).Elem().Field(i)
+	if fieldEqual(of, nf) {
+		return nil
+	}
+	w.key(f.name)
+	return writeFieldValue(w, f.f, of, nf)
+}
+
+func stringField(get func(*v1.PodStatus) string) statusPatchFunc {
+	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+		if os, ns := get(o), get(n); os != ns {
+			w.key(f.name)
+			if ns == "" {
+				w.null()
+			} else {
+				w.string(ns)
+			}
+		}
+		return nil
+	}
+}
+
+func intField(get func(*v1.PodStatus) int64) statusPatchFunc {
+	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+		if ov, nv := get(o), get(n); ov != nv {
+			w.key(f.name)
+			if nv == 0 {
+				w.null()
+			} else {
+				w.int(nv)
+			}
+		}
+		return nil
+	}
+}
+
+// ipsField patches a list of IPs (merge key "ip"): replaced whole when it changed.
+func ipsField[T v1.HostIP | v1.PodIP](get func(*v1.PodStatus) []T) statusPatchFunc {
+	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+		os, ns := get(o), get(n)
+		if slices.Equal(os, ns) {
+			return nil
+		}
+		w.key(f.name)
+		if len(ns) == 0 {
+			w.null()
+			return nil
+		}
+		w.b = append(w.b, `[{"$patch":"replace"}`...)
+		for _, ip := range ns {
+			w.b = append(w.b, ",{"...)
+			if ip := v1.PodIP(ip).IP; ip != "" {
+				w.name("ip")
+				w.string(ip)
+			}
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+		return nil
+	}
+}
+
+func patchStartTime(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+	if o.StartTime == nil && n.StartTime == nil ||
+		o.StartTime != nil && n.StartTime != nil && timeEqual(o.StartTime, n.StartTime) {
+		return nil
+	}
+	w.key(f.name)
+	if n.StartTime == nil {
+		w.null()
+	} else {
+		w.time(n.StartTime)
+	}
+	return nil
+}
+
+// timeEqual compares times as equality.Semantic does.
+func timeEqual(a, b *metav1.Time) bool { return a.UTC() == b.UTC() }
+
+// isZeroTime reports whether t is the zero value (as reflect's IsZero: a zero instant in
+// another location is not).
+func isZeroTime(t *metav1.Time) bool { return t.Time == time.Time{} }
+
+// patchConditions writes the conditions part of the patch: "$setElementOrder/conditions"
+// when needed, then the changed and new conditions (their changed members) and deletions.
+func patchConditions(w *patchWriter, _ *jsonField, o, n *v1.PodStatus) error {
+	oldConds, newConds := o.Conditions, n.Conditions
+	var patchedBuf [8]v1.PodConditionType
+	patched := patchedBuf[:0] // types of the changed or new conditions, in newConds' order
+	for i := range newConds {
+		if j := findCondition(oldConds, newConds[i].Type); j < 0 || conditionChanged(&oldConds[j], &newConds[i]) {
+			patched = append(patched, newConds[i].Type)
+		}
+	}
+	deleted := slices.ContainsFunc(oldConds, func(c v1.PodCondition) bool { return findCondition(newConds, c.Type) < 0 })
+	reorder := !mergedOrderMatches(oldConds, newConds, patched)
+	if reorder {
+		w.key("$setElementOrder/conditions")
+		w.b = append(w.b, '[')
+		for i := range newConds {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			w.b = append(w.b, `{"type":`...)
+			w.string(string(newConds[i].Type))
+			w.b = append(w.b, '}')
+		}
+		w.b = append(w.b, ']')
+	}
+	if len(patched) == 0 && !deleted {
+		return nil
+	}
+	w.key("conditions")
+	w.b = append(w.b, '[')
+	first := true
 	for i := range newConds {
 		nc := &newConds[i]
-		base := &v1.PodCondition{Type: nc.Type} // a new condition: only its set fields
+		base := &noCondition // a new condition: only its set members
 		if j := findCondition(oldConds, nc.Type); j >= 0 {
-			base = &oldConds[j]
-			if conditionEqual(base, nc) {
+			if base = &oldConds[j]; !conditionChanged(base, nc) {
 				continue
 			}
 		}
-		data, err := conditionDiff(base, nc)
-		if err != nil {
-			return 0, err
+		if !first {
+			w.b = append(w.b, ',')
 		}
-		elems = append(elems, data)
-		patched = append(patched, nc.Type)
+		first = false
+		if err := writeConditionDiff(w, base, nc); err != nil {
+			return err
+		}
 	}
 	for i := range oldConds {
 		if findCondition(newConds, oldConds[i].Type) >= 0 {
 			continue
 		}
-		var e bytes.Buffer
-		e.WriteString(`{"$patch":"delete","type":`)
-		if err := writeJSON(&e, string(oldConds[i].Type)); err != nil {
-			return 0, err
+		if !first {
+			w.b = append(w.b, ',')
 		}
-		e.WriteByte('}')
-		elems = append(elems, e.Bytes())
+		first = false
+		w.b = append(w.b, `{"$patch":"delete","type":`...)
+		w.string(string(oldConds[i].Type))
+		w.b = append(w.b, '}')
 	}
-	reorder := !mergedOrderMatches(oldConds, newConds, patched)
-	if len(elems) == 0 && !reorder {
-		return 0, nil
-	}
-	keys := 0
-	if reorder {
-		if sep {
-			b.WriteByte(',')
-		}
-		sep = true
-		keys++
-		b.WriteString(`"$setElementOrder/conditions":[`)
-		for i := range newConds {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(`{"type":`)
-			if err := writeJSON(b, string(newConds[i].Type)); err != nil {
-				return 0, err
-			}
-			b.WriteByte('}')
-		}
-		b.WriteByte(']')
-	}
-	if len(elems) > 0 {
-		if sep {
-			b.WriteByte(',')
-		}
-		keys++
-		b.WriteString(`"conditions":[`)
-		for i, e := range elems {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(e)
-		}
-		b.WriteByte(']')
-	}
-	return keys, nil
+	w.b = append(w.b, ']')
+	return nil
+}
+
+// noCondition is the base a new condition is diffed against (never written to).
+var noCondition v1.PodCondition
+
+// conditionChanged reports whether the condition changed between oc and nc (every member).
+func conditionChanged(oc, nc *v1.PodCondition) bool {
+	return !conditionEqual(oc, nc) || !othersEqual(conditionOthers(), oc, nc)
 }
 
 // mergedOrderMatches reports whether the server's strategic merge of a conditions patch
@@ -245,7 +365,8 @@ func writeConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.Pod
 // there; otherwise the patched element goes first. patched lists the types of the patch's
 // elements (deletions excluded), in patch order.
 func mergedOrderMatches(oldConds, newConds []v1.PodCondition, patched []v1.PodConditionType) bool {
-	var serverOnly []v1.PodConditionType
+	var serverOnlyBuf [8]v1.PodConditionType
+	serverOnly := serverOnlyBuf[:0]
 	for i := range oldConds {
 		t := oldConds[i].Type
 		if findCondition(newConds, t) >= 0 && !slices.Contains(patched, t) {
@@ -278,38 +399,384 @@ func mergedOrderMatches(oldConds, newConds []v1.PodCondition, patched []v1.PodCo
 	return true
 }
 
-// conditionDiff encodes the changed fields of one condition, keyed by its type; a field
-// that became empty is null so that the server drops it.
-func conditionDiff(oc, nc *v1.PodCondition) ([]byte, error) {
-	var e bytes.Buffer
-	e.WriteString(`{"type":`)
-	if err := writeJSON(&e, string(nc.Type)); err != nil {
-		return nil, err
-	}
-	ov := reflect.ValueOf(oc).Elem()
-	nv := reflect.ValueOf(nc).Elem()
-	for _, jf := range conditionFields() {
-		f, name := jf.f, jf.name
-		if name == "type" {
-			continue
-		}
-		of, nf := ov.Field(f.Index[0]), nv.Field(f.Index[0])
-		if fieldEqual(of, nf) {
-			continue
-		}
-		e.WriteByte(',')
-		writeKey(&e, name)
-		if err := writeFieldValue(&e, f, of, nf); err != nil {
-			return nil, err
+// writeConditionDiff writes the changed members of one condition, keyed by its type; a
+// member that became empty is null so that the server drops it.
+func writeConditionDiff(w *patchWriter, oc, nc *v1.PodCondition) error {
+	w.b = append(w.b, `{"type":`...)
+	w.string(string(nc.Type))
+	if oc.ObservedGeneration != nc.ObservedGeneration {
+		w.b = append(w.b, ',')
+		w.name("observedGeneration")
+		if nc.ObservedGeneration == 0 {
+			w.null()
+		} else {
+			w.int(nc.ObservedGeneration)
 		}
 	}
-	e.WriteByte('}')
-	return e.Bytes(), nil
+	diffString(w, "status", string(oc.Status), string(nc.Status))
+	diffTime(w, "lastProbeTime", &oc.LastProbeTime, &nc.LastProbeTime)
+	diffTime(w, "lastTransitionTime", &oc.LastTransitionTime, &nc.LastTransitionTime)
+	diffString(w, "reason", oc.Reason, nc.Reason)
+	diffString(w, "message", oc.Message, nc.Message)
+	if others := conditionOthers(); len(others) > 0 {
+		ov, nv := reflect.ValueOf(oc).Elem(), reflect.ValueOf(nc).Elem()
+		t := ov.Type()
+		for _, i := range others {
+			of, nf := ov.Field(i), nv.Field(i)
+			if fieldEqual(of, nf) {
+				continue
+			}
+			w.b = append(w.b, ',')
+			w.name(jsonName(t.Field(i)))
+			if err := writeFieldValue(w, t.Field(i), of, nf); err != nil {
+				return err
+			}
+		}
+	}
+	w.b = append(w.b, '}')
+	return nil
 }
 
-// fieldEqual compares two values of one status field semantically (as
-// equality.Semantic.DeepEqual does: nil and empty lists and maps are equal, quantities and
-// times by value), with fast paths for scalars and times.
+// diffString writes `,"name":` and the new value (null when empty) if it changed.
+func diffString(w *patchWriter, name, o, n string) {
+	if o == n {
+		return
+	}
+	w.b = append(w.b, ',')
+	w.name(name)
+	if n == "" {
+		w.null()
+	} else {
+		w.string(n)
+	}
+}
+
+// diffTime writes `,"name":` and the new time (null when zero) if it changed.
+func diffTime(w *patchWriter, name string, o, n *metav1.Time) {
+	if o.Equal(n) {
+		return
+	}
+	w.b = append(w.b, ',')
+	w.name(name)
+	if isZeroTime(n) {
+		w.null()
+	} else {
+		w.time(n)
+	}
+}
+
+// containerStatusesField patches a list of container statuses (no merge key): replaced
+// whole when it changed.
+func containerStatusesField(get func(*v1.PodStatus) []v1.ContainerStatus) statusPatchFunc {
+	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+		os, ns := get(o), get(n)
+		if containerStatusesEqual(os, ns) {
+			return nil
+		}
+		w.key(f.name)
+		if len(ns) == 0 {
+			w.null()
+			return nil
+		}
+		w.b = append(w.b, '[')
+		for i := range ns {
+			if i > 0 {
+				w.b = append(w.b, ',')
+			}
+			if err := writeContainerStatus(w, &ns[i]); err != nil {
+				return fmt.Errorf("status field %s: %w", f.f.Name, err) // err wraps ErrEncode
+			}
+		}
+		w.b = append(w.b, ']')
+		return nil
+	}
+}
+
+func containerStatusesEqual(a, b []v1.ContainerStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !containerStatusEqual(&a[i], &b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// The members of the container status types that the typed code below leaves to
+// reflection (none today but ContainerStatus's resources, mounts, user and signal).
+var (
+	conditionOthers       = untypedMembers[v1.PodCondition]("type", "observedGeneration", "status", "lastProbeTime", "lastTransitionTime", "reason", "message")
+	containerStatusOthers = untypedMembers[v1.ContainerStatus]("name", "state", "lastState", "ready", "restartCount", "image", "imageID", "containerID", "started")
+	containerStateOthers  = untypedMembers[v1.ContainerState]("waiting", "running", "terminated")
+	waitingOthers         = untypedMembers[v1.ContainerStateWaiting]("reason", "message")
+	runningOthers         = untypedMembers[v1.ContainerStateRunning]("startedAt")
+	terminatedOthers      = untypedMembers[v1.ContainerStateTerminated]("exitCode", "signal", "reason", "message", "startedAt", "finishedAt", "containerID")
+)
+
+// untypedMembers returns the indices of the JSON members of struct type T (embedded
+// structs included) other than the named ones.
+func untypedMembers[T any](typed ...string) func() []int {
+	return sync.OnceValue(func() []int {
+		var out []int
+		t := reflect.TypeFor[T]()
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if (isEmbedded(f) || jsonName(f) != "") && !slices.Contains(typed, jsonName(f)) {
+				out = append(out, i)
+			}
+		}
+		return out
+	})
+}
+
+// othersEqual compares the members others of the structs *a and *b semantically.
+func othersEqual[T any](others []int, a, b *T) bool {
+	if len(others) == 0 {
+		return true
+	}
+	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
+	for _, i := range others {
+		if !fieldEqual(av.Field(i), bv.Field(i)) {
+			return false
+		}
+	}
+	return true
+}
+
+// othersZero reports whether the members others of *v are all zero.
+func othersZero[T any](others []int, v *T) bool {
+	if len(others) == 0 {
+		return true
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for _, i := range others {
+		if !rv.Field(i).IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// writeOthers writes the members others of *v that writeValue keeps.
+func writeOthers[T any](w *patchWriter, others []int, v *T, first *bool) error {
+	if len(others) == 0 {
+		return nil
+	}
+	rv := reflect.ValueOf(v).Elem()
+	for _, i := range others {
+		if err := writeMember(w, rv, i, first); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func containerStatusEqual(a, b *v1.ContainerStatus) bool {
+	return a.Name == b.Name && containerStateEqual(&a.State, &b.State) &&
+		containerStateEqual(&a.LastTerminationState, &b.LastTerminationState) &&
+		a.Ready == b.Ready && a.RestartCount == b.RestartCount && a.Image == b.Image &&
+		a.ImageID == b.ImageID && a.ContainerID == b.ContainerID &&
+		(a.Started == nil) == (b.Started == nil) && (a.Started == nil || *a.Started == *b.Started) &&
+		othersEqual(containerStatusOthers(), a, b)
+}
+
+func containerStateEqual(a, b *v1.ContainerState) bool {
+	return ptrEqual(a.Waiting, b.Waiting, waitingEqual) && ptrEqual(a.Running, b.Running, runningEqual) &&
+		ptrEqual(a.Terminated, b.Terminated, terminatedEqual) && othersEqual(containerStateOthers(), a, b)
+}
+
+// ptrEqual reports whether a and b are both nil or both point to equal values.
+func ptrEqual[T any](a, b *T, equal func(a, b *T) bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return equal(a, b)
+}
+
+func waitingEqual(a, b *v1.ContainerStateWaiting) bool {
+	return a.Reason == b.Reason && a.Message == b.Message && othersEqual(waitingOthers(), a, b)
+}
+
+func runningEqual(a, b *v1.ContainerStateRunning) bool {
+	return timeEqual(&a.StartedAt, &b.StartedAt) && othersEqual(runningOthers(), a, b)
+}
+
+func terminatedEqual(a, b *v1.ContainerStateTerminated) bool {
+	return a.ExitCode == b.ExitCode && a.Signal == b.Signal && a.Reason == b.Reason && a.Message == b.Message &&
+		timeEqual(&a.StartedAt, &b.StartedAt) && timeEqual(&a.FinishedAt, &b.FinishedAt) &&
+		a.ContainerID == b.ContainerID && othersEqual(terminatedOthers(), a, b)
+}
+
+// writeContainerStatus writes cs whole, leaving out the members that are zero (see
+// writeValue).
+func writeContainerStatus(w *patchWriter, cs *v1.ContainerStatus) error {
+	w.b = append(w.b, '{')
+	first := true
+	w.stringMember(&first, "name", cs.Name)
+	if err := w.stateMember(&first, "state", &cs.State); err != nil {
+		return err
+	}
+	if err := w.stateMember(&first, "lastState", &cs.LastTerminationState); err != nil {
+		return err
+	}
+	if cs.Ready {
+		w.member(&first, "ready")
+		w.bool(true)
+	}
+	w.intMember(&first, "restartCount", int64(cs.RestartCount))
+	w.stringMember(&first, "image", cs.Image)
+	w.stringMember(&first, "imageID", cs.ImageID)
+	w.stringMember(&first, "containerID", cs.ContainerID)
+	if cs.Started != nil {
+		w.member(&first, "started")
+		w.bool(*cs.Started)
+	}
+	if err := writeOthers(w, containerStatusOthers(), cs, &first); err != nil {
+		return err
+	}
+	w.b = append(w.b, '}')
+	return nil
+}
+
+// stateMember writes the container state s as member name unless it is zero.
+func (w *patchWriter) stateMember(first *bool, name string, s *v1.ContainerState) error {
+	if s.Waiting == nil && s.Running == nil && s.Terminated == nil && othersZero(containerStateOthers(), s) {
+		return nil
+	}
+	w.member(first, name)
+	w.b = append(w.b, '{')
+	in := true
+	if s.Waiting != nil {
+		w.member(&in, "waiting")
+		w.b = append(w.b, '{')
+		f := true
+		w.stringMember(&f, "reason", s.Waiting.Reason)
+		w.stringMember(&f, "message", s.Waiting.Message)
+		if err := writeOthers(w, waitingOthers(), s.Waiting, &f); err != nil {
+			return err
+		}
+		w.b = append(w.b, '}')
+	}
+	if s.Running != nil {
+		w.member(&in, "running")
+		w.b = append(w.b, '{')
+		f := true
+		w.timeMember(&f, "startedAt", &s.Running.StartedAt)
+		if err := writeOthers(w, runningOthers(), s.Running, &f); err != nil {
+			return err
+		}
+		w.b = append(w.b, '}')
+	}
+	if t := s.Terminated; t != nil {
+		w.member(&in, "terminated")
+		w.b = append(w.b, '{')
+		f := true
+		w.intMember(&f, "exitCode", int64(t.ExitCode))
+		w.intMember(&f, "signal", int64(t.Signal))
+		w.stringMember(&f, "reason", t.Reason)
+		w.stringMember(&f, "message", t.Message)
+		w.timeMember(&f, "startedAt", &t.StartedAt)
+		w.timeMember(&f, "finishedAt", &t.FinishedAt)
+		w.stringMember(&f, "containerID", t.ContainerID)
+		if err := writeOthers(w, terminatedOthers(), t, &f); err != nil {
+			return err
+		}
+		w.b = append(w.b, '}')
+	}
+	if err := writeOthers(w, containerStateOthers(), s, &in); err != nil {
+		return err
+	}
+	w.b = append(w.b, '}')
+	return nil
+}
+
+// stringMember writes member name = v unless v is empty.
+func (w *patchWriter) stringMember(first *bool, name, v string) {
+	if v != "" {
+		w.member(first, name)
+		w.string(v)
+	}
+}
+
+// intMember writes member name = v unless v is 0.
+func (w *patchWriter) intMember(first *bool, name string, v int64) {
+	if v != 0 {
+		w.member(first, name)
+		w.int(v)
+	}
+}
+
+// timeMember writes member name = t unless t is zero.
+func (w *patchWriter) timeMember(first *bool, name string, t *metav1.Time) {
+	if !isZeroTime(t) {
+		w.member(first, name)
+		w.time(t)
+	}
+}
+
+// writeFieldValue writes the patch value of a changed field by reflection: null when it
+// became empty, a replace directive for objects and merge-keyed lists, else the new value.
+func writeFieldValue(w *patchWriter, f reflect.StructField, of, nf reflect.Value) error {
+	if isEmptyValue(nf) {
+		w.null()
+		return nil
+	}
+	if writeScalar(w, nf) {
+		return nil
+	}
+	start := len(w.b)
+	if err := writeValue(w, nf); err != nil {
+		return fmt.Errorf("status field %s: %w", f.Name, err) // err wraps ErrEncode
+	}
+	data := w.b[start:]
+	switch {
+	case len(data) > 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
+		w.insert(start+1, `{"$patch":"replace"},`)
+	case len(data) == 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
+		w.insert(start+1, `{"$patch":"replace"}`)
+	case len(data) > 2 && data[0] == '{' && !isEmptyValue(of):
+		// (When the old value is empty the object is sent as is: the server's strategic
+		// merge drops a replace directive on an absent map field.)
+		w.insert(start+1, `"$patch":"replace",`)
+	case len(data) == 2 && data[0] == '{' && !isEmptyValue(of):
+		w.insert(start+1, `"$patch":"replace"`)
+	}
+	return nil
+}
+
+// writeScalar writes strings, integers, booleans and metav1.Time values as encoding/json
+// would, without reflection's boxing; it reports false for anything else.
+func writeScalar(w *patchWriter, v reflect.Value) bool {
+	if v.Kind() != reflect.Struct && v.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
+		return false
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if !isSimpleString(v.String()) {
+			return false
+		}
+		w.string(v.String())
+		return true
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		w.int(v.Int())
+		return true
+	case reflect.Bool:
+		w.bool(v.Bool())
+		return true
+	case reflect.Struct:
+		if t, ok := reflect.TypeAssert[metav1.Time](v); ok {
+			w.time(&t)
+			return true
+		}
+	}
+	return false
+}
+
+// fieldEqual compares two values of one field semantically (as equality.Semantic.DeepEqual
+// does: nil and empty lists and maps are equal, quantities and times by value), with fast
+// paths for scalars, times and nil or empty values.
 func fieldEqual(a, b reflect.Value) bool {
 	switch a.Kind() {
 	case reflect.String:
@@ -324,6 +791,10 @@ func fieldEqual(a, b reflect.Value) bool {
 		}
 	case reflect.Slice, reflect.Map:
 		if a.Len() == 0 && b.Len() == 0 {
+			return true
+		}
+	case reflect.Pointer, reflect.Interface:
+		if a.IsNil() && b.IsNil() {
 			return true
 		}
 	}
@@ -346,13 +817,6 @@ type jsonField struct {
 	f    reflect.StructField
 	name string
 }
-
-// The JSON fields of PodStatus and PodCondition, in order, listed once (reflect's Field
-// allocates on every call).
-var (
-	statusFields    = sync.OnceValue(func() []jsonField { return jsonFields(reflect.TypeFor[v1.PodStatus]()) })
-	conditionFields = sync.OnceValue(func() []jsonField { return jsonFields(reflect.TypeFor[v1.PodCondition]()) })
-)
 
 // jsonFields lists the fields of the struct type t that JSON encodes.
 func jsonFields(t reflect.Type) []jsonField {
@@ -381,18 +845,17 @@ func jsonName(f reflect.StructField) string {
 	return name
 }
 
-func writeKey(b *bytes.Buffer, name string) {
-	b.WriteByte('"')
-	b.WriteString(name) // json tag names are plain identifiers
-	b.WriteString(`":`)
+// isEmbedded reports whether f is an embedded struct whose members JSON inlines.
+func isEmbedded(f reflect.StructField) bool {
+	return f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == ""
 }
 
-func writeJSON(b *bytes.Buffer, v any) error {
+func writeJSON(w *patchWriter, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrEncode, err)
 	}
-	b.Write(data)
+	w.b = append(w.b, data...)
 	return nil
 }
 
@@ -425,77 +888,75 @@ func isEmptyValue(v reflect.Value) bool {
 // pointer is always written, even to a zero value (a *bool false is not nil). Types with
 // their own JSON encoding (quantities and the like), maps and byte slices are encoded by
 // encoding/json. An error wraps ErrEncode.
-func writeValue(b *bytes.Buffer, v reflect.Value) error {
-	if writeScalar(b, v) {
+func writeValue(w *patchWriter, v reflect.Value) error {
+	if writeScalar(w, v) {
 		return nil
 	}
 	switch {
 	case v.Kind() != reflect.Pointer && v.Type().Implements(reflect.TypeFor[json.Marshaler]()),
 		v.Kind() == reflect.Map,
 		v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
-		return writeJSON(b, v.Interface())
+		return writeJSON(w, v.Interface())
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
-			b.WriteString("null")
+			w.null()
 			return nil
 		}
-		return writeValue(b, v.Elem())
+		return writeValue(w, v.Elem())
 	case reflect.Slice:
 		if v.IsNil() {
-			b.WriteString("null")
+			w.null()
 			return nil
 		}
-		b.WriteByte('[')
+		w.b = append(w.b, '[')
 		for i := range v.Len() {
 			if i > 0 {
-				b.WriteByte(',')
+				w.b = append(w.b, ',')
 			}
-			if err := writeValue(b, v.Index(i)); err != nil {
+			if err := writeValue(w, v.Index(i)); err != nil {
 				return err
 			}
 		}
-		b.WriteByte(']')
+		w.b = append(w.b, ']')
 		return nil
 	case reflect.Struct:
-		b.WriteByte('{')
+		w.b = append(w.b, '{')
 		first := true
-		if err := writeMembers(b, v, &first); err != nil {
+		if err := writeMembers(w, v, &first); err != nil {
 			return err
 		}
-		b.WriteByte('}')
+		w.b = append(w.b, '}')
 		return nil
 	}
-	return writeJSON(b, v.Interface())
+	return writeJSON(w, v.Interface())
 }
 
-// writeMembers writes the members of struct v that writeValue keeps (an embedded struct's
-// inline), each after a comma unless *first.
-func writeMembers(b *bytes.Buffer, v reflect.Value, first *bool) error {
-	t := v.Type()
-	for i := range t.NumField() {
-		f, fv := t.Field(i), v.Field(i)
-		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
-			if err := writeMembers(b, fv, first); err != nil {
-				return err
-			}
-			continue
-		}
-		name := jsonName(f)
-		if name == "" || omitted(fv) {
-			continue
-		}
-		if !*first {
-			b.WriteByte(',')
-		}
-		*first = false
-		writeKey(b, name)
-		if err := writeValue(b, fv); err != nil {
+// writeMembers writes the members of struct v that writeValue keeps, each after a comma
+// unless *first.
+func writeMembers(w *patchWriter, v reflect.Value, first *bool) error {
+	for i := range v.NumField() {
+		if err := writeMember(w, v, i, first); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// writeMember writes member i of struct v unless writeValue leaves it out (an embedded
+// struct's members inline).
+func writeMember(w *patchWriter, v reflect.Value, i int, first *bool) error {
+	f, fv := v.Type().Field(i), v.Field(i)
+	if isEmbedded(f) {
+		return writeMembers(w, fv, first)
+	}
+	name := jsonName(f)
+	if name == "" || omitted(fv) {
+		return nil
+	}
+	w.member(first, name)
+	return writeValue(w, fv)
 }
 
 // omitted reports whether a struct member decodes to v when absent (see writeValue).

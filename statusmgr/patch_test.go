@@ -1,7 +1,6 @@
 package statusmgr
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -284,23 +283,29 @@ func TestWriteScalarMatchesEncodingJSON(t *testing.T) {
 		metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))),
 	}
 	for _, v := range values {
-		var b bytes.Buffer
+		var w patchWriter
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !writeScalar(&b, reflect.ValueOf(v)) {
+		if s, ok := v.(string); ok {
+			var w patchWriter
+			if w.string(s); string(w.b) != string(want) {
+				t.Errorf("%q: string wrote %s, want %s", s, w.b, want)
+			}
+		}
+		if !writeScalar(&w, reflect.ValueOf(v)) {
 			if _, ok := v.(string); !ok {
 				t.Errorf("%#v: not written", v)
 			}
 			continue
 		}
-		if got := b.String(); got != string(want) {
+		if got := string(w.b); got != string(want) {
 			t.Errorf("%#v: got %s, want %s", v, got, want)
 		}
 	}
-	var b bytes.Buffer
-	if writeScalar(&b, reflect.ValueOf([]string{"a"})) {
+	var w patchWriter
+	if writeScalar(&w, reflect.ValueOf([]string{"a"})) {
 		t.Error("a slice was written as a scalar")
 	}
 }
@@ -330,15 +335,15 @@ func TestWriteValue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := writeValue(&b, reflect.ValueOf(tc.v)); err != nil {
+			var w patchWriter
+			if err := writeValue(&w, reflect.ValueOf(tc.v)); err != nil {
 				t.Fatal(err)
 			}
-			if b.String() != tc.want {
-				t.Errorf("got %s, want %s", b.String(), tc.want)
+			if string(w.b) != tc.want {
+				t.Errorf("got %s, want %s", string(w.b), tc.want)
 			}
 			back := reflect.New(reflect.TypeOf(tc.v))
-			if err := json.Unmarshal(b.Bytes(), back.Interface()); err != nil {
+			if err := json.Unmarshal(w.b, back.Interface()); err != nil {
 				t.Fatal(err)
 			}
 			if !equality.Semantic.DeepEqual(back.Elem().Interface(), tc.v) {
