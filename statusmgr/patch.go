@@ -49,7 +49,9 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 	w.b = append(w.b, `{"metadata":{"uid":`...)
 	w.string(string(uid))
 	w.b = append(w.b, `},"status":{`...)
-	for _, p := range statusPatchers() {
+	patchers := statusPatchers()
+	for i := range patchers {
+		p := &patchers[i]
 		if err := p.patch(w, &p.field, oldStatus, newStatus); err != nil {
 			return nil, false, err
 		}
@@ -141,13 +143,20 @@ func (w *patchWriter) time(t *metav1.Time) {
 // quote, backslash and the characters encoding/json escapes for HTML.
 func isSimpleString(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !simpleByte[s[i]] {
 			return false
 		}
 	}
 	return true
 }
+
+// simpleByte holds the bytes isSimpleString allows.
+var simpleByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 // insert inserts s into the buffer at offset at.
 func (w *patchWriter) insert(at int, s string) {
@@ -420,15 +429,14 @@ func writeConditionDiff(w *patchWriter, oc, nc *v1.PodCondition) error {
 	diffString(w, "message", oc.Message, nc.Message)
 	if others := conditionOthers(); len(others) > 0 {
 		ov, nv := reflect.ValueOf(oc).Elem(), reflect.ValueOf(nc).Elem()
-		t := ov.Type()
-		for _, i := range others {
-			of, nf := ov.Field(i), nv.Field(i)
+		for _, m := range others {
+			of, nf := ov.Field(m.index), nv.Field(m.index)
 			if fieldEqual(of, nf) {
 				continue
 			}
 			w.b = append(w.b, ',')
-			w.name(jsonName(t.Field(i)))
-			if err := writeFieldValue(w, t.Field(i), of, nf); err != nil {
+			w.name(m.name)
+			if err := writeFieldValue(w, ov.Type().Field(m.index), of, nf); err != nil {
 				return err
 			}
 		}
@@ -515,16 +523,24 @@ var (
 	terminatedOthers      = untypedMembers[v1.ContainerStateTerminated]("exitCode", "signal", "reason", "message", "startedAt", "finishedAt", "containerID")
 )
 
-// untypedMembers returns the indices of the JSON members of struct type T (embedded
-// structs included) other than the named ones.
-func untypedMembers[T any](typed ...string) func() []int {
-	return sync.OnceValue(func() []int {
-		var out []int
+// member is a JSON member of a struct type: its field index and JSON name, or embedded
+// when its members are inlined.
+type member struct {
+	index    int
+	name     string
+	embedded bool
+}
+
+// untypedMembers returns the JSON members of struct type T (embedded structs included)
+// other than the named ones.
+func untypedMembers[T any](typed ...string) func() []member {
+	return sync.OnceValue(func() []member {
+		var out []member
 		t := reflect.TypeFor[T]()
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if (isEmbedded(f) || jsonName(f) != "") && !slices.Contains(typed, jsonName(f)) {
-				out = append(out, i)
+			m := memberOf(t.Field(i))
+			if (m.embedded || m.name != "") && !slices.Contains(typed, m.name) {
+				out = append(out, m)
 			}
 		}
 		return out
@@ -532,13 +548,13 @@ func untypedMembers[T any](typed ...string) func() []int {
 }
 
 // othersEqual compares the members others of the structs *a and *b semantically.
-func othersEqual[T any](others []int, a, b *T) bool {
+func othersEqual[T any](others []member, a, b *T) bool {
 	if len(others) == 0 {
 		return true
 	}
 	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
-	for _, i := range others {
-		if !fieldEqual(av.Field(i), bv.Field(i)) {
+	for _, m := range others {
+		if !fieldEqual(av.Field(m.index), bv.Field(m.index)) {
 			return false
 		}
 	}
@@ -546,13 +562,13 @@ func othersEqual[T any](others []int, a, b *T) bool {
 }
 
 // othersZero reports whether the members others of *v are all zero.
-func othersZero[T any](others []int, v *T) bool {
+func othersZero[T any](others []member, v *T) bool {
 	if len(others) == 0 {
 		return true
 	}
 	rv := reflect.ValueOf(v).Elem()
-	for _, i := range others {
-		if !rv.Field(i).IsZero() {
+	for _, m := range others {
+		if !rv.Field(m.index).IsZero() {
 			return false
 		}
 	}
@@ -560,13 +576,13 @@ func othersZero[T any](others []int, v *T) bool {
 }
 
 // writeOthers writes the members others of *v that writeValue keeps.
-func writeOthers[T any](w *patchWriter, others []int, v *T, first *bool) error {
+func writeOthers[T any](w *patchWriter, others []member, v *T, first *bool) error {
 	if len(others) == 0 {
 		return nil
 	}
 	rv := reflect.ValueOf(v).Elem()
-	for _, i := range others {
-		if err := writeMember(w, rv, i, first); err != nil {
+	for _, m := range others {
+		if err := writeMember(w, rv.Field(m.index), m, first); err != nil {
 			return err
 		}
 	}
@@ -937,26 +953,29 @@ func writeValue(w *patchWriter, v reflect.Value) error {
 // unless *first.
 func writeMembers(w *patchWriter, v reflect.Value, first *bool) error {
 	for i := range v.NumField() {
-		if err := writeMember(w, v, i, first); err != nil {
+		if err := writeMember(w, v.Field(i), memberOf(v.Type().Field(i)), first); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// writeMember writes member i of struct v unless writeValue leaves it out (an embedded
+// writeMember writes member m, of value v, unless writeValue leaves it out (an embedded
 // struct's members inline).
-func writeMember(w *patchWriter, v reflect.Value, i int, first *bool) error {
-	f, fv := v.Type().Field(i), v.Field(i)
-	if isEmbedded(f) {
-		return writeMembers(w, fv, first)
+func writeMember(w *patchWriter, v reflect.Value, m member, first *bool) error {
+	if m.embedded {
+		return writeMembers(w, v, first)
 	}
-	name := jsonName(f)
-	if name == "" || omitted(fv) {
+	if m.name == "" || omitted(v) {
 		return nil
 	}
-	w.member(first, name)
-	return writeValue(w, fv)
+	w.member(first, m.name)
+	return writeValue(w, v)
+}
+
+// memberOf describes the struct field f as a JSON member (no name: not encoded).
+func memberOf(f reflect.StructField) member {
+	return member{index: f.Index[0], name: jsonName(f), embedded: isEmbedded(f)}
 }
 
 // omitted reports whether a struct member decodes to v when absent (see writeValue).
