@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podlife/podlife/internal/seedpod"
 )
 
 // applyStatusPatch applies patch with apimachinery's strategic merge to a pod whose status is
@@ -185,13 +187,21 @@ func TestStatusPatchNil(t *testing.T) {
 
 // FuzzStatusPatch checks the hand-built patch against apimachinery's strategic merge: applied
 // to the server's status it must give the new status exactly, and keep a condition another
-// client added meanwhile.
+// client added meanwhile. The statuses are random (source even) or two of W4's realistic
+// statuses of one pod (the seed pod's, a step's or the terminal one; source odd).
 func FuzzStatusPatch(f *testing.F) {
-	f.Add(uint64(0), uint64(1), false)
-	f.Add(uint64(7), uint64(7), true)
-	f.Add(uint64(0xdead), uint64(0xbeef), true)
-	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool) {
+	f.Add(uint64(0), uint64(1), false, uint8(0))
+	f.Add(uint64(7), uint64(7), true, uint8(0))
+	f.Add(uint64(0xdead), uint64(0xbeef), true, uint8(0))
+	f.Add(uint64(3), uint64(0x0114), false, uint8(1))
+	f.Add(uint64(5), uint64(0x1300), true, uint8(1))
+	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool, source uint8) {
 		old, nw := roundTrip(t, randomStatus(oldSeed)), roundTrip(t, randomStatus(newSeed))
+		if source%2 == 1 {
+			n := int(oldSeed % 1000)
+			steps := append([]v1.PodStatus{roundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
+			old, nw = steps[newSeed%uint64(len(steps))], steps[newSeed>>8%uint64(len(steps))]
+		}
 		patch, unchanged, err := StatusPatch("uid-1", &old, &nw)
 		if err != nil {
 			t.Fatal(err)
