@@ -44,99 +44,78 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 	if oldStatus == nil || newStatus == nil {
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
 	}
-	w := newPatchWriter()
-	defer w.release()
-	w.b = append(w.b, `{"metadata":{"uid":`...)
-	w.string(string(uid))
-	w.b = append(w.b, `},"status":{`...)
+	scratch := patchBuffers.Get().(*[]byte)
+	b := append((*scratch)[:0], `{"metadata":{"uid":`...)
+	b = appendString(b, string(uid))
+	b = append(b, `},"status":{`...)
 	patchers := statusPatchers()
 	for i := range patchers {
 		p := &patchers[i]
-		if err := p.patch(w, &p.field, oldStatus, newStatus); err != nil {
-			return nil, false, err
+		if b, err = p.patch(b, &p.field, oldStatus, newStatus); err != nil {
+			break
 		}
 	}
-	if w.keys == 0 {
-		w.b = append(w.b[:len(w.b)-len(`,"status":{`)], '}')
-		return slices.Clone(w.b), true, nil
+	if err == nil {
+		if unchanged = b[len(b)-1] == '{'; unchanged {
+			b = append(b[:len(b)-len(`,"status":{`)], '}')
+		} else {
+			b = append(b, `}}`...)
+		}
+		patch = slices.Clone(b)
 	}
-	w.b = append(w.b, `}}`...)
-	return slices.Clone(w.b), false, nil
+	if cap(b) <= maxPooledPatch {
+		*scratch = b
+		patchBuffers.Put(scratch)
+	}
+	return patch, unchanged, err
 }
 
-// patchWriter is the scratch buffer a patch is built in; keys counts the status keys
-// written so far.
-type patchWriter struct {
-	b    []byte
-	keys int
-}
-
-// patchWriters keeps scratch buffers between patches: a patch is built in one and copied
-// out at its exact size.
-var patchWriters = sync.Pool{New: func() any { return &patchWriter{b: make([]byte, 0, 2048)} }}
+// patchBuffers keeps scratch buffers between patches: a patch is built in one and copied
+// out at its exact size. (Everything below appends to a local slice: no write barriers.)
+var patchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // maxPooledPatch is the largest scratch buffer kept for reuse.
 const maxPooledPatch = 64 << 10
 
-func newPatchWriter() *patchWriter {
-	w := patchWriters.Get().(*patchWriter)
-	w.b, w.keys = w.b[:0], 0
-	return w
+// appendKey appends the member name of an object, after a comma unless it is the first
+// (the object or list was just opened).
+func appendKey(b []byte, name string) []byte {
+	b = appendSep(b)
+	b = append(b, '"')
+	b = append(b, name...) // json tag names are plain identifiers
+	return append(b, `":`...)
 }
 
-func (w *patchWriter) release() {
-	if cap(w.b) <= maxPooledPatch {
-		patchWriters.Put(w)
+// appendSep appends a comma unless b is empty or ends an object's or a list's opening.
+func appendSep(b []byte) []byte {
+	if len(b) == 0 {
+		return b
 	}
-}
-
-// key starts the status key name (after a comma unless it is the first).
-func (w *patchWriter) key(name string) {
-	if w.keys > 0 {
-		w.b = append(w.b, ',')
+	if c := b[len(b)-1]; c != '{' && c != '[' {
+		b = append(b, ',')
 	}
-	w.keys++
-	w.name(name)
+	return b
 }
 
-// member starts the member name of an object (after a comma unless *first).
-func (w *patchWriter) member(first *bool, name string) {
-	if !*first {
-		w.b = append(w.b, ',')
-	}
-	*first = false
-	w.name(name)
-}
+func appendNull(b []byte) []byte { return append(b, "null"...) }
 
-func (w *patchWriter) name(name string) {
-	w.b = append(w.b, '"')
-	w.b = append(w.b, name...) // json tag names are plain identifiers
-	w.b = append(w.b, `":`...)
-}
-
-func (w *patchWriter) null() { w.b = append(w.b, "null"...) }
-
-func (w *patchWriter) int(n int64) { w.b = strconv.AppendInt(w.b, n, 10) }
-
-func (w *patchWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
-
-// string writes s as encoding/json does (escaping HTML characters).
-func (w *patchWriter) string(s string) {
+// appendString appends s as encoding/json does (escaping HTML characters).
+func appendString(b []byte, s string) []byte {
 	if !isSimpleString(s) {
 		data, _ := json.Marshal(s) // a string always encodes
-		w.b = append(w.b, data...)
-		return
+		return append(b, data...)
 	}
-	w.b = append(w.b, '"')
-	w.b = append(w.b, s...)
-	w.b = append(w.b, '"')
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
-// time writes t as metav1.Time's JSON encoding does (RFC 3339 in UTC), even when zero.
-func (w *patchWriter) time(t *metav1.Time) {
-	w.b = append(w.b, '"')
-	w.b = t.UTC().AppendFormat(w.b, time.RFC3339)
-	w.b = append(w.b, '"')
+// appendTime appends t as metav1.Time's JSON encoding does (RFC 3339 in UTC), even when
+// zero.
+func appendTime(b []byte, t *metav1.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339)
+	return append(b, '"')
 }
 
 // isSimpleString reports whether s needs no escaping in JSON: printable ASCII other than
@@ -158,15 +137,16 @@ var simpleByte = func() (t [256]bool) {
 	return t
 }()
 
-// insert inserts s into the buffer at offset at.
-func (w *patchWriter) insert(at int, s string) {
-	w.b = append(w.b, s...)
-	copy(w.b[at+len(s):], w.b[at:len(w.b)-len(s)])
-	copy(w.b[at:], s)
+// insertString inserts s into b at offset at.
+func insertString(b []byte, at int, s string) []byte {
+	b = append(b, s...)
+	copy(b[at+len(s):], b[at:len(b)-len(s)])
+	copy(b[at:], s)
+	return b
 }
 
 // statusPatchFunc writes the patch of one status field, f, if it changed.
-type statusPatchFunc func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error
+type statusPatchFunc func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error)
 
 // statusPatcher patches one status field.
 type statusPatcher struct {
@@ -209,82 +189,81 @@ var statusPatchers = sync.OnceValue(func() []statusPatcher {
 })
 
 // patchByReflection patches a status field that has no typed code.
-func patchByReflection(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+func patchByReflection(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 	i := f.f.Index[0]
 	of, nf := reflect.ValueOf(o).Elem().Field(i), reflect.ValueOf(n).Elem().Field(i)
 	if fieldEqual(of, nf) {
-		return nil
+		return b, nil
 	}
-	w.key(f.name)
-	return writeFieldValue(w, f.f, of, nf)
+	return writeFieldValue(appendKey(b, f.name), f.f, of, nf)
 }
 
 func stringField(get func(*v1.PodStatus) string) statusPatchFunc {
-	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		if os, ns := get(o), get(n); os != ns {
-			w.key(f.name)
+			b = appendKey(b, f.name)
 			if ns == "" {
-				w.null()
+				b = appendNull(b)
 			} else {
-				w.string(ns)
+				b = appendString(b, ns)
 			}
 		}
-		return nil
+		return b, nil
 	}
 }
 
 func intField(get func(*v1.PodStatus) int64) statusPatchFunc {
-	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		if ov, nv := get(o), get(n); ov != nv {
-			w.key(f.name)
+			b = appendKey(b, f.name)
 			if nv == 0 {
-				w.null()
+				b = appendNull(b)
 			} else {
-				w.int(nv)
+				b = strconv.AppendInt(b, nv, 10)
 			}
 		}
-		return nil
+		return b, nil
 	}
 }
 
 // ipsField patches a list of IPs (merge key "ip"): replaced whole when it changed.
 func ipsField[T v1.HostIP | v1.PodIP](get func(*v1.PodStatus) []T) statusPatchFunc {
-	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		os, ns := get(o), get(n)
 		if slices.Equal(os, ns) {
-			return nil
+			return b, nil
 		}
-		w.key(f.name)
+		b = appendKey(b, f.name)
 		if len(ns) == 0 {
-			w.null()
-			return nil
+			b = appendNull(b)
+			return b, nil
 		}
-		w.b = append(w.b, `[{"$patch":"replace"}`...)
+		b = append(b, `[{"$patch":"replace"}`...)
 		for _, ip := range ns {
-			w.b = append(w.b, ",{"...)
+			b = append(b, ",{"...)
 			if ip := v1.PodIP(ip).IP; ip != "" {
-				w.name("ip")
-				w.string(ip)
+				b = appendKey(b, "ip")
+				b = appendString(b, ip)
 			}
-			w.b = append(w.b, '}')
+			b = append(b, '}')
 		}
-		w.b = append(w.b, ']')
-		return nil
+		b = append(b, ']')
+		return b, nil
 	}
 }
 
-func patchStartTime(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+func patchStartTime(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 	if o.StartTime == nil && n.StartTime == nil ||
 		o.StartTime != nil && n.StartTime != nil && timeEqual(o.StartTime, n.StartTime) {
-		return nil
+		return b, nil
 	}
-	w.key(f.name)
+	b = appendKey(b, f.name)
 	if n.StartTime == nil {
-		w.null()
+		b = appendNull(b)
 	} else {
-		w.time(n.StartTime)
+		b = appendTime(b, n.StartTime)
 	}
-	return nil
+	return b, nil
 }
 
 // timeEqual compares times as equality.Semantic does.
@@ -296,7 +275,7 @@ func isZeroTime(t *metav1.Time) bool { return t.Time == time.Time{} }
 
 // patchConditions writes the conditions part of the patch: "$setElementOrder/conditions"
 // when needed, then the changed and new conditions (their changed members) and deletions.
-func patchConditions(w *patchWriter, _ *jsonField, o, n *v1.PodStatus) error {
+func patchConditions(b []byte, _ *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 	oldConds, newConds := o.Conditions, n.Conditions
 	var patchedBuf [8]v1.PodConditionType
 	patched := patchedBuf[:0] // types of the changed or new conditions, in newConds' order
@@ -308,24 +287,23 @@ func patchConditions(w *patchWriter, _ *jsonField, o, n *v1.PodStatus) error {
 	deleted := slices.ContainsFunc(oldConds, func(c v1.PodCondition) bool { return findCondition(newConds, c.Type) < 0 })
 	reorder := !mergedOrderMatches(oldConds, newConds, patched)
 	if reorder {
-		w.key("$setElementOrder/conditions")
-		w.b = append(w.b, '[')
+		b = appendKey(b, "$setElementOrder/conditions")
+		b = append(b, '[')
 		for i := range newConds {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				b = append(b, ',')
 			}
-			w.b = append(w.b, `{"type":`...)
-			w.string(string(newConds[i].Type))
-			w.b = append(w.b, '}')
+			b = append(b, `{"type":`...)
+			b = appendString(b, string(newConds[i].Type))
+			b = append(b, '}')
 		}
-		w.b = append(w.b, ']')
+		b = append(b, ']')
 	}
 	if len(patched) == 0 && !deleted {
-		return nil
+		return b, nil
 	}
-	w.key("conditions")
-	w.b = append(w.b, '[')
-	first := true
+	b = appendKey(b, "conditions")
+	b = append(b, '[')
 	for i := range newConds {
 		nc := &newConds[i]
 		base := &noCondition // a new condition: only its set members
@@ -334,28 +312,21 @@ func patchConditions(w *patchWriter, _ *jsonField, o, n *v1.PodStatus) error {
 				continue
 			}
 		}
-		if !first {
-			w.b = append(w.b, ',')
-		}
-		first = false
-		if err := writeConditionDiff(w, base, nc); err != nil {
-			return err
+		var err error
+		if b, err = writeConditionDiff(appendSep(b), base, nc); err != nil {
+			return b, err
 		}
 	}
 	for i := range oldConds {
 		if findCondition(newConds, oldConds[i].Type) >= 0 {
 			continue
 		}
-		if !first {
-			w.b = append(w.b, ',')
-		}
-		first = false
-		w.b = append(w.b, `{"$patch":"delete","type":`...)
-		w.string(string(oldConds[i].Type))
-		w.b = append(w.b, '}')
+		b = append(appendSep(b), `{"$patch":"delete","type":`...)
+		b = appendString(b, string(oldConds[i].Type))
+		b = append(b, '}')
 	}
-	w.b = append(w.b, ']')
-	return nil
+	b = append(b, ']')
+	return b, nil
 }
 
 // noCondition is the base a new condition is diffed against (never written to).
@@ -410,23 +381,22 @@ func mergedOrderMatches(oldConds, newConds []v1.PodCondition, patched []v1.PodCo
 
 // writeConditionDiff writes the changed members of one condition, keyed by its type; a
 // member that became empty is null so that the server drops it.
-func writeConditionDiff(w *patchWriter, oc, nc *v1.PodCondition) error {
-	w.b = append(w.b, `{"type":`...)
-	w.string(string(nc.Type))
+func writeConditionDiff(b []byte, oc, nc *v1.PodCondition) ([]byte, error) {
+	b = append(b, `{"type":`...)
+	b = appendString(b, string(nc.Type))
 	if oc.ObservedGeneration != nc.ObservedGeneration {
-		w.b = append(w.b, ',')
-		w.name("observedGeneration")
+		b = appendKey(b, "observedGeneration")
 		if nc.ObservedGeneration == 0 {
-			w.null()
+			b = appendNull(b)
 		} else {
-			w.int(nc.ObservedGeneration)
+			b = strconv.AppendInt(b, nc.ObservedGeneration, 10)
 		}
 	}
-	diffString(w, "status", string(oc.Status), string(nc.Status))
-	diffTime(w, "lastProbeTime", &oc.LastProbeTime, &nc.LastProbeTime)
-	diffTime(w, "lastTransitionTime", &oc.LastTransitionTime, &nc.LastTransitionTime)
-	diffString(w, "reason", oc.Reason, nc.Reason)
-	diffString(w, "message", oc.Message, nc.Message)
+	b = diffString(b, "status", string(oc.Status), string(nc.Status))
+	b = diffTime(b, "lastProbeTime", &oc.LastProbeTime, &nc.LastProbeTime)
+	b = diffTime(b, "lastTransitionTime", &oc.LastTransitionTime, &nc.LastTransitionTime)
+	b = diffString(b, "reason", oc.Reason, nc.Reason)
+	b = diffString(b, "message", oc.Message, nc.Message)
 	if others := conditionOthers(); len(others) > 0 {
 		ov, nv := reflect.ValueOf(oc).Elem(), reflect.ValueOf(nc).Elem()
 		for _, m := range others {
@@ -434,69 +404,69 @@ func writeConditionDiff(w *patchWriter, oc, nc *v1.PodCondition) error {
 			if fieldEqual(of, nf) {
 				continue
 			}
-			w.b = append(w.b, ',')
-			w.name(m.name)
-			if err := writeFieldValue(w, ov.Type().Field(m.index), of, nf); err != nil {
-				return err
+			var err error
+			if b, err = writeFieldValue(appendKey(b, m.name), ov.Type().Field(m.index), of, nf); err != nil {
+				return b, err
 			}
 		}
 	}
-	w.b = append(w.b, '}')
-	return nil
+	b = append(b, '}')
+	return b, nil
 }
 
 // diffString writes `,"name":` and the new value (null when empty) if it changed.
-func diffString(w *patchWriter, name, o, n string) {
+func diffString(b []byte, name, o, n string) []byte {
 	if o == n {
-		return
+		return b
 	}
-	w.b = append(w.b, ',')
-	w.name(name)
+	b = appendKey(b, name)
 	if n == "" {
-		w.null()
+		b = appendNull(b)
 	} else {
-		w.string(n)
+		b = appendString(b, n)
 	}
+	return b
 }
 
 // diffTime writes `,"name":` and the new time (null when zero) if it changed.
-func diffTime(w *patchWriter, name string, o, n *metav1.Time) {
+func diffTime(b []byte, name string, o, n *metav1.Time) []byte {
 	if o.Equal(n) {
-		return
+		return b
 	}
-	w.b = append(w.b, ',')
-	w.name(name)
+	b = appendKey(b, name)
 	if isZeroTime(n) {
-		w.null()
+		b = appendNull(b)
 	} else {
-		w.time(n)
+		b = appendTime(b, n)
 	}
+	return b
 }
 
 // containerStatusesField patches a list of container statuses (no merge key): replaced
 // whole when it changed.
 func containerStatusesField(get func(*v1.PodStatus) []v1.ContainerStatus) statusPatchFunc {
-	return func(w *patchWriter, f *jsonField, o, n *v1.PodStatus) error {
+	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		os, ns := get(o), get(n)
 		if containerStatusesEqual(os, ns) {
-			return nil
+			return b, nil
 		}
-		w.key(f.name)
+		b = appendKey(b, f.name)
 		if len(ns) == 0 {
-			w.null()
-			return nil
+			b = appendNull(b)
+			return b, nil
 		}
-		w.b = append(w.b, '[')
+		b = append(b, '[')
 		for i := range ns {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				b = append(b, ',')
 			}
-			if err := writeContainerStatus(w, &ns[i]); err != nil {
-				return fmt.Errorf("status field %s: %w", f.f.Name, err) // err wraps ErrEncode
+			var err error
+			if b, err = writeContainerStatus(b, &ns[i]); err != nil {
+				return b, fmt.Errorf("status field %s: %w", f.f.Name, err) // err wraps ErrEncode
 			}
 		}
-		w.b = append(w.b, ']')
-		return nil
+		b = append(b, ']')
+		return b, nil
 	}
 }
 
@@ -576,17 +546,18 @@ func othersZero[T any](others []member, v *T) bool {
 }
 
 // writeOthers writes the members others of *v that writeValue keeps.
-func writeOthers[T any](w *patchWriter, others []member, v *T, first *bool) error {
+func writeOthers[T any](b []byte, others []member, v *T) ([]byte, error) {
 	if len(others) == 0 {
-		return nil
+		return b, nil
 	}
 	rv := reflect.ValueOf(v).Elem()
+	var err error
 	for _, m := range others {
-		if err := writeMember(w, rv.Field(m.index), m, first); err != nil {
-			return err
+		if b, err = writeMember(b, rv.Field(m.index), m); err != nil {
+			return b, err
 		}
 	}
-	return nil
+	return b, nil
 }
 
 func containerStatusEqual(a, b *v1.ContainerStatus) bool {
@@ -627,167 +598,157 @@ func terminatedEqual(a, b *v1.ContainerStateTerminated) bool {
 
 // writeContainerStatus writes cs whole, leaving out the members that are zero (see
 // writeValue).
-func writeContainerStatus(w *patchWriter, cs *v1.ContainerStatus) error {
-	w.b = append(w.b, '{')
-	first := true
-	w.stringMember(&first, "name", cs.Name)
-	if err := w.stateMember(&first, "state", &cs.State); err != nil {
-		return err
+func writeContainerStatus(b []byte, cs *v1.ContainerStatus) ([]byte, error) {
+	b = append(b, '{')
+	b = appendStringMember(b, "name", cs.Name)
+	var err error
+	if b, err = appendStateMember(b, "state", &cs.State); err != nil {
+		return b, err
 	}
-	if err := w.stateMember(&first, "lastState", &cs.LastTerminationState); err != nil {
-		return err
+	if b, err = appendStateMember(b, "lastState", &cs.LastTerminationState); err != nil {
+		return b, err
 	}
 	if cs.Ready {
-		w.member(&first, "ready")
-		w.bool(true)
+		b = append(appendKey(b, "ready"), "true"...)
 	}
-	w.intMember(&first, "restartCount", int64(cs.RestartCount))
-	w.stringMember(&first, "image", cs.Image)
-	w.stringMember(&first, "imageID", cs.ImageID)
-	w.stringMember(&first, "containerID", cs.ContainerID)
+	b = appendIntMember(b, "restartCount", int64(cs.RestartCount))
+	b = appendStringMember(b, "image", cs.Image)
+	b = appendStringMember(b, "imageID", cs.ImageID)
+	b = appendStringMember(b, "containerID", cs.ContainerID)
 	if cs.Started != nil {
-		w.member(&first, "started")
-		w.bool(*cs.Started)
+		b = strconv.AppendBool(appendKey(b, "started"), *cs.Started)
 	}
-	if err := writeOthers(w, containerStatusOthers(), cs, &first); err != nil {
-		return err
+	if b, err = writeOthers(b, containerStatusOthers(), cs); err != nil {
+		return b, err
 	}
-	w.b = append(w.b, '}')
-	return nil
+	return append(b, '}'), nil
 }
 
-// stateMember writes the container state s as member name unless it is zero.
-func (w *patchWriter) stateMember(first *bool, name string, s *v1.ContainerState) error {
+// appendStateMember writes the container state s as member name unless it is zero.
+func appendStateMember(b []byte, name string, s *v1.ContainerState) ([]byte, error) {
 	if s.Waiting == nil && s.Running == nil && s.Terminated == nil && othersZero(containerStateOthers(), s) {
-		return nil
+		return b, nil
 	}
-	w.member(first, name)
-	w.b = append(w.b, '{')
-	in := true
-	if s.Waiting != nil {
-		w.member(&in, "waiting")
-		w.b = append(w.b, '{')
-		f := true
-		w.stringMember(&f, "reason", s.Waiting.Reason)
-		w.stringMember(&f, "message", s.Waiting.Message)
-		if err := writeOthers(w, waitingOthers(), s.Waiting, &f); err != nil {
-			return err
+	b = append(appendKey(b, name), '{')
+	var err error
+	if w := s.Waiting; w != nil {
+		b = append(appendKey(b, "waiting"), '{')
+		b = appendStringMember(b, "reason", w.Reason)
+		b = appendStringMember(b, "message", w.Message)
+		if b, err = writeOthers(b, waitingOthers(), w); err != nil {
+			return b, err
 		}
-		w.b = append(w.b, '}')
+		b = append(b, '}')
 	}
-	if s.Running != nil {
-		w.member(&in, "running")
-		w.b = append(w.b, '{')
-		f := true
-		w.timeMember(&f, "startedAt", &s.Running.StartedAt)
-		if err := writeOthers(w, runningOthers(), s.Running, &f); err != nil {
-			return err
+	if r := s.Running; r != nil {
+		b = append(appendKey(b, "running"), '{')
+		b = appendTimeMember(b, "startedAt", &r.StartedAt)
+		if b, err = writeOthers(b, runningOthers(), r); err != nil {
+			return b, err
 		}
-		w.b = append(w.b, '}')
+		b = append(b, '}')
 	}
 	if t := s.Terminated; t != nil {
-		w.member(&in, "terminated")
-		w.b = append(w.b, '{')
-		f := true
-		w.intMember(&f, "exitCode", int64(t.ExitCode))
-		w.intMember(&f, "signal", int64(t.Signal))
-		w.stringMember(&f, "reason", t.Reason)
-		w.stringMember(&f, "message", t.Message)
-		w.timeMember(&f, "startedAt", &t.StartedAt)
-		w.timeMember(&f, "finishedAt", &t.FinishedAt)
-		w.stringMember(&f, "containerID", t.ContainerID)
-		if err := writeOthers(w, terminatedOthers(), t, &f); err != nil {
-			return err
+		b = append(appendKey(b, "terminated"), '{')
+		b = appendIntMember(b, "exitCode", int64(t.ExitCode))
+		b = appendIntMember(b, "signal", int64(t.Signal))
+		b = appendStringMember(b, "reason", t.Reason)
+		b = appendStringMember(b, "message", t.Message)
+		b = appendTimeMember(b, "startedAt", &t.StartedAt)
+		b = appendTimeMember(b, "finishedAt", &t.FinishedAt)
+		b = appendStringMember(b, "containerID", t.ContainerID)
+		if b, err = writeOthers(b, terminatedOthers(), t); err != nil {
+			return b, err
 		}
-		w.b = append(w.b, '}')
+		b = append(b, '}')
 	}
-	if err := writeOthers(w, containerStateOthers(), s, &in); err != nil {
-		return err
+	if b, err = writeOthers(b, containerStateOthers(), s); err != nil {
+		return b, err
 	}
-	w.b = append(w.b, '}')
-	return nil
+	return append(b, '}'), nil
 }
 
-// stringMember writes member name = v unless v is empty.
-func (w *patchWriter) stringMember(first *bool, name, v string) {
-	if v != "" {
-		w.member(first, name)
-		w.string(v)
+// appendStringMember writes member name = v unless v is empty.
+func appendStringMember(b []byte, name, v string) []byte {
+	if v == "" {
+		return b
 	}
+	return appendString(appendKey(b, name), v)
 }
 
-// intMember writes member name = v unless v is 0.
-func (w *patchWriter) intMember(first *bool, name string, v int64) {
-	if v != 0 {
-		w.member(first, name)
-		w.int(v)
+// appendIntMember writes member name = v unless v is 0.
+func appendIntMember(b []byte, name string, v int64) []byte {
+	if v == 0 {
+		return b
 	}
+	return strconv.AppendInt(appendKey(b, name), v, 10)
 }
 
-// timeMember writes member name = t unless t is zero.
-func (w *patchWriter) timeMember(first *bool, name string, t *metav1.Time) {
-	if !isZeroTime(t) {
-		w.member(first, name)
-		w.time(t)
+// appendTimeMember writes member name = t unless t is zero.
+func appendTimeMember(b []byte, name string, t *metav1.Time) []byte {
+	if isZeroTime(t) {
+		return b
 	}
+	return appendTime(appendKey(b, name), t)
 }
 
 // writeFieldValue writes the patch value of a changed field by reflection: null when it
 // became empty, a replace directive for objects and merge-keyed lists, else the new value.
-func writeFieldValue(w *patchWriter, f reflect.StructField, of, nf reflect.Value) error {
+func writeFieldValue(b []byte, f reflect.StructField, of, nf reflect.Value) ([]byte, error) {
 	if isEmptyValue(nf) {
-		w.null()
-		return nil
+		return appendNull(b), nil
 	}
-	if writeScalar(w, nf) {
-		return nil
+	if b, ok := writeScalar(b, nf); ok {
+		return b, nil
 	}
-	start := len(w.b)
-	if err := writeValue(w, nf); err != nil {
-		return fmt.Errorf("status field %s: %w", f.Name, err) // err wraps ErrEncode
+	start := len(b)
+	b, err := writeValue(b, nf)
+	if err != nil {
+		return b, fmt.Errorf("status field %s: %w", f.Name, err) // err wraps ErrEncode
 	}
-	data := w.b[start:]
+	data := b[start:]
 	switch {
-	case len(data) > 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
-		w.insert(start+1, `{"$patch":"replace"},`)
-	case len(data) == 2 && data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
-		w.insert(start+1, `{"$patch":"replace"}`)
-	case len(data) > 2 && data[0] == '{' && !isEmptyValue(of):
+	case len(data) < 2:
+	case data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
+		b = insertString(b, start+1, `{"$patch":"replace"}`+commaIf(len(data) > 2))
+	case data[0] == '{' && !isEmptyValue(of):
 		// (When the old value is empty the object is sent as is: the server's strategic
 		// merge drops a replace directive on an absent map field.)
-		w.insert(start+1, `"$patch":"replace",`)
-	case len(data) == 2 && data[0] == '{' && !isEmptyValue(of):
-		w.insert(start+1, `"$patch":"replace"`)
+		b = insertString(b, start+1, `"$patch":"replace"`+commaIf(len(data) > 2))
 	}
-	return nil
+	return b, nil
+}
+
+// commaIf is "," if ok, else "".
+func commaIf(ok bool) string {
+	if ok {
+		return ","
+	}
+	return ""
 }
 
 // writeScalar writes strings, integers, booleans and metav1.Time values as encoding/json
-// would, without reflection's boxing; it reports false for anything else.
-func writeScalar(w *patchWriter, v reflect.Value) bool {
+// would, without reflection's boxing; it reports false (and returns b as is) for anything
+// else.
+func writeScalar(b []byte, v reflect.Value) ([]byte, bool) {
 	if v.Kind() != reflect.Struct && v.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
-		return false
+		return b, false
 	}
 	switch v.Kind() {
 	case reflect.String:
-		if !isSimpleString(v.String()) {
-			return false
+		if isSimpleString(v.String()) {
+			return appendString(b, v.String()), true
 		}
-		w.string(v.String())
-		return true
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		w.int(v.Int())
-		return true
+		return strconv.AppendInt(b, v.Int(), 10), true
 	case reflect.Bool:
-		w.bool(v.Bool())
-		return true
+		return strconv.AppendBool(b, v.Bool()), true
 	case reflect.Struct:
 		if t, ok := reflect.TypeAssert[metav1.Time](v); ok {
-			w.time(&t)
-			return true
+			return appendTime(b, &t), true
 		}
 	}
-	return false
+	return b, false
 }
 
 // fieldEqual compares two values of one field semantically (as equality.Semantic.DeepEqual
@@ -866,13 +827,12 @@ func isEmbedded(f reflect.StructField) bool {
 	return f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == ""
 }
 
-func writeJSON(w *patchWriter, v any) error {
+func writeJSON(b []byte, v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrEncode, err)
+		return b, fmt.Errorf("%w: %w", ErrEncode, err)
 	}
-	w.b = append(w.b, data...)
-	return nil
+	return append(b, data...), nil
 }
 
 // isEmptyValue is encoding/json's omitempty test, plus zero metav1.Time-like structs
@@ -904,73 +864,68 @@ func isEmptyValue(v reflect.Value) bool {
 // pointer is always written, even to a zero value (a *bool false is not nil). Types with
 // their own JSON encoding (quantities and the like), maps and byte slices are encoded by
 // encoding/json. An error wraps ErrEncode.
-func writeValue(w *patchWriter, v reflect.Value) error {
-	if writeScalar(w, v) {
-		return nil
+func writeValue(b []byte, v reflect.Value) ([]byte, error) {
+	if b, ok := writeScalar(b, v); ok {
+		return b, nil
 	}
 	switch {
 	case v.Kind() != reflect.Pointer && v.Type().Implements(reflect.TypeFor[json.Marshaler]()),
 		v.Kind() == reflect.Map,
 		v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8:
-		return writeJSON(w, v.Interface())
+		return writeJSON(b, v.Interface())
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.IsNil() {
-			w.null()
-			return nil
+			return appendNull(b), nil
 		}
-		return writeValue(w, v.Elem())
+		return writeValue(b, v.Elem())
 	case reflect.Slice:
 		if v.IsNil() {
-			w.null()
-			return nil
+			return appendNull(b), nil
 		}
-		w.b = append(w.b, '[')
+		b = append(b, '[')
+		var err error
 		for i := range v.Len() {
 			if i > 0 {
-				w.b = append(w.b, ',')
+				b = append(b, ',')
 			}
-			if err := writeValue(w, v.Index(i)); err != nil {
-				return err
+			if b, err = writeValue(b, v.Index(i)); err != nil {
+				return b, err
 			}
 		}
-		w.b = append(w.b, ']')
-		return nil
+		return append(b, ']'), nil
 	case reflect.Struct:
-		w.b = append(w.b, '{')
-		first := true
-		if err := writeMembers(w, v, &first); err != nil {
-			return err
+		b, err := writeMembers(append(b, '{'), v)
+		if err != nil {
+			return b, err
 		}
-		w.b = append(w.b, '}')
-		return nil
+		return append(b, '}'), nil
 	}
-	return writeJSON(w, v.Interface())
+	return writeJSON(b, v.Interface())
 }
 
-// writeMembers writes the members of struct v that writeValue keeps, each after a comma
-// unless *first.
-func writeMembers(w *patchWriter, v reflect.Value, first *bool) error {
+// writeMembers writes the members of struct v that writeValue keeps.
+func writeMembers(b []byte, v reflect.Value) ([]byte, error) {
+	var err error
 	for i := range v.NumField() {
-		if err := writeMember(w, v.Field(i), memberOf(v.Type().Field(i)), first); err != nil {
-			return err
+		if b, err = writeMember(b, v.Field(i), memberOf(v.Type().Field(i))); err != nil {
+			return b, err
 		}
 	}
-	return nil
+	return b, nil
 }
 
 // writeMember writes member m, of value v, unless writeValue leaves it out (an embedded
 // struct's members inline).
-func writeMember(w *patchWriter, v reflect.Value, m member, first *bool) error {
+func writeMember(b []byte, v reflect.Value, m member) ([]byte, error) {
 	if m.embedded {
-		return writeMembers(w, v, first)
+		return writeMembers(b, v)
 	}
 	if m.name == "" || omitted(v) {
-		return nil
+		return b, nil
 	}
-	w.member(first, m.name)
-	return writeValue(w, v)
+	return writeValue(appendKey(b, m.name), v)
 }
 
 // memberOf describes the struct field f as a JSON member (no name: not encoded).

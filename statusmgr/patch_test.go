@@ -293,30 +293,28 @@ func TestWriteScalarMatchesEncodingJSON(t *testing.T) {
 		metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))),
 	}
 	for _, v := range values {
-		var w patchWriter
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s, ok := v.(string); ok {
-			var w patchWriter
-			if w.string(s); string(w.b) != string(want) {
-				t.Errorf("%q: string wrote %s, want %s", s, w.b, want)
+			if got := appendString(nil, s); string(got) != string(want) {
+				t.Errorf("%q: appendString wrote %s, want %s", s, got, want)
 			}
 		}
-		if !writeScalar(&w, reflect.ValueOf(v)) {
+		got, ok := writeScalar(nil, reflect.ValueOf(v))
+		if !ok {
 			if _, ok := v.(string); !ok {
 				t.Errorf("%#v: not written", v)
 			}
 			continue
 		}
-		if got := string(w.b); got != string(want) {
+		if string(got) != string(want) {
 			t.Errorf("%#v: got %s, want %s", v, got, want)
 		}
 	}
-	var w patchWriter
-	if writeScalar(&w, reflect.ValueOf([]string{"a"})) {
-		t.Error("a slice was written as a scalar")
+	if got, ok := writeScalar([]byte("x"), reflect.ValueOf([]string{"a"})); ok || string(got) != "x" {
+		t.Errorf("a slice was written as a scalar: %s", got)
 	}
 }
 
@@ -345,15 +343,15 @@ func TestWriteValue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var w patchWriter
-			if err := writeValue(&w, reflect.ValueOf(tc.v)); err != nil {
+			got, err := writeValue(nil, reflect.ValueOf(tc.v))
+			if err != nil {
 				t.Fatal(err)
 			}
-			if string(w.b) != tc.want {
-				t.Errorf("got %s, want %s", string(w.b), tc.want)
+			if string(got) != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
 			}
 			back := reflect.New(reflect.TypeOf(tc.v))
-			if err := json.Unmarshal(w.b, back.Interface()); err != nil {
+			if err := json.Unmarshal(got, back.Interface()); err != nil {
 				t.Fatal(err)
 			}
 			if !equality.Semantic.DeepEqual(back.Elem().Interface(), tc.v) {
