@@ -97,6 +97,7 @@ func appendSep(b []byte) []byte {
 	return b
 }
 
+// appendNull appends JSON's null.
 func appendNull(b []byte) []byte { return append(b, "null"...) }
 
 // appendString appends s as encoding/json does (escaping HTML characters).
@@ -198,6 +199,7 @@ func patchByReflection(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, erro
 	return writeFieldValue(appendKey(b, f.name), f.f, of, nf)
 }
 
+// stringField patches a string status field: its new value, null when it became empty.
 func stringField(get func(*v1.PodStatus) string) statusPatchFunc {
 	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		if os, ns := get(o), get(n); os != ns {
@@ -212,6 +214,7 @@ func stringField(get func(*v1.PodStatus) string) statusPatchFunc {
 	}
 }
 
+// intField patches an integer status field: its new value, null when it became 0.
 func intField(get func(*v1.PodStatus) int64) statusPatchFunc {
 	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		if ov, nv := get(o), get(n); ov != nv {
@@ -252,6 +255,7 @@ func ipsField[T v1.HostIP | v1.PodIP](get func(*v1.PodStatus) []T) statusPatchFu
 	}
 }
 
+// patchStartTime patches startTime: the new time, null when it became nil.
 func patchStartTime(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 	if o.StartTime == nil && n.StartTime == nil ||
 		o.StartTime != nil && n.StartTime != nil && timeEqual(o.StartTime, n.StartTime) {
@@ -284,7 +288,10 @@ func patchConditions(b []byte, _ *jsonField, o, n *v1.PodStatus) ([]byte, error)
 			patched = append(patched, newConds[i].Type)
 		}
 	}
-	deleted := slices.ContainsFunc(oldConds, func(c v1.PodCondition) bool { return findCondition(newConds, c.Type) < 0 })
+	deleted := false // some old condition is gone
+	for i := range oldConds {
+		deleted = deleted || findCondition(newConds, oldConds[i].Type) < 0
+	}
 	reorder := !mergedOrderMatches(oldConds, newConds, patched)
 	if reorder {
 		b = appendKey(b, "$setElementOrder/conditions")
@@ -414,7 +421,7 @@ func writeConditionDiff(b []byte, oc, nc *v1.PodCondition) ([]byte, error) {
 	return b, nil
 }
 
-// diffString writes `,"name":` and the new value (null when empty) if it changed.
+// diffString appends member name with the new value (null when empty) if it changed.
 func diffString(b []byte, name, o, n string) []byte {
 	if o == n {
 		return b
@@ -428,7 +435,7 @@ func diffString(b []byte, name, o, n string) []byte {
 	return b
 }
 
-// diffTime writes `,"name":` and the new time (null when zero) if it changed.
+// diffTime appends member name with the new time (null when zero) if it changed.
 func diffTime(b []byte, name string, o, n *metav1.Time) []byte {
 	if o.Equal(n) {
 		return b
@@ -470,6 +477,8 @@ func containerStatusesField(get func(*v1.PodStatus) []v1.ContainerStatus) status
 	}
 }
 
+// containerStatusesEqual compares container status lists as equality.Semantic does (nil
+// and empty alike), member by member.
 func containerStatusesEqual(a, b []v1.ContainerStatus) bool {
 	if len(a) != len(b) {
 		return false
@@ -560,6 +569,8 @@ func writeOthers[T any](b []byte, others []member, v *T) ([]byte, error) {
 	return b, nil
 }
 
+// containerStatusEqual, containerStateEqual and the state comparisons below compare every
+// member as equality.Semantic does: the typed ones directly, the others by reflection.
 func containerStatusEqual(a, b *v1.ContainerStatus) bool {
 	return a.Name == b.Name && containerStateEqual(&a.State, &b.State) &&
 		containerStateEqual(&a.LastTerminationState, &b.LastTerminationState) &&

@@ -360,3 +360,22 @@ func TestWriteValue(t *testing.T) {
 		})
 	}
 }
+
+// A patch is the caller's: building the next one (in the reused scratch buffer) does not
+// change it.
+func TestStatusPatchResultIsNotReused(t *testing.T) {
+	old, nw := benchStatuses()
+	first, _, err := StatusPatch("uid-1", &old, &nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(first)
+	for range 10 {
+		if _, _, err := StatusPatch("uid-2", &nw, &old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(first) != want {
+		t.Errorf("patch changed after later patches:\n got %s\nwant %s", first, want)
+	}
+}
