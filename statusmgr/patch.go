@@ -454,7 +454,7 @@ func diffTime(b []byte, name string, o, n *metav1.Time) []byte {
 func containerStatusesField(get func(*v1.PodStatus) []v1.ContainerStatus) statusPatchFunc {
 	return func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 		os, ns := get(o), get(n)
-		if containerStatusesEqual(os, ns) {
+		if listEqual(os, ns, containerStatusEqual) {
 			return b, nil
 		}
 		b = appendKey(b, f.name)
@@ -477,29 +477,34 @@ func containerStatusesField(get func(*v1.PodStatus) []v1.ContainerStatus) status
 	}
 }
 
-// containerStatusesEqual compares container status lists as equality.Semantic does (nil
-// and empty alike), member by member.
-func containerStatusesEqual(a, b []v1.ContainerStatus) bool {
+// listEqual compares lists element by element, as equality.Semantic does (nil and empty
+// alike).
+func listEqual[T any](a, b []T, equal func(a, b *T) bool) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		if !containerStatusEqual(&a[i], &b[i]) {
+		if !equal(&a[i], &b[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// The members of the container status types that the typed code below leaves to
-// reflection (none today but ContainerStatus's resources, mounts, user and signal).
+// The members of the condition and container status types that the typed code below
+// leaves to reflection (none today but ContainerStatus's user, allocatedResourcesStatus and
+// stopSignal, and VolumeMountStatus's volumeStatus).
 var (
 	conditionOthers       = untypedMembers[v1.PodCondition]("type", "observedGeneration", "status", "lastProbeTime", "lastTransitionTime", "reason", "message")
-	containerStatusOthers = untypedMembers[v1.ContainerStatus]("name", "state", "lastState", "ready", "restartCount", "image", "imageID", "containerID", "started")
-	containerStateOthers  = untypedMembers[v1.ContainerState]("waiting", "running", "terminated")
-	waitingOthers         = untypedMembers[v1.ContainerStateWaiting]("reason", "message")
-	runningOthers         = untypedMembers[v1.ContainerStateRunning]("startedAt")
-	terminatedOthers      = untypedMembers[v1.ContainerStateTerminated]("exitCode", "signal", "reason", "message", "startedAt", "finishedAt", "containerID")
+	containerStatusOthers = untypedMembers[v1.ContainerStatus]("name", "state", "lastState", "ready", "restartCount", "image", "imageID", "containerID", "started",
+		"allocatedResources", "resources", "volumeMounts")
+	requirementsOthers   = untypedMembers[v1.ResourceRequirements]("limits", "requests", "claims")
+	claimOthers          = untypedMembers[v1.ResourceClaim]("name", "request")
+	mountOthers          = untypedMembers[v1.VolumeMountStatus]("name", "mountPath", "readOnly", "recursiveReadOnly")
+	containerStateOthers = untypedMembers[v1.ContainerState]("waiting", "running", "terminated")
+	waitingOthers        = untypedMembers[v1.ContainerStateWaiting]("reason", "message")
+	runningOthers        = untypedMembers[v1.ContainerStateRunning]("startedAt")
+	terminatedOthers     = untypedMembers[v1.ContainerStateTerminated]("exitCode", "signal", "reason", "message", "startedAt", "finishedAt", "containerID")
 )
 
 // member is a JSON member of a struct type: its field index and JSON name, or embedded
@@ -577,7 +582,40 @@ func containerStatusEqual(a, b *v1.ContainerStatus) bool {
 		a.Ready == b.Ready && a.RestartCount == b.RestartCount && a.Image == b.Image &&
 		a.ImageID == b.ImageID && a.ContainerID == b.ContainerID &&
 		(a.Started == nil) == (b.Started == nil) && (a.Started == nil || *a.Started == *b.Started) &&
+		resourceListEqual(a.AllocatedResources, b.AllocatedResources) &&
+		ptrEqual(a.Resources, b.Resources, requirementsEqual) &&
+		listEqual(a.VolumeMounts, b.VolumeMounts, mountEqual) &&
 		othersEqual(containerStatusOthers(), a, b)
+}
+
+// resourceListEqual compares quantities by value, as equality.Semantic does.
+func resourceListEqual(a, b v1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, qa := range a {
+		qb, ok := b[k]
+		if !ok || qa.Cmp(qb) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func requirementsEqual(a, b *v1.ResourceRequirements) bool {
+	return resourceListEqual(a.Limits, b.Limits) && resourceListEqual(a.Requests, b.Requests) &&
+		listEqual(a.Claims, b.Claims, claimEqual) &&
+		othersEqual(requirementsOthers(), a, b)
+}
+
+func claimEqual(a, b *v1.ResourceClaim) bool {
+	return a.Name == b.Name && a.Request == b.Request && othersEqual(claimOthers(), a, b)
+}
+
+func mountEqual(a, b *v1.VolumeMountStatus) bool {
+	return a.Name == b.Name && a.MountPath == b.MountPath && a.ReadOnly == b.ReadOnly &&
+		ptrEqual(a.RecursiveReadOnly, b.RecursiveReadOnly, func(x, y *v1.RecursiveReadOnlyMode) bool { return *x == *y }) &&
+		othersEqual(mountOthers(), a, b)
 }
 
 func containerStateEqual(a, b *v1.ContainerState) bool {
@@ -629,6 +667,19 @@ func writeContainerStatus(b []byte, cs *v1.ContainerStatus) ([]byte, error) {
 	if cs.Started != nil {
 		b = strconv.AppendBool(appendKey(b, "started"), *cs.Started)
 	}
+	if len(cs.AllocatedResources) > 0 {
+		b = appendResourceList(appendKey(b, "allocatedResources"), cs.AllocatedResources)
+	}
+	if cs.Resources != nil {
+		if b, err = appendRequirements(appendKey(b, "resources"), cs.Resources); err != nil {
+			return b, err
+		}
+	}
+	if len(cs.VolumeMounts) > 0 {
+		if b, err = appendMounts(appendKey(b, "volumeMounts"), cs.VolumeMounts); err != nil {
+			return b, err
+		}
+	}
 	if b, err = writeOthers(b, containerStatusOthers(), cs); err != nil {
 		return b, err
 	}
@@ -677,6 +728,78 @@ func appendStateMember(b []byte, name string, s *v1.ContainerState) ([]byte, err
 		return b, err
 	}
 	return append(b, '}'), nil
+}
+
+// appendResourceList appends rl as encoding/json does: keys in order, quantities in their
+// canonical form.
+func appendResourceList(b []byte, rl v1.ResourceList) []byte {
+	var keysBuf [8]v1.ResourceName
+	keys := keysBuf[:0]
+	for k := range rl {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for _, k := range keys {
+		b = appendString(appendSep(b), string(k))
+		b = append(b, ':')
+		q, _ := rl[k].MarshalJSON() // a quantity always encodes
+		b = append(b, q...)
+	}
+	return append(b, '}')
+}
+
+// appendRequirements appends r whole, leaving out the members that are zero.
+func appendRequirements(b []byte, r *v1.ResourceRequirements) ([]byte, error) {
+	b = append(b, '{')
+	if len(r.Limits) > 0 {
+		b = appendResourceList(appendKey(b, "limits"), r.Limits)
+	}
+	if len(r.Requests) > 0 {
+		b = appendResourceList(appendKey(b, "requests"), r.Requests)
+	}
+	var err error
+	if len(r.Claims) > 0 {
+		b = append(appendKey(b, "claims"), '[')
+		for i := range r.Claims {
+			c := &r.Claims[i]
+			b = append(appendSep(b), '{')
+			b = appendStringMember(b, "name", c.Name)
+			b = appendStringMember(b, "request", c.Request)
+			if b, err = writeOthers(b, claimOthers(), c); err != nil {
+				return b, err
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if b, err = writeOthers(b, requirementsOthers(), r); err != nil {
+		return b, err
+	}
+	return append(b, '}'), nil
+}
+
+// appendMounts appends the volume mount statuses ms, leaving out the members that are zero.
+func appendMounts(b []byte, ms []v1.VolumeMountStatus) ([]byte, error) {
+	b = append(b, '[')
+	var err error
+	for i := range ms {
+		m := &ms[i]
+		b = append(appendSep(b), '{')
+		b = appendStringMember(b, "name", m.Name)
+		b = appendStringMember(b, "mountPath", m.MountPath)
+		if m.ReadOnly {
+			b = append(appendKey(b, "readOnly"), "true"...)
+		}
+		if m.RecursiveReadOnly != nil {
+			b = appendString(appendKey(b, "recursiveReadOnly"), string(*m.RecursiveReadOnly))
+		}
+		if b, err = writeOthers(b, mountOthers(), m); err != nil {
+			return b, err
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), nil
 }
 
 // appendStringMember writes member name = v unless v is empty.

@@ -181,9 +181,10 @@ func FuzzStatusPatchMatchesReference(f *testing.F) {
 
 // TestStatusPatchCoversEveryField walks v1.PodStatus's fields by reflection: each is
 // patched by typed code or by the reflective fallback, and a status that differs from
-// another in that field alone (or in one member of a container status, state or
-// condition) gives a patch that, applied to the other, gives it back; the reference gives
-// the same bytes. A field a later k8s.io/api adds is reached the same way.
+// another in that field alone (or in one member of a container status, its state, resources,
+// resource claims or volume mounts, or of a condition) gives a patch that, applied to the
+// other, gives it back, and the reference's bytes; so does the same change on a status random
+// in every field. A field a later k8s.io/api adds is reached the same way.
 func TestStatusPatchCoversEveryField(t *testing.T) {
 	fields := jsonFields(reflect.TypeFor[v1.PodStatus]())
 	var names []string
@@ -224,6 +225,18 @@ func TestStatusPatchCoversEveryField(t *testing.T) {
 	for i := range reflect.TypeFor[v1.PodCondition]().NumField() {
 		paths = append(paths, []int{condIndex, 0, i})
 	}
+	mounts := fieldIndex(t, reflect.TypeFor[v1.ContainerStatus](), "VolumeMounts")
+	for i := range reflect.TypeFor[v1.VolumeMountStatus]().NumField() {
+		paths = append(paths, []int{csIndex, 0, mounts, 0, i})
+	}
+	resources := fieldIndex(t, reflect.TypeFor[v1.ContainerStatus](), "Resources")
+	for i := range reflect.TypeFor[v1.ResourceRequirements]().NumField() {
+		paths = append(paths, []int{csIndex, 0, resources, i})
+	}
+	claims := fieldIndex(t, reflect.TypeFor[v1.ResourceRequirements](), "Claims")
+	for i := range reflect.TypeFor[v1.ResourceClaim]().NumField() {
+		paths = append(paths, []int{csIndex, 0, resources, claims, 0, i})
+	}
 	for _, path := range paths {
 		for seed := range uint64(8) {
 			base := v1.PodStatus{
@@ -246,6 +259,14 @@ func TestStatusPatchCoversEveryField(t *testing.T) {
 					t.Errorf("path %v: patched status differs (-want +got):\n%s\npatch: %s", path, cmp.Diff(*pair[1], got), patch)
 				}
 			}
+			// The same change on a status random in every field (not always valid for the
+			// server: compared with the reference only).
+			filled := randomFilledStatus(seed)
+			reach(reflect.ValueOf(&filled).Elem(), path)
+			filledChanged := *filled.DeepCopy()
+			setPath(rand.New(rand.NewPCG(seed, 2)), reflect.ValueOf(&filledChanged).Elem(), path)
+			checkMatchesReference(t, &filled, &filledChanged)
+			checkMatchesReference(t, &filledChanged, &filled)
 		}
 	}
 }
@@ -264,6 +285,9 @@ func fieldIndex(t *testing.T, typ reflect.Type, name string) int {
 func reach(v reflect.Value, path []int) (reflect.Value, int) {
 	for len(path) > 1 {
 		if v.Kind() == reflect.Slice {
+			for v.Len() <= path[0] {
+				v.Set(reflect.Append(v, reflect.New(v.Type().Elem()).Elem()))
+			}
 			v = v.Index(path[0])
 		} else {
 			v = v.Field(path[0])
@@ -285,7 +309,7 @@ func reach(v reflect.Value, path []int) (reflect.Value, int) {
 // setPath fills the member at path (see reach) with a random non-zero value.
 func setPath(r *rand.Rand, v reflect.Value, path []int) {
 	parent, i := reach(v, path)
-	for range 5 { // until it is non-zero
+	for range 50 { // until it is non-zero
 		if fillRandom(r, parent.Field(i), 0); !parent.Field(i).IsZero() {
 			return
 		}
