@@ -173,6 +173,8 @@ var typedStatusFields = map[string]statusPatchFunc{
 	"qosClass":                   stringField(func(s *v1.PodStatus) string { return string(s.QOSClass) }),
 	"ephemeralContainerStatuses": containerStatusesField(func(s *v1.PodStatus) []v1.ContainerStatus { return s.EphemeralContainerStatuses }),
 	"resize":                     stringField(func(s *v1.PodStatus) string { return string(s.Resize) }),
+	"allocatedResources":         patchAllocatedResources,
+	"resources":                  patchResources,
 }
 
 // statusPatchers are the patchers of the JSON fields of PodStatus, in order: the typed
@@ -268,6 +270,48 @@ func patchStartTime(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) 
 		b = appendTime(b, n.StartTime)
 	}
 	return b, nil
+}
+
+// patchAllocatedResources patches the pod's allocatedResources: replaced whole when it
+// changed, null when it became empty.
+func patchAllocatedResources(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
+	if resourceListEqual(o.AllocatedResources, n.AllocatedResources) {
+		return b, nil
+	}
+	b = appendKey(b, f.name)
+	if len(n.AllocatedResources) == 0 {
+		return appendNull(b), nil
+	}
+	start := len(b)
+	return replaceObject(appendResourceList(b, n.AllocatedResources), start, len(o.AllocatedResources) == 0), nil
+}
+
+// patchResources patches the pod's resources: replaced whole when they changed, null when
+// they became nil.
+func patchResources(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, error) {
+	if ptrEqual(o.Resources, n.Resources, requirementsEqual) {
+		return b, nil
+	}
+	b = appendKey(b, f.name)
+	if n.Resources == nil {
+		return appendNull(b), nil
+	}
+	start := len(b)
+	b, err := appendRequirements(b, n.Resources)
+	if err != nil {
+		return b, fmt.Errorf("status field %s: %w", f.f.Name, err) // err wraps ErrEncode
+	}
+	return replaceObject(b, start, o.Resources == nil), nil
+}
+
+// replaceObject makes the object written from offset start replace the server's whole
+// (a "$patch":"replace" directive), unless the old value was empty: the server's strategic
+// merge drops a replace directive on an absent field.
+func replaceObject(b []byte, start int, oldEmpty bool) []byte {
+	if oldEmpty {
+		return b
+	}
+	return insertString(b, start+1, `"$patch":"replace"`+commaIf(len(b)-start > 2))
 }
 
 // timeEqual compares times as equality.Semantic does.
@@ -845,10 +889,8 @@ func writeFieldValue(b []byte, f reflect.StructField, of, nf reflect.Value) ([]b
 	case len(data) < 2:
 	case data[0] == '[' && strings.Contains(f.Tag.Get("patchStrategy"), "merge"):
 		b = insertString(b, start+1, `{"$patch":"replace"}`+commaIf(len(data) > 2))
-	case data[0] == '{' && !isEmptyValue(of):
-		// (When the old value is empty the object is sent as is: the server's strategic
-		// merge drops a replace directive on an absent map field.)
-		b = insertString(b, start+1, `"$patch":"replace"`+commaIf(len(data) > 2))
+	case data[0] == '{':
+		b = replaceObject(b, start, isEmptyValue(of))
 	}
 	return b, nil
 }
