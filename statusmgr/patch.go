@@ -177,11 +177,15 @@ var typedStatusFields = map[string]statusPatchFunc{
 	"resources":                  patchResources,
 }
 
+// statusFields are the JSON fields of PodStatus, in order, listed once (reflect's Field
+// allocates on every call).
+var statusFields = sync.OnceValue(func() []jsonField { return jsonFields(reflect.TypeFor[v1.PodStatus]()) })
+
 // statusPatchers are the patchers of the JSON fields of PodStatus, in order: the typed
 // ones, else patchByReflection.
 var statusPatchers = sync.OnceValue(func() []statusPatcher {
 	var out []statusPatcher
-	for _, f := range jsonFields(reflect.TypeFor[v1.PodStatus]()) {
+	for _, f := range statusFields() {
 		p := typedStatusFields[f.name]
 		if p == nil {
 			p = patchByReflection

@@ -186,7 +186,7 @@ func FuzzStatusPatchMatchesReference(f *testing.F) {
 // other, gives it back, and the reference's bytes; so does the same change on a status random
 // in every field. A field a later k8s.io/api adds is reached the same way.
 func TestStatusPatchCoversEveryField(t *testing.T) {
-	fields := jsonFields(reflect.TypeFor[v1.PodStatus]())
+	fields := statusFields()
 	var names []string
 	for _, f := range statusPatchers() {
 		names = append(names, f.field.name)
