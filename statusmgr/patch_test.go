@@ -1,7 +1,6 @@
 package statusmgr
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -14,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podlife/podlife/internal/seedpod"
 )
 
 // applyStatusPatch applies patch with apimachinery's strategic merge to a pod whose status is
@@ -186,13 +187,21 @@ func TestStatusPatchNil(t *testing.T) {
 
 // FuzzStatusPatch checks the hand-built patch against apimachinery's strategic merge: applied
 // to the server's status it must give the new status exactly, and keep a condition another
-// client added meanwhile.
+// client added meanwhile. The statuses are random (source even) or two of W4's realistic
+// statuses of one pod (the seed pod's, a step's or the terminal one; source odd).
 func FuzzStatusPatch(f *testing.F) {
-	f.Add(uint64(0), uint64(1), false)
-	f.Add(uint64(7), uint64(7), true)
-	f.Add(uint64(0xdead), uint64(0xbeef), true)
-	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool) {
+	f.Add(uint64(0), uint64(1), false, uint8(0))
+	f.Add(uint64(7), uint64(7), true, uint8(0))
+	f.Add(uint64(0xdead), uint64(0xbeef), true, uint8(0))
+	f.Add(uint64(3), uint64(0x0114), false, uint8(1))
+	f.Add(uint64(5), uint64(0x1300), true, uint8(1))
+	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool, source uint8) {
 		old, nw := roundTrip(t, randomStatus(oldSeed)), roundTrip(t, randomStatus(newSeed))
+		if source%2 == 1 {
+			n := int(oldSeed % 1000)
+			steps := append([]v1.PodStatus{roundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
+			old, nw = steps[newSeed%uint64(len(steps))], steps[newSeed>>8%uint64(len(steps))]
+		}
 		patch, unchanged, err := StatusPatch("uid-1", &old, &nw)
 		if err != nil {
 			t.Fatal(err)
@@ -284,24 +293,28 @@ func TestWriteScalarMatchesEncodingJSON(t *testing.T) {
 		metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))),
 	}
 	for _, v := range values {
-		var b bytes.Buffer
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !writeScalar(&b, reflect.ValueOf(v)) {
+		if s, ok := v.(string); ok {
+			if got := appendString(nil, s); string(got) != string(want) {
+				t.Errorf("%q: appendString wrote %s, want %s", s, got, want)
+			}
+		}
+		got, ok := writeScalar(nil, reflect.ValueOf(v))
+		if !ok {
 			if _, ok := v.(string); !ok {
 				t.Errorf("%#v: not written", v)
 			}
 			continue
 		}
-		if got := b.String(); got != string(want) {
+		if string(got) != string(want) {
 			t.Errorf("%#v: got %s, want %s", v, got, want)
 		}
 	}
-	var b bytes.Buffer
-	if writeScalar(&b, reflect.ValueOf([]string{"a"})) {
-		t.Error("a slice was written as a scalar")
+	if got, ok := writeScalar([]byte("x"), reflect.ValueOf([]string{"a"})); ok || string(got) != "x" {
+		t.Errorf("a slice was written as a scalar: %s", got)
 	}
 }
 
@@ -330,20 +343,39 @@ func TestWriteValue(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var b bytes.Buffer
-			if err := writeValue(&b, reflect.ValueOf(tc.v)); err != nil {
+			got, err := writeValue(nil, reflect.ValueOf(tc.v))
+			if err != nil {
 				t.Fatal(err)
 			}
-			if b.String() != tc.want {
-				t.Errorf("got %s, want %s", b.String(), tc.want)
+			if string(got) != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
 			}
 			back := reflect.New(reflect.TypeOf(tc.v))
-			if err := json.Unmarshal(b.Bytes(), back.Interface()); err != nil {
+			if err := json.Unmarshal(got, back.Interface()); err != nil {
 				t.Fatal(err)
 			}
 			if !equality.Semantic.DeepEqual(back.Elem().Interface(), tc.v) {
 				t.Errorf("reads back as %+v, want %+v", back.Elem().Interface(), tc.v)
 			}
 		})
+	}
+}
+
+// A patch is the caller's: building the next one (in the reused scratch buffer) does not
+// change it.
+func TestStatusPatchResultIsNotReused(t *testing.T) {
+	old, nw := benchStatuses()
+	first, _, err := StatusPatch("uid-1", &old, &nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := string(first)
+	for range 10 {
+		if _, _, err := StatusPatch("uid-2", &nw, &old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(first) != want {
+		t.Errorf("patch changed after later patches:\n got %s\nwant %s", first, want)
 	}
 }

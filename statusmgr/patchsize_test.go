@@ -15,23 +15,22 @@ import (
 // StatusPatch is never larger than the kubelet's patch for the same change (two JSON
 // encodings and apimachinery's two-way strategic merge), on W4's realistic statuses: each
 // step of a pod's history to the next two (a status coalesced with the next) and to the
-// pod's terminal status.
+// pod's terminal status, and the server's first status (the seed pod's) to every step.
 func TestStatusPatchNoLargerThanTheKubelets(t *testing.T) {
 	const pods = 20
-	var pairs, ours, theirs int
+	var pairs, ours, theirs, oursMax, theirsMax int
 	for n := range pods {
 		h := seedpod.Realistic(1, n, t0)
-		steps := make([]v1.PodStatus, 0, len(h.Statuses)+1)
-		for _, s := range h.Statuses {
-			steps = append(steps, roundTrip(t, s))
-		}
-		final, err := TerminatedStatus(h.Deleting, h.Statuses[len(h.Statuses)-1])
-		if err != nil {
-			t.Fatal(err)
-		}
-		steps = append(steps, roundTrip(t, final))
+		steps := append([]v1.PodStatus{roundTrip(t, h.Pod.Status)}, realisticSteps(t, n)...)
 		for i := range steps {
-			for _, j := range slices.Compact([]int{min(i+1, len(steps)-1), min(i+2, len(steps)-1), len(steps) - 1}) {
+			next := []int{min(i+1, len(steps)-1), min(i+2, len(steps)-1), len(steps) - 1}
+			if i == 0 {
+				next = nil
+				for j := range steps {
+					next = append(next, j)
+				}
+			}
+			for _, j := range slices.Compact(next) {
 				if j == i {
 					continue
 				}
@@ -44,13 +43,14 @@ func TestStatusPatchNoLargerThanTheKubelets(t *testing.T) {
 				}
 				want := kubeletPatch(t, h.Pod, &steps[i], &steps[j])
 				pairs, ours, theirs = pairs+1, ours+len(got), theirs+len(want)
+				oursMax, theirsMax = max(oursMax, len(got)), max(theirsMax, len(want))
 				if len(got) > len(want) {
 					t.Errorf("pod %d, step %d -> %d: %d bytes, the kubelet's %d:\n%s\n%s", n, i, j, len(got), len(want), got, want)
 				}
 			}
 		}
 	}
-	t.Logf("%d changes: %d bytes, the kubelet's %d", pairs, ours, theirs)
+	t.Logf("%d changes: %d bytes (largest %d), the kubelet's %d (largest %d)", pairs, ours, oursMax, theirs, theirsMax)
 }
 
 // kubeletPatch is the kubelet's status patch from old to nw (statusutil.PatchPodStatus).
