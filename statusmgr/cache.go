@@ -2,7 +2,6 @@ package statusmgr
 
 import (
 	"fmt"
-	"reflect"
 	"slices"
 	"time"
 
@@ -484,18 +483,9 @@ func statusEqualByKubelet(a, b *v1.PodStatus) bool {
 	if !kubeletConditionsEqual(a.Conditions, b.Conditions) || !kubeletConditionsEqual(b.Conditions, a.Conditions) {
 		return false
 	}
-	// Field by field in place (as StatusPatch compares them), not copies with the
-	// conditions cleared: no copy of either status, no boxing.
-	av, bv := reflect.ValueOf(a).Elem(), reflect.ValueOf(b).Elem()
-	for _, jf := range statusFields() {
-		if jf.name == "conditions" {
-			continue
-		}
-		if i := jf.f.Index[0]; !fieldEqual(av.Field(i), bv.Field(i)) {
-			return false
-		}
-	}
-	return true
+	// Field by field in place, by StatusPatch's own comparisons: no copy of either
+	// status, no boxing.
+	return statusFieldsEqual(a, b, "conditions")
 }
 
 func kubeletConditionsEqual(a, b []v1.PodCondition) bool {

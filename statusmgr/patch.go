@@ -1123,3 +1123,20 @@ func omitted(v reflect.Value) bool {
 	}
 	return v.IsZero()
 }
+
+// statusFieldsEqual reports whether a and b are equal in every status field but the one
+// named skip (a JSON name), as StatusPatch compares them: a field is equal when its
+// patcher writes nothing (into a nil slice: it allocates only for a difference).
+func statusFieldsEqual(a, b *v1.PodStatus, skip string) bool {
+	patchers := statusPatchers()
+	for i := range patchers {
+		p := &patchers[i]
+		if p.field.name == skip {
+			continue
+		}
+		if out, err := p.patch(nil, &p.field, a, b); err != nil || len(out) > 0 {
+			return false
+		}
+	}
+	return true
+}
