@@ -26,10 +26,12 @@ func kubeletMerger() merger {
 	}
 }
 
-// podlifeMerger is podlife's Store; full turns the api source's resourceVersion shortcut
-// off (every pod compared field by field, as the kubelet does).
+// podlifeMerger is podlife's Store as package node configures it (SharedPods: the merge
+// hands out its stored pods, read-only, as the kubelet's does); full turns the api
+// source's resourceVersion shortcut off (every pod compared field by field, as the
+// kubelet does).
 func podlifeMerger(full bool) merger {
-	s := config.NewStoreWithConfig(config.StoreConfig{FullComparison: full})
+	s := config.NewStoreWithConfig(config.StoreConfig{FullComparison: full, SharedPods: true})
 	return func(pods []*v1.Pod) (out [seedpod.W1Kinds][]*v1.Pod) {
 		c := s.Merge(config.PodUpdate{Op: config.Set, Source: "api", Pods: pods})
 		out[seedpod.W1Add], out[seedpod.W1Update], out[seedpod.W1Delete], out[seedpod.W1Remove], out[seedpod.W1Reconcile] = c.Adds, c.Updates, c.Deletes, c.Removes, c.Reconciles
