@@ -330,13 +330,14 @@ func (c *workContext) Err() error {
 	return nil
 }
 
-// AfterFunc arranges for f to be called once the work is cancelled (at once if it is),
-// unless stop is called first; stop reports whether it prevented the call.
+// AfterFunc arranges for f to be called once the work is cancelled (at once, on a
+// goroutine of its own, if it is: the context package calls AfterFunc holding a lock
+// that f takes), unless stop is called first; stop reports whether it prevented the call.
 func (c *workContext) AfterFunc(f func()) (stop func() bool) {
 	c.mu.Lock()
 	if c.cancelled {
 		c.mu.Unlock()
-		f()
+		go f()
 		return func() bool { return false }
 	}
 	if c.afters == nil {

@@ -83,7 +83,7 @@ func goroutinesCreated() uint64 {
 }
 
 // TestWorkContextAfterFunc: stop prevents the call before cancellation and reports it;
-// after cancellation a new function is called at once.
+// after cancellation a new function is called at once (on a goroutine of its own).
 func TestWorkContextAfterFunc(t *testing.T) {
 	c := &workContext{Context: context.Background()}
 	calls := 0
@@ -100,8 +100,50 @@ func TestWorkContextAfterFunc(t *testing.T) {
 	if kept() {
 		t.Error("stop after the call reported true")
 	}
-	c.AfterFunc(func() { calls += 100 })
-	if calls != 110 {
-		t.Errorf("calls = %d: a function registered after cancellation must run at once", calls)
+	ran := make(chan struct{})
+	c.AfterFunc(func() { close(ran) })
+	<-ran // a function registered after cancellation runs at once
+}
+
+// cancelInWindow is a work's context whose cancellation lands between the context
+// package's checks of Done and its call of AfterFunc, as the runner's cancel of a work can
+// when a PodSyncer derives a context at that moment. The functions it registers wait
+// until AfterFunc returned: called synchronously, one blocks the test (a deadlock, which
+// synctest reports) instead of waiting forever for the lock the context package holds.
+type cancelInWindow struct {
+	*workContext
+	reads *int
+}
+
+// Done cancels the work at the second read: the context package reads Done, then checks
+// whether the parent is a *cancelCtx (reading Done again), then calls AfterFunc.
+func (c cancelInWindow) Done() <-chan struct{} {
+	done := c.workContext.Done()
+	if *c.reads++; *c.reads == 2 {
+		c.workContext.cancel()
 	}
+	return done
+}
+
+func (c cancelInWindow) AfterFunc(f func()) func() bool {
+	registered := make(chan struct{})
+	defer close(registered)
+	return c.workContext.AfterFunc(func() { <-registered; f() })
+}
+
+// TestWorkContextCancelledWhileDeriving: context.WithCancel of a work's context that is
+// cancelled while the child is being set up returns, and the child ends. The context
+// package holds the child's lock while it calls AfterFunc, and the function it registers
+// takes that lock: a function registered after cancellation must run on a goroutine of
+// its own, as context.AfterFunc's does, never on AfterFunc's caller's.
+func TestWorkContextCancelledWhileDeriving(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		parent := cancelInWindow{&workContext{Context: context.Background()}, new(int)}
+		child, cancel := context.WithCancel(parent)
+		defer cancel()
+		<-child.Done()
+		if *parent.reads < 2 {
+			t.Fatalf("Done read %d times: the cancellation did not land before AfterFunc", *parent.reads)
+		}
+	})
 }
