@@ -251,7 +251,8 @@ func newPodSync(in PodSyncInput) PodSync {
 	return PodSync{in: in, server: in.Server}
 }
 
-// Input returns what the sync started from.
+// Input returns what the sync started from. For a PodSync from Manager.TakeSyncs its
+// statuses and pods are the manager's own: read-only.
 func (p *PodSync) Input() PodSyncInput { return p.in }
 
 // Outcome returns the outcome once the sync is done.

@@ -205,8 +205,9 @@ func (m *Manager) release(uid types.UID) {
 // flight (reconciling first, as a full sync does) and returns their PodSyncs, in the order
 // Sync would write them (the finished pods first). The caller steps each one to its end,
 // making the calls it asks for, and hands it back with FinishSync; until then the pod is
-// not written by Run or Sync. A pod whose write is in flight is left to that write's owner (it is written
-// again after it if it still needs it).
+// not written by Run or Sync. A pod whose write is in flight is left to that write's owner
+// (it is written again after it if it still needs it). The statuses and pods in each
+// PodSync's Input are the manager's own (shared, not copied): read-only.
 func (m *Manager) TakeSyncs() []*PodSync {
 	if m.lookup != nil {
 		m.reconcile()
