@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,25 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// refStatusPatch builds the strategic merge patch that turns oldStatus (the server's) into
-// newStatus, for the pod's status subresource. It is computed field by field, without
-// encoding either status whole:
-//   - the patch always carries metadata.uid = uid, which the API server treats as a
-//     precondition: a pod recreated under the same name (another UID) is never patched;
-//   - a status field that is semantically equal on both sides is left out; a field that
-//     became empty is sent as null; a changed object field is replaced whole
-//     ("$patch":"replace"); a changed list is replaced whole (lists with a merge key through
-//     a {"$patch":"replace"} element); inside a value sent whole, a member the server
-//     decodes to the same value when it is absent (false, 0, "", an empty list) is left
-//     out (a pointer to such a value is kept);
-//   - conditions are patched element by element (merge key "type"): only changed or new
-//     conditions and deletions are sent, so conditions another client wrote since oldStatus
-//     was read are kept by the server; "$setElementOrder/conditions" is added only when the
-//     server's merge would otherwise leave them in another order than newStatus.
-//
-// unchanged is true when the statuses are equal; patch then carries only the UID and need
-// not be sent. Applied with strategicpatch.StrategicMergePatch to a pod whose status is
-// oldStatus, patch gives a pod whose status is newStatus.
+// refStatusPatch is StatusPatch as it was before its typed code: reflective throughout,
+// with the same rules (see StatusPatch). It is the reference the typed code's output is
+// compared with, byte for byte.
 func refStatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
 	if oldStatus == nil || newStatus == nil {
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
@@ -55,7 +38,7 @@ func refStatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []
 	fields := 0
 	ov := reflect.ValueOf(oldStatus).Elem()
 	nv := reflect.ValueOf(newStatus).Elem()
-	for _, jf := range refStatusFields() {
+	for _, jf := range statusFields() {
 		f, name := jf.f, jf.name
 		if name == "conditions" {
 			n, err := refWriteConditionsPatch(&b, fields > 0, oldStatus.Conditions, newStatus.Conditions)
@@ -92,7 +75,7 @@ func refStatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []
 // refWriteFieldValue writes the patch value of a changed field: null when it became empty, a
 // replace directive for objects and merge-keyed lists, else the new value.
 func refWriteFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.Value) error {
-	if refIsEmptyValue(nf) {
+	if isEmptyValue(nf) {
 		b.WriteString("null")
 		return nil
 	}
@@ -111,7 +94,7 @@ func refWriteFieldValue(b *bytes.Buffer, f reflect.StructField, of, nf reflect.V
 			b.WriteByte(',')
 		}
 		b.Write(data[1:])
-	case len(data) >= 2 && data[0] == '{' && !refIsEmptyValue(of):
+	case len(data) >= 2 && data[0] == '{' && !isEmptyValue(of):
 		// (When the old value is empty the object is sent as is: the server's strategic
 		// merge drops a replace directive on an absent map field.)
 		b.WriteString(`{"$patch":"replace"`)
@@ -176,9 +159,9 @@ func refWriteConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.
 	for i := range newConds {
 		nc := &newConds[i]
 		base := &v1.PodCondition{Type: nc.Type} // a new condition: only its set fields
-		if j := refFindCondition(oldConds, nc.Type); j >= 0 {
+		if j := findCondition(oldConds, nc.Type); j >= 0 {
 			base = &oldConds[j]
-			if refConditionEqual(base, nc) {
+			if conditionEqual(base, nc) {
 				continue
 			}
 		}
@@ -190,7 +173,7 @@ func refWriteConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.
 		patched = append(patched, nc.Type)
 	}
 	for i := range oldConds {
-		if refFindCondition(newConds, oldConds[i].Type) >= 0 {
+		if findCondition(newConds, oldConds[i].Type) >= 0 {
 			continue
 		}
 		var e bytes.Buffer
@@ -201,7 +184,7 @@ func refWriteConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.
 		e.WriteByte('}')
 		elems = append(elems, e.Bytes())
 	}
-	reorder := !refMergedOrderMatches(oldConds, newConds, patched)
+	reorder := !mergedOrderMatches(oldConds, newConds, patched)
 	if len(elems) == 0 && !reorder {
 		return 0, nil
 	}
@@ -240,47 +223,6 @@ func refWriteConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.
 		b.WriteByte(']')
 	}
 	return keys, nil
-}
-
-// refMergedOrderMatches reports whether the server's strategic merge of a conditions patch
-// without an order directive yields newConds' order. The merge (apimachinery's
-// normalizeElementOrder) keeps the server-only elements in server order and the patched
-// ones in patch order, and interleaves the two lists: a server-only element goes first when
-// both it and the next patched element are in the server's list and it comes earlier
-// there; otherwise the patched element goes first. patched lists the types of the patch's
-// elements (deletions excluded), in patch order.
-func refMergedOrderMatches(oldConds, newConds []v1.PodCondition, patched []v1.PodConditionType) bool {
-	var serverOnly []v1.PodConditionType
-	for i := range oldConds {
-		t := oldConds[i].Type
-		if refFindCondition(newConds, t) >= 0 && !slices.Contains(patched, t) {
-			serverOnly = append(serverOnly, t)
-		}
-	}
-	if len(serverOnly)+len(patched) != len(newConds) {
-		return false // duplicates or another oddity: be explicit
-	}
-	i, j := 0, 0
-	for k := range newConds {
-		var next v1.PodConditionType
-		switch {
-		case i >= len(serverOnly):
-			next, j = patched[j], j+1
-		case j >= len(patched):
-			next, i = serverOnly[i], i+1
-		default:
-			li, ri := refFindCondition(oldConds, serverOnly[i]), refFindCondition(oldConds, patched[j])
-			if li >= 0 && ri >= 0 && li < ri {
-				next, i = serverOnly[i], i+1
-			} else {
-				next, j = patched[j], j+1
-			}
-		}
-		if next != newConds[k].Type {
-			return false
-		}
-	}
-	return true
 }
 
 // refConditionDiff encodes the changed fields of one condition, keyed by its type; a field
@@ -325,66 +267,19 @@ func refFieldEqual(a, b reflect.Value) bool {
 		return a.Bool() == b.Bool()
 	case reflect.Struct:
 		if a.Type() == reflect.TypeFor[metav1.Time]() {
-			return refAddr(a).(*metav1.Time).Equal(refAddr(b).(*metav1.Time))
+			return ref(a).(*metav1.Time).Equal(ref(b).(*metav1.Time))
 		}
 	case reflect.Slice, reflect.Map:
 		if a.Len() == 0 && b.Len() == 0 {
 			return true
 		}
 	}
-	return equality.Semantic.DeepEqual(refAddr(a), refAddr(b))
+	return equality.Semantic.DeepEqual(ref(a), ref(b))
 }
 
-// refAddr returns a pointer to v's value as an interface, without copying the value to the
-// heap (v.Interface() would); an unaddressable v is copied once.
-func refAddr(v reflect.Value) any {
-	if !v.CanAddr() {
-		p := reflect.New(v.Type())
-		p.Elem().Set(v)
-		return p.Interface()
-	}
-	return v.Addr().Interface()
-}
-
-// refJsonField is a struct field that JSON encodes, with its JSON name.
-type refJsonField struct {
-	f    reflect.StructField
-	name string
-}
-
-// The JSON fields of PodStatus and PodCondition, in order, listed once (reflect's Field
-// allocates on every call).
-var (
-	refStatusFields    = sync.OnceValue(func() []refJsonField { return refJsonFields(reflect.TypeFor[v1.PodStatus]()) })
-	refConditionFields = sync.OnceValue(func() []refJsonField { return refJsonFields(reflect.TypeFor[v1.PodCondition]()) })
-)
-
-// refJsonFields lists the fields of the struct type t that JSON encodes.
-func refJsonFields(t reflect.Type) []refJsonField {
-	var out []refJsonField
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if name := refJsonName(f); name != "" {
-			out = append(out, refJsonField{f: f, name: name})
-		}
-	}
-	return out
-}
-
-func refJsonName(f reflect.StructField) string {
-	if !f.IsExported() {
-		return ""
-	}
-	tag := f.Tag.Get("json")
-	name, _, _ := strings.Cut(tag, ",")
-	if name == "-" {
-		return ""
-	}
-	if name == "" {
-		return f.Name
-	}
-	return name
-}
+// refConditionFields are the JSON fields of PodCondition, in order, listed once (reflect's
+// Field allocates on every call); the status's are statusFields.
+var refConditionFields = sync.OnceValue(func() []jsonField { return jsonFields(reflect.TypeFor[v1.PodCondition]()) })
 
 func refWriteKey(b *bytes.Buffer, name string) {
 	b.WriteByte('"')
@@ -399,28 +294,6 @@ func refWriteJSON(b *bytes.Buffer, v any) error {
 	}
 	b.Write(data)
 	return nil
-}
-
-// refIsEmptyValue is encoding/json's omitempty test, plus zero metav1.Time-like structs
-// (which encode as null).
-func refIsEmptyValue(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
-		return v.Len() == 0
-	case reflect.Bool:
-		return !v.Bool()
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return v.Int() == 0
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return v.Uint() == 0
-	case reflect.Float32, reflect.Float64:
-		return v.Float() == 0
-	case reflect.Interface, reflect.Pointer:
-		return v.IsNil()
-	case reflect.Struct:
-		return v.IsZero()
-	}
-	return false
 }
 
 // refWriteValue writes v as JSON for a patch value that replaces (or fills) a field whole,
@@ -487,8 +360,8 @@ func refWriteMembers(b *bytes.Buffer, v reflect.Value, first *bool) error {
 			}
 			continue
 		}
-		name := refJsonName(f)
-		if name == "" || refOmitted(fv) {
+		name := jsonName(f)
+		if name == "" || omitted(fv) {
 			continue
 		}
 		if !*first {
@@ -501,32 +374,6 @@ func refWriteMembers(b *bytes.Buffer, v reflect.Value, first *bool) error {
 		}
 	}
 	return nil
-}
-
-// refOmitted reports whether a struct member decodes to v when absent (see refWriteValue).
-func refOmitted(v reflect.Value) bool {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		return v.IsNil()
-	case reflect.Slice, reflect.Map:
-		return v.Len() == 0
-	}
-	return v.IsZero()
-}
-
-func refConditionEqual(a, b *v1.PodCondition) bool {
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-		a.ObservedGeneration == b.ObservedGeneration &&
-		a.LastProbeTime.Equal(&b.LastProbeTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
-}
-
-func refFindCondition(conds []v1.PodCondition, t v1.PodConditionType) int {
-	for i := range conds {
-		if conds[i].Type == t {
-			return i
-		}
-	}
-	return -1
 }
 
 // BenchmarkStatusPatchReference is BenchmarkStatusPatch on the reflective reference, for
