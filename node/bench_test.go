@@ -142,23 +142,21 @@ func runChild[T any](b *testing.B, test, env, prefix string) T {
 	return zero
 }
 
-// lifecycleResult is what one run measured (sums, for add).
-type lifecycleResult struct {
+// runFigures are what every node benchmark run measures (sums, for add).
+type runFigures struct {
 	Create, Delete, Forget time.Duration // wall time of each phase
-	Virtual                time.Duration // the whole run on the node's clock
 	CPU                    time.Duration // process user+system time over the run
 	Allocs, Bytes          uint64        // allocated over the run
 	PeakGoroutines         int64
-	PeakHeap               int64 // above the baseline
-	Left, NodeLeft         int64 // heap after every pod was forgotten (see the benchmark)
+	PeakHeap               int64 // sampled, above the baseline
+	Left, NodeLeft         int64 // heap after every pod was forgotten (see the benchmarks)
 	API                    statusmgrtest.Counts
 }
 
-func (s *lifecycleResult) add(r lifecycleResult) {
+func (s *runFigures) add(r runFigures) {
 	s.Create += r.Create
 	s.Delete += r.Delete
 	s.Forget += r.Forget
-	s.Virtual += r.Virtual
 	s.CPU += r.CPU
 	s.Allocs += r.Allocs
 	s.Bytes += r.Bytes
@@ -173,7 +171,7 @@ func (s *lifecycleResult) add(r lifecycleResult) {
 }
 
 // report reports the means of runs runs of n pods each (the peak of the goroutines).
-func (s *lifecycleResult) report(b *testing.B, runs, n int) {
+func (s *runFigures) report(b *testing.B, runs, n int) {
 	perRun := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(runs) }
 	perPod := func(v float64) float64 { return v / float64(runs*n) }
 	wall := s.Create + s.Delete + s.Forget
@@ -183,7 +181,6 @@ func (s *lifecycleResult) report(b *testing.B, runs, n int) {
 	b.ReportMetric(perRun(s.Delete), "delete-ms")
 	b.ReportMetric(perRun(s.Forget), "forget-ms")
 	b.ReportMetric(perRun(s.CPU), "cpu-ms")
-	b.ReportMetric(s.Virtual.Seconds()/float64(runs), "clock-s")
 	b.ReportMetric(perPod(float64(s.Allocs)), "allocs/pod")
 	b.ReportMetric(perPod(float64(s.Bytes)), "B/pod")
 	b.ReportMetric(float64(s.PeakGoroutines), "peak-goroutines")
@@ -193,6 +190,22 @@ func (s *lifecycleResult) report(b *testing.B, runs, n int) {
 	b.ReportMetric(perPod(float64(s.API.Gets)), "get/pod")
 	b.ReportMetric(perPod(float64(s.API.Patches)), "patch/pod")
 	b.ReportMetric(perPod(float64(s.API.Deletes)), "delete/pod")
+}
+
+// lifecycleResult is what one run of BenchmarkNodeLifecycle measured.
+type lifecycleResult struct {
+	runFigures
+	Virtual time.Duration // the whole run on the node's clock
+}
+
+func (s *lifecycleResult) add(r lifecycleResult) {
+	s.runFigures.add(r.runFigures)
+	s.Virtual += r.Virtual
+}
+
+func (s *lifecycleResult) report(b *testing.B, runs, n int) {
+	s.runFigures.report(b, runs, n)
+	b.ReportMetric(s.Virtual.Seconds()/float64(runs), "clock-s")
 }
 
 // runLifecycle is one run of n pods (see BenchmarkNodeLifecycle), on the real clock or,
@@ -273,8 +286,8 @@ func runLifecycle(tb testing.TB, n int, s *sampler) lifecycleResult {
 		tb.Fatalf("waiting until every pod is forgotten (%d of %d): %v", forgotten.Load(), n, ctx.Err())
 	}
 	end := wallNow()
-	r := lifecycleResult{Create: running - start, Delete: gone - running, Forget: end - gone,
-		Virtual: time.Since(t0), CPU: cpuTime() - cpu0}
+	r := lifecycleResult{runFigures: runFigures{Create: running - start, Delete: gone - running, Forget: end - gone,
+		CPU: cpuTime() - cpu0}, Virtual: time.Since(t0)}
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
 	r.Allocs, r.Bytes = ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc

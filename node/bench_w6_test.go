@@ -30,6 +30,7 @@ import (
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
 // BenchmarkW6Scale is W6 (shared/BENCHMARKS.md): N seed pods (internal/seedpod, status
@@ -135,61 +136,28 @@ func runW6Child(b *testing.B, n, syncs int) w6Result {
 	return runChild[w6Result](b, "TestW6ScaleVirtual", fmt.Sprintf("%s=%d,%d", w6Env, n, syncs), w6Prefix)
 }
 
-// w6Result is what one run measured (sums, for add).
+// w6Result is what one run of BenchmarkW6Scale measured.
 type w6Result struct {
-	Create, Delete, Forget time.Duration // wall time of each phase
-	CPU                    time.Duration
-	Allocs, Bytes          uint64
-	PeakGoroutines         int64
-	LibPeak                int64 // library-held live heap, every pod Running
-	PeakHeap, PeakStack    int64 // sampled, above the baseline
-	Left, NodeLeft         int64
-	API                    instantCounts
+	runFigures
+	LibPeak   int64 // library-held live heap, every pod Running
+	PeakStack int64 // sampled, above the baseline
 	// DroppedEvents are the PLEG events dropped for a full channel (each delays its
 	// pod's sync to its resync).
 	DroppedEvents uint64
 }
 
 func (s *w6Result) add(r w6Result) {
-	s.Create += r.Create
-	s.Delete += r.Delete
-	s.Forget += r.Forget
-	s.CPU += r.CPU
-	s.Allocs += r.Allocs
-	s.Bytes += r.Bytes
-	s.PeakGoroutines = max(s.PeakGoroutines, r.PeakGoroutines)
+	s.runFigures.add(r.runFigures)
 	s.LibPeak += r.LibPeak
-	s.PeakHeap += r.PeakHeap
 	s.PeakStack += r.PeakStack
-	s.Left += r.Left
-	s.NodeLeft += r.NodeLeft
-	s.API.Gets += r.API.Gets
-	s.API.Patches += r.API.Patches
-	s.API.Deletes += r.API.Deletes
 	s.DroppedEvents += r.DroppedEvents
 }
 
-// report reports the means of runs runs of n pods each (the peak of the goroutines).
 func (s *w6Result) report(b *testing.B, runs, n int) {
-	perRun := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 / float64(runs) }
+	s.runFigures.report(b, runs, n)
 	perPod := func(v float64) float64 { return v / float64(runs*n) }
-	wall := s.Create + s.Delete + s.Forget
-	b.ReportMetric(float64(runs*n)/wall.Seconds(), "pods/s")
-	b.ReportMetric(perRun(wall), "wall-ms")
-	b.ReportMetric(perRun(s.Create), "create-ms")
-	b.ReportMetric(perRun(s.Delete), "delete-ms")
-	b.ReportMetric(perRun(s.Forget), "forget-ms")
-	b.ReportMetric(perRun(s.CPU), "cpu-ms")
-	b.ReportMetric(perPod(float64(s.Allocs)), "allocs/pod")
-	b.ReportMetric(perPod(float64(s.Bytes)), "B/pod")
-	b.ReportMetric(float64(s.PeakGoroutines), "peak-goroutines")
 	b.ReportMetric(perPod(float64(s.LibPeak)), "lib-peak-B/pod")
-	b.ReportMetric(perPod(float64(s.PeakHeap)), "peak-heap-B/pod")
 	b.ReportMetric(perPod(float64(s.PeakStack)), "peak-stack-B/pod")
-	b.ReportMetric(perPod(float64(s.Left)), "left-B/pod")
-	b.ReportMetric(perPod(float64(s.NodeLeft)), "node-left-B/pod")
-	b.ReportMetric(perPod(float64(s.API.Gets)), "get/pod")
-	b.ReportMetric(perPod(float64(s.API.Patches)), "patch/pod")
 	b.ReportMetric(float64(s.DroppedEvents)/float64(runs), "dropped-events")
 }
 
@@ -260,7 +228,7 @@ func runW6(t *testing.T, n, syncs int, s *sampler) w6Result {
 	<-allForgotten
 	end := wallNow()
 
-	r := w6Result{Create: running - start, Delete: gone - running - paused, Forget: end - gone, CPU: cpuTime() - cpu0, LibPeak: libPeak}
+	r := w6Result{runFigures: runFigures{Create: running - start, Delete: gone - running - paused, Forget: end - gone, CPU: cpuTime() - cpu0}, LibPeak: libPeak}
 	var ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms1)
 	r.Allocs, r.Bytes = ms1.Mallocs-ms0.Mallocs, ms1.TotalAlloc-ms0.TotalAlloc
@@ -370,8 +338,8 @@ type instantAPI struct {
 
 	mu         sync.Mutex
 	pods       map[types.NamespacedName]*serverPod
-	rv         int // the last resourceVersion given, as the API server bumps it on every write
-	c          instantCounts
+	rv         int                  // the last resourceVersion given, as the API server bumps it on every write
+	c          statusmgrtest.Counts // the calls answered (Gets, Patches, Deletes)
 	n, running int
 	allRunning chan struct{}
 	// events are the changes not yet fed to the node; queued is signalled when some are.
@@ -385,11 +353,6 @@ type serverPod struct {
 	running    int     // how often it became Running
 	deletes    int     // how often it was deleted
 	finalPhase v1.PodPhase
-}
-
-// instantCounts are the calls the API side answered.
-type instantCounts struct {
-	Gets, Patches, Deletes int
 }
 
 func newInstantAPI(pods []*v1.Pod) *instantAPI {
@@ -580,7 +543,7 @@ func (a *instantAPI) check() error {
 	return nil
 }
 
-func (a *instantAPI) counts() instantCounts {
+func (a *instantAPI) counts() statusmgrtest.Counts {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.c
