@@ -205,13 +205,7 @@ func (e *vkEnv) newProvider(label string, cfg vktest.Config) *vkProvider {
 	l := newCallLog()
 	cfg.Observer = l.observe
 	p := &vkProvider{log: l}
-	if e.kind.notify {
-		np := vktest.NewNotifying(cfg)
-		p.Provider, p.handler = np.Provider, np
-	} else {
-		p.Provider = vktest.New(cfg)
-		p.handler = p.Provider
-	}
+	p.Provider, p.handler = vktest.NewHandler(cfg, e.kind.notify)
 	e.onFailure(func() string { return fmt.Sprintf("provider %s (%s) calls:\n%s", label, e.kind.name, l) })
 	return p
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/virtual-kubelet/virtual-kubelet/node"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -258,17 +257,7 @@ func runW5(b *testing.B, notify bool, n int) w5Result {
 	b.Helper()
 	l := &w5Log{pods: make(map[types.UID]*w5Pod, n)}
 	pcfg := vktest.Config{Observer: l.providerCall} // zero delays: start and stop at once
-	var (
-		provider *vktest.Provider
-		handler  node.PodLifecycleHandler
-	)
-	if notify {
-		np := vktest.NewNotifying(pcfg)
-		provider, handler = np.Provider, np
-	} else {
-		provider = vktest.New(pcfg)
-		handler = provider
-	}
+	provider, handler := vktest.NewHandler(pcfg, notify)
 	server := statusmgrtest.NewFakeAPI()
 	adapter, err := vk.NewAdapter(vk.AdapterConfig{Provider: handler, PollPeriod: vk.DefaultPollPeriod})
 	if err != nil {

@@ -175,13 +175,7 @@ func newEnv(t *testing.T, kind providerKind, cfg vktest.Config) *env {
 
 func (e *env) setProvider(kind providerKind, cfg vktest.Config) {
 	cfg.Observer = e.log.providerCall
-	if kind.notify {
-		np := vktest.NewNotifying(cfg)
-		e.provider, e.handler = np.Provider, np
-	} else {
-		e.provider = vktest.New(cfg)
-		e.handler = e.provider
-	}
+	e.provider, e.handler = vktest.NewHandler(cfg, kind.notify)
 }
 
 // running is an agent running the env's provider.

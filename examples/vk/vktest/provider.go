@@ -129,6 +129,18 @@ var _ node.PodNotifier = NotifyingProvider{}
 // NewNotifying returns a provider that reports every status change through NotifyPods.
 func NewNotifying(cfg Config) NotifyingProvider { return NotifyingProvider{New(cfg)} }
 
+// NewHandler returns a provider and the handler virtual-kubelet's pod controller (or
+// podlife's runner) is given for it: with notify, the provider wrapped as a
+// NotifyingProvider; without, the provider itself, whose statuses are polled.
+func NewHandler(cfg Config, notify bool) (*Provider, node.PodLifecycleHandler) {
+	if notify {
+		np := NewNotifying(cfg)
+		return np.Provider, np
+	}
+	p := New(cfg)
+	return p, p
+}
+
 // NotifyPods registers the callback that receives every later status change, in order,
 // from one goroutine that ends with ctx (never with the provider's lock held, so cb may
 // call the provider). Call it once.

@@ -310,17 +310,7 @@ func startPodlife(ctx context.Context, a *w5API, provider node.PodLifecycleHandl
 func runW5(side string, notify bool) (result, error) {
 	stops := &w5Stops{stopped: map[types.UID]time.Time{}}
 	pcfg := vktest.Config{Observer: stops.observe}
-	var (
-		provider *vktest.Provider
-		handler  node.PodLifecycleHandler
-	)
-	if notify {
-		np := vktest.NewNotifying(pcfg)
-		provider, handler = np.Provider, np
-	} else {
-		provider = vktest.New(pcfg)
-		handler = provider
-	}
+	provider, handler := vktest.NewHandler(pcfg, notify)
 	a := newW5API(w5Pods)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
