@@ -87,10 +87,7 @@ func w4Realistic() *w4Input {
 		h := seedpod.Realistic(1, i, w4Start)
 		in.seeds[i], in.deleting[i], in.deletedAt[i] = h.Pod, h.Deleting, h.DeletedAt
 		for r := range w4Rounds {
-			in.pods[r][i], in.statuses[r][i] = h.Pod, h.Statuses[r]
-			if r >= h.DeletedAt {
-				in.pods[r][i] = h.Deleting
-			}
+			in.pods[r][i], in.statuses[r][i] = h.PodAt(r), h.Statuses[r]
 		}
 	}
 	return in

@@ -35,6 +35,14 @@ type RealisticPod struct {
 	Statuses []v1.PodStatus
 }
 
+// PodAt is the pod to pass with step i: Deleting from DeletedAt on, Pod before.
+func (p RealisticPod) PodAt(i int) *v1.Pod {
+	if i >= p.DeletedAt {
+		return p.Deleting
+	}
+	return p.Pod
+}
+
 // Realistic builds pod n's realistic W4 history, deterministic from seed and n; start is
 // the time of step 0 (each step is 10 s later). About 10% of the pods reach a terminal
 // phase before TerminatePod (deleted during the steps, their container stopped, the node

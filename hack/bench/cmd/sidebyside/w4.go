@@ -225,10 +225,7 @@ func w4Realistic(start time.Time) *w4Input {
 		h := seedpod.Realistic(w4RealisticSeed, i, start)
 		in.seeds[i], in.deleting[i], in.deletedAt[i] = h.Pod, h.Deleting, h.DeletedAt
 		for r := range w4Rounds {
-			in.pods[r][i], in.statuses[r][i] = h.Pod, h.Statuses[r]
-			if r >= h.DeletedAt {
-				in.pods[r][i] = h.Deleting
-			}
+			in.pods[r][i], in.statuses[r][i] = h.PodAt(r), h.Statuses[r]
 		}
 	}
 	return in
