@@ -517,39 +517,12 @@ func TestManagerTakeAndFinishSyncs(t *testing.T) {
 	}
 }
 
-// goroutineTaggedAPI is a StatusPatcher over a FakeAPI that records which goroutine made
-// each call (its id, from runtime.Stack) and takes 1 ms per call.
-type goroutineTaggedAPI struct {
-	api *statusmgrtest.FakeAPI
-	clk clock.Clock
-
-	mu      sync.Mutex
-	callers map[string]bool
-}
-
-func (g *goroutineTaggedAPI) tag() {
+// goroutineID is the id of the calling goroutine (from runtime.Stack).
+func goroutineID() string {
 	buf := make([]byte, 64)
 	buf = buf[:runtime.Stack(buf, false)]
 	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
-	g.mu.Lock()
-	g.callers[id] = true
-	g.mu.Unlock()
-	g.clk.Sleep(time.Millisecond)
-}
-
-func (g *goroutineTaggedAPI) GetPod(ctx context.Context, ns, name string) (*v1.Pod, error) {
-	g.tag()
-	return g.api.GetPod(ctx, ns, name)
-}
-
-func (g *goroutineTaggedAPI) PatchPodStatus(ctx context.Context, ns, name string, patch []byte) (*v1.Pod, error) {
-	g.tag()
-	return g.api.PatchPodStatus(ctx, ns, name, patch)
-}
-
-func (g *goroutineTaggedAPI) DeletePod(ctx context.Context, ns, name string, uid types.UID) error {
-	g.tag()
-	return g.api.DeletePod(ctx, ns, name, uid)
+	return id
 }
 
 // Run's writes are made by at most MaxConcurrentWrites long-lived goroutines, not one
@@ -565,8 +538,17 @@ func TestManagerRunReusesWriters(t *testing.T) {
 			list = append(list, testPod(fmt.Sprintf("p%03d", i), types.UID(fmt.Sprintf("u%03d", i))))
 		}
 		api := statusmgrtest.NewFakeAPI(list...)
-		g := &goroutineTaggedAPI{api: api, clk: clk, callers: map[string]bool{}}
-		m, err := statusmgr.New(statusmgr.Config{Patcher: g, Clock: clk, MaxConcurrentWrites: bound})
+		// The reactor runs on the goroutine making each call: record it, and take 1 ms.
+		var mu sync.Mutex
+		callers := map[string]bool{}
+		api.SetReactor(func(statusmgrtest.Verb, string, string) error {
+			mu.Lock()
+			callers[goroutineID()] = true
+			mu.Unlock()
+			clk.Sleep(time.Millisecond)
+			return nil
+		})
+		m, err := statusmgr.New(statusmgr.Config{Patcher: api, Clock: clk, MaxConcurrentWrites: bound})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -597,7 +579,7 @@ func TestManagerRunReusesWriters(t *testing.T) {
 		if st := m.Stats(); st.Patches < 2*pods {
 			t.Fatalf("%d patches, want at least %d", st.Patches, 2*pods)
 		}
-		if n := len(g.callers); n > bound {
+		if n := len(callers); n > bound {
 			t.Errorf("calls made by %d goroutines, want at most %d (MaxConcurrentWrites)", n, bound)
 		}
 	})
