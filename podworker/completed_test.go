@@ -1,7 +1,6 @@
 package podworker
 
 import (
-	"context"
 	"testing"
 	"testing/synctest"
 
@@ -152,9 +151,7 @@ func TestRunnerCompletedChClosedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		ch := make(chan struct{})
 		for _, opts := range []UpdatePodOptions{
 			kill(testPod("a"), ch), kill(testPod("a"), ch), // the same pod twice
@@ -178,7 +175,6 @@ func TestRunnerCompletedChClosedOnce(t *testing.T) {
 		default:
 			t.Error("channel not closed")
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }

@@ -47,9 +47,7 @@ func TestDerivedContextsStartNoGoroutine(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
 			t.Fatal(err)
 		}
@@ -70,8 +68,7 @@ func TestDerivedContextsStartNoGoroutine(t *testing.T) {
 		if got, want := len(afterFuncs), n/3; got != want {
 			t.Errorf("%d AfterFunc functions called, want %d", got, want)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 

@@ -76,9 +76,7 @@ func TestEnginesRunBlockingBurst(t *testing.T) {
 				for i := range before {
 					update(i)
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error)
-				go func() { done <- r.Run(ctx) }()
+				stop := startRun(t, r)
 				synctest.Wait()
 				if got := inFlight.Load(); got != before {
 					t.Errorf("%d syncs in flight after Run started, want %d", got, before)
@@ -90,10 +88,7 @@ func TestEnginesRunBlockingBurst(t *testing.T) {
 				if got := inFlight.Load(); got != before+during {
 					t.Errorf("%d syncs in flight, want %d", got, before+during)
 				}
-				cancel()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
+				stop()
 				if got := cancelled.Load(); got != before+during {
 					t.Errorf("%d syncs returned when Run did, want %d", got, before+during)
 				}

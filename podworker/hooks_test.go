@@ -62,9 +62,7 @@ func TestHooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
 			t.Fatal(err)
 		}
@@ -75,8 +73,7 @@ func TestHooks(t *testing.T) {
 		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		cancel()
-		<-done
+		stop()
 		want := []string{
 			"ns/a none -> syncing +0s",
 			"start ns/a sync create +0s",

@@ -103,15 +103,12 @@ func TestRunnerQueuesBeforeRun(t *testing.T) {
 		if synced.Load() != 0 {
 			t.Fatal("synced before Run")
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		synctest.Wait()
 		if got := synced.Load(); got != 2 {
 			t.Errorf("SyncPod ran %d times, want 2", got)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 
@@ -147,9 +144,7 @@ func TestRunnerReadsNewerStatus(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
 			t.Fatal(err)
 		}
@@ -167,8 +162,7 @@ func TestRunnerReadsNewerStatus(t *testing.T) {
 		if s, _ := r.PodState("a"); s.Stage != StageFinished {
 			t.Errorf("stage %v, want finished", s.Stage)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 
@@ -182,9 +176,7 @@ func TestRunnerForgetsEverything(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		uids := []string{"a", "b", "c", "d", "e"}
 		for _, uid := range uids {
 			if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod(uid)}); err != nil {
@@ -214,8 +206,7 @@ func TestRunnerForgetsEverything(t *testing.T) {
 		if got, want := len(transitions), 5*len(uids); got != want {
 			t.Errorf("%d transitions, want %d: %v", got, want, transitions)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 
@@ -269,9 +260,7 @@ func stress(t *testing.T, bound int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- r.Run(ctx) }()
+	stop := startRun(t, r)
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
@@ -307,8 +296,7 @@ func stress(t *testing.T, bound int) {
 	if calls.Load() == 0 || (bound > 0 && peak.Load() > int32(bound)) {
 		t.Errorf("calls %d, peak %d", calls.Load(), peak.Load())
 	}
-	cancel()
-	<-done
+	stop()
 }
 
 // syncRefresher is a StatusRefresher whose Refresh returns a status naming the call.
@@ -346,9 +334,7 @@ func TestRunnerRandOutsideLock(t *testing.T) {
 				if engine.plain {
 					r.eng = plainEngine{r}
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error)
-				go func() { done <- r.Run(ctx) }()
+				stop := startRun(t, r)
 				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}); err != nil {
 					t.Fatal(err)
 				}
@@ -361,9 +347,24 @@ func TestRunnerRandOutsideLock(t *testing.T) {
 				if got := draws.Load(); got != int32(len(syncs)) {
 					t.Errorf("Rand called %d times for %d finished works, want one each", got, len(syncs))
 				}
-				cancel()
-				<-done
+				stop()
 			})
 		})
+	}
+}
+
+// startRun runs r.Run on a goroutine; stop ends Run's context, waits until Run returned
+// and fails the test if it returned an error.
+func startRun(t testing.TB, r *Runner) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
 	}
 }

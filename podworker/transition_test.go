@@ -56,9 +56,7 @@ func TestOnTransitionOutsideTheLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error)
-		go func() { done <- r.Run(ctx) }()
+		stop := startRun(t, r)
 		go func() {
 			if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(1))}); err != nil {
 				t.Error(err)
@@ -88,8 +86,7 @@ func TestOnTransitionOutsideTheLock(t *testing.T) {
 		if s, _ := r.PodState("a"); s.Stage != StageFinished || len(syncs) != 2 {
 			t.Errorf("a %v, syncs %v; want a finished after SyncTerminatingPod a and SyncPod b", s.Stage, syncs)
 		}
-		cancel()
-		<-done
+		stop()
 	})
 }
 
@@ -106,9 +103,7 @@ func TestTransitionsLoggedWithoutObservers(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error)
-				go func() { done <- r.Run(ctx) }()
+				stop := startRun(t, r)
 				if err := r.UpdatePod(UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(1))}); err != nil {
 					t.Fatal(err)
 				}
@@ -116,8 +111,7 @@ func TestTransitionsLoggedWithoutObservers(t *testing.T) {
 				if s, _ := r.PodState("a"); s.Stage != StageFinished {
 					t.Errorf("a is %v, want finished", s.Stage)
 				}
-				cancel()
-				<-done
+				stop()
 				logged := strings.Count(logs.String(), "pod stage changed")
 				if want := map[slog.Level]int{slog.LevelInfo: 0, slog.LevelDebug: 3}[level]; logged != want {
 					t.Errorf("%d stage changes logged, want %d:\n%s", logged, want, logs.String())
