@@ -165,17 +165,18 @@ func (r *runningAgent) trace(pod *v1.Pod) []string {
 // per pod name, so a test can wait until none is before it reuses the name (waitIdle).
 //
 // A test that force-deletes a pod and at once creates another of the same name must wait
-// for them. A force delete of a pod already being deleted takes two steps on the server:
-// it sets deletionGracePeriodSeconds to 0, then removes the object. kube-apiserver turns a
-// status patch that reads the object between the two into a delete (an update of an object
-// whose deletionTimestamp has grace 0 and no finalizers deletes it: the generic registry's
-// ShouldDeleteDuringUpdate), and that delete has no UID precondition (a PATCH gives none;
-// the patch's metadata.uid only fails the update it replaces): when etcd's compare on the
-// revision fails, it reads the name again and deletes what it finds, the new pod if the
-// test created it meanwhile. Neither the agent nor the kubelet (whose status patches are
-// the same) can prevent it; the test does, by creating the new pod only once every patch
-// sent before the old one's removal has been answered (a patch sent after the removal
-// reads the name again and can no longer find the old object).
+// for them. A force delete (grace 0) of a pod bound to a node takes two steps on the
+// server: it sets the deletionTimestamp with grace 0, then removes the object.
+// kube-apiserver turns a status patch that reads the object between the two into a delete
+// (an update of an object whose deletionTimestamp has grace 0 and no finalizers deletes it:
+// the generic registry's ShouldDeleteDuringUpdate), and that delete has no UID
+// precondition (a PATCH gives none; the patch's metadata.uid only fails the update it
+// replaces): when etcd's compare on the revision fails, it reads the name again and
+// deletes what it finds, the new pod if the test created it meanwhile. A node agent whose
+// patches carry no resourceVersion (the kubelet's do not either) cannot prevent it; the
+// test does, by creating the new pod only once every patch sent before the old one's
+// removal has been answered (a patch sent after the removal reads the name again and can
+// no longer find the old object).
 type patchTracker struct {
 	statusmgr.StatusPatcher
 
