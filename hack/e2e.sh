@@ -7,6 +7,8 @@
 #   hack/e2e.sh                      # runs `go test -race -count=1 -p 1 -run E2E ./...` in examples/
 #   hack/e2e.sh -v -run E2ECreation  # extra arguments go to `go test` (a later -run wins)
 #   PODLIFE_E2E_KEEP=1 hack/e2e.sh   # keep the work directory (certificates, logs) afterwards
+#   PODLIFE_E2E_AUDIT=1 hack/e2e.sh  # also the API server's audit log of every pod write
+#                                    # (who, when, which UID precondition): $work/audit.log
 #   PODLIFE_E2E_KUBELET=1 hack/e2e.sh -race=false -timeout 30m -v -run W8SideBySide
 #                                    # W8 against the real kubelet (hack/build-kubelet.sh first)
 #
@@ -175,6 +177,28 @@ api_args=(
 	--service-cluster-ip-range 10.96.0.0/24
 	--profiling=false
 )
+# PODLIFE_E2E_AUDIT=1: an audit log of every write to a pod (its user, user agent, time and,
+# for a delete, its options with the preconditions), to find who changed a pod and when.
+# The work directory is kept so it can be read afterwards.
+if [[ -n "${PODLIFE_E2E_AUDIT:-}" ]]; then
+	cat >"$work/audit-policy.yaml" <<'POLICY'
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Request
+  verbs: [delete, deletecollection]
+  resources: [{group: "", resources: [pods]}]
+- level: Metadata
+  verbs: [create, update, patch]
+  resources: [{group: "", resources: [pods, pods/status]}]
+- level: None
+POLICY
+	api_args+=(--audit-policy-file "$work/audit-policy.yaml" --audit-log-path "$work/audit.log"
+		--audit-log-mode blocking --audit-log-maxsize 0)
+	PODLIFE_E2E_KEEP=1
+	echo "e2e: PODLIFE_E2E_AUDIT is set: pod writes are logged to $work/audit.log" >&2
+fi
 printf '%q ' "$bin/kube-apiserver" "${api_args[@]}" >"$work/apiserver.cmd"
 echo "$admin_token" >"$work/admin.token"
 echo "$server" >"$work/server.url"

@@ -249,13 +249,14 @@ func TestE2ECRILeftoverRemoved(t *testing.T) {
 }
 
 // A pod force-deleted while its container still stops, and recreated at once under the
-// same name: the new pod runs, and the old one's termination does not touch it.
+// same name (once the agent's status patches of the old pod in flight have been answered:
+// patchTracker): the new pod runs, and the old one's termination does not touch it.
 func TestE2ECRIRecreatedWhileTerminating(t *testing.T) {
 	admin, nodeClient, ep, image := criEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	rt := newCRI(t, ep)
-	startCRIAgent(t, nodeClient, rt)
+	a := startCRIAgent(t, nodeClient, rt)
 	old := criPod(t, "cri-same-name", image, v1.RestartPolicyAlways, 30, "-ignore-term")
 	name := old.Name
 	pw := watchPod(t, ctx, admin, name)
@@ -267,6 +268,7 @@ func TestE2ECRIRecreatedWhileTerminating(t *testing.T) {
 	pw.waitFor(t, ctx, "the first pod gone", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 	})
+	a.patches.waitIdle(t, ctx, name)
 	recreated := criPod(t, "unused", image, v1.RestartPolicyAlways, 30)
 	recreated.Name = name
 	recreated = createPod(t, ctx, admin, recreated)

@@ -24,6 +24,7 @@ import (
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/pleg/plegtest"
+	"github.com/podlife/podlife/statusmgr"
 )
 
 // EnvAPIServer names the directory of a running server's kubeconfigs (see hack/e2e.sh).
@@ -59,8 +60,10 @@ func clients(t *testing.T) (admin, nodeClient kubernetes.Interface) {
 type runningAgent struct {
 	*agent.Agent
 	source *kube.Source
-	cancel context.CancelFunc
-	done   chan error
+	// patches is the agent's patcher, which counts its status patches in flight.
+	patches *patchTracker
+	cancel  context.CancelFunc
+	done    chan error
 
 	mu      sync.Mutex
 	steps   []agent.Step
@@ -92,8 +95,8 @@ func startAgentWith(t *testing.T, nodeClient kubernetes.Interface, cfg agent.Con
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runningAgent{source: source, done: make(chan error, 1), changed: make(chan struct{})}
-	cfg.NodeName, cfg.Patcher, cfg.Source, cfg.Observer = node, patcher, source, r.record
+	r := &runningAgent{source: source, patches: newPatchTracker(patcher), done: make(chan error, 1), changed: make(chan struct{})}
+	cfg.NodeName, cfg.Patcher, cfg.Source, cfg.Observer = node, r.patches, source, r.record
 	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -156,6 +159,71 @@ func (r *runningAgent) trace(pod *v1.Pod) []string {
 		}
 	}
 	return out
+}
+
+// patchTracker is a node agent's StatusPatcher that counts the status patches in flight
+// per pod name, so a test can wait until none is before it reuses the name (waitIdle).
+//
+// A test that force-deletes a pod and at once creates another of the same name must wait
+// for them. A force delete (grace 0) of a pod bound to a node takes two steps on the
+// server: it sets the deletionTimestamp with grace 0, then removes the object.
+// kube-apiserver turns a status patch that reads the object between the two into a delete
+// (an update of an object whose deletionTimestamp has grace 0 and no finalizers deletes it:
+// the generic registry's ShouldDeleteDuringUpdate), and that delete has no UID
+// precondition (a PATCH gives none; the patch's metadata.uid only fails the update it
+// replaces): when etcd's compare on the revision fails, it reads the name again and
+// deletes what it finds, the new pod if the test created it meanwhile. A node agent whose
+// patches carry no resourceVersion (the kubelet's do not either) cannot prevent it; the
+// test does, by creating the new pod only once every patch sent before the old one's
+// removal has been answered (a patch sent after the removal reads the name again and can
+// no longer find the old object).
+type patchTracker struct {
+	statusmgr.StatusPatcher
+
+	mu      sync.Mutex
+	n       map[string]int // namespace/name: the patches sent and not answered yet
+	changed chan struct{}  // closed and replaced whenever a patch is answered
+}
+
+func newPatchTracker(next statusmgr.StatusPatcher) *patchTracker {
+	return &patchTracker{StatusPatcher: next, n: map[string]int{}, changed: make(chan struct{})}
+}
+
+// PatchPodStatus counts the patch while it is in flight.
+func (p *patchTracker) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+	key := namespace + "/" + name
+	p.mu.Lock()
+	p.n[key]++
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		if p.n[key]--; p.n[key] == 0 {
+			delete(p.n, key)
+		}
+		close(p.changed)
+		p.changed = make(chan struct{})
+		p.mu.Unlock()
+	}()
+	return p.StatusPatcher.PatchPodStatus(ctx, namespace, name, patch)
+}
+
+// waitIdle waits, without polling, until no status patch of the pod name is in flight.
+func (p *patchTracker) waitIdle(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	key := namespace + "/" + name
+	for {
+		p.mu.Lock()
+		n, changed := p.n[key], p.changed
+		p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for the agent's %d status patch(es) of %s in flight: %v", n, name, ctx.Err())
+		}
+	}
 }
 
 // podEvent is one change of a pod as the admin's watch saw it.

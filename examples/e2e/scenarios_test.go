@@ -72,8 +72,9 @@ func TestE2EConditionOfAnotherClientSurvives(t *testing.T) {
 }
 
 // The pod is force-deleted while its containers stop, and a pod of the same name (bound to
-// another node) is created at once: the agent finishes the old pod without ever patching or
-// deleting the new one.
+// another node) is created at once (once the agent's status patches of the old pod in
+// flight have been answered: patchTracker): the agent finishes the old pod without ever
+// patching or deleting the new one.
 func TestE2ERecreatedUnderTheSameName(t *testing.T) {
 	admin, nodeClient := clients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
@@ -86,6 +87,7 @@ func TestE2ERecreatedUnderTheSameName(t *testing.T) {
 	pw.waitFor(t, ctx, "the old pod removed", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 	})
+	a.patches.waitIdle(t, ctx, old.Name)
 	fresh := busybox(t)
 	fresh.Name = old.Name
 	fresh.Spec.NodeName = "node2"

@@ -230,11 +230,13 @@ type write struct {
 	// a runner stopped once the watch saw the effect may cancel the call before its answer
 	// arrives, so the tests assert on the server's state instead.)
 	Started time.Time
-	Done    bool
+	// Answered is when the answer came, once Done.
+	Answered time.Time
+	Done     bool
 }
 
 func (w write) String() string {
-	s := fmt.Sprintf("%s %s (%s)", w.Verb, w.Name, w.UID)
+	s := fmt.Sprintf("%s %s %s (%s)", w.Started.Format("15:04:05.000"), w.Verb, w.Name, w.UID)
 	if w.Phase != "" {
 		s += " phase " + string(w.Phase)
 	}
@@ -246,13 +248,13 @@ func (w write) String() string {
 	}
 	switch {
 	case !w.Done:
-		s += ": in flight"
+		return s + ": in flight"
 	case w.Err != nil:
 		s += ": " + w.Err.Error()
 	default:
 		s += ": ok"
 	}
-	return s
+	return s + ", answered " + w.Answered.Format("15:04:05.000")
 }
 
 // vkPatcher wraps kube.NewPatcher(nodeClient) as vk.Config.Patcher: it records every status
@@ -265,7 +267,7 @@ func (w write) String() string {
 // a new pod stay Pending for good when it forgot it instead).
 type vkPatcher struct {
 	next         statusmgr.StatusPatcher
-	admin        kubernetes.Interface
+	inFlight     *patchTracker // next, counting the patches in flight
 	failTerminal error
 
 	mu       sync.Mutex
@@ -279,11 +281,12 @@ var _ statusmgr.StatusPatcher = (*vkPatcher)(nil)
 // newPatcher returns the node identity's patcher, recording its writes.
 func (e *vkEnv) newPatcher(label string, failTerminal error) *vkPatcher {
 	e.t.Helper()
-	next, err := kube.NewPatcher(e.nodeClient)
+	kp, err := kube.NewPatcher(e.nodeClient)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	p := &vkPatcher{next: next, admin: e.admin, failTerminal: failTerminal, terminal: map[types.UID]bool{}}
+	next := newPatchTracker(kp)
+	p := &vkPatcher{next: next, inFlight: next, failTerminal: failTerminal, terminal: map[types.UID]bool{}}
 	e.onFailure(func() string { return fmt.Sprintf("status writes of runner %s:\n%s", label, p) })
 	return p
 }
@@ -308,14 +311,14 @@ func (p *vkPatcher) PatchPodStatus(ctx context.Context, namespace, name string, 
 	p.mu.Lock()
 	if p.failTerminal != nil && p.injected == 0 && isTerminal(w.Phase) {
 		p.injected++
-		w.Injected, w.Err, w.Done = true, p.failTerminal, true
+		w.Injected, w.Err, w.Done, w.Answered = true, p.failTerminal, true, w.Started
 		p.writes = append(p.writes, w)
 		p.mu.Unlock()
 		return nil, p.failTerminal
 	}
 	p.mu.Unlock()
 	got, err := p.next.PatchPodStatus(ctx, namespace, name, patch)
-	w.Err, w.Done = err, true
+	w.Err, w.Done, w.Answered = err, true, vkClock.Now()
 	p.mu.Lock()
 	p.writes = append(p.writes, w)
 	if err == nil && got != nil && isTerminal(got.Status.Phase) {
@@ -332,7 +335,7 @@ func (p *vkPatcher) DeletePod(ctx context.Context, namespace, name string, uid t
 	p.mu.Unlock()
 	err := p.next.DeletePod(ctx, namespace, name, uid)
 	p.mu.Lock()
-	p.writes[i].Err, p.writes[i].Done = err, true
+	p.writes[i].Err, p.writes[i].Done, p.writes[i].Answered = err, true, vkClock.Now()
 	p.mu.Unlock()
 	return err
 }

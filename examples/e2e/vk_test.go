@@ -294,6 +294,9 @@ func terminalPatchFailsOnDelete(t *testing.T, kind vkKind) {
 // slowly (3 s); meanwhile the admin force-deletes it and creates "web" again (uid2). The
 // agent never deletes uid2 (its final delete carries the UID precondition), the provider
 // gets CreatePod for uid2 only after uid1 stopped, and uid2 ends Running on the server.
+// uid2 is created once the agent's status patches of uid1 in flight have been answered: a
+// patch that reached uid1 during the force delete would otherwise make the API server
+// delete uid2 (patchTracker).
 func TestE2EVirtualKubeletRecreatedWhileStopping(t *testing.T) {
 	const stopDelay = 3 * time.Second
 	for _, kind := range vkKinds {
@@ -312,8 +315,14 @@ func TestE2EVirtualKubeletRecreatedWhileStopping(t *testing.T) {
 			})
 			deletePod(t, e.ctx, e.admin, old.Name, ptr.To[int64](0))
 			w.waitFor(t, e.ctx, "uid1 removed", removed(old.UID))
+			patcher.inFlight.waitIdle(t, e.within(10*time.Second), old.Name)
 			fresh = createPod(t, e.ctx, e.admin, fresh)
-			w.waitFor(t, e.within(20*time.Second), "uid2 Running on the server", hasPhase(fresh.UID, v1.PodRunning))
+			events := w.waitFor(t, e.within(20*time.Second), "uid2 Running on the server, or removed", func(es []podEvent) bool {
+				return hasPhase(fresh.UID, v1.PodRunning)(es) || removed(fresh.UID)(es)
+			})
+			if removed(fresh.UID)(events) {
+				t.Fatalf("uid2 was removed from the server before it ran; its events:\n%s", formatEvents(of(events, fresh.UID)))
+			}
 			if err := r.stop(); err != nil {
 				t.Fatalf("vk.Run: %v", err)
 			}
