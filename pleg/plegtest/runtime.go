@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -68,22 +69,28 @@ type PodSpec struct {
 	RestartExited bool
 }
 
-// Runtime is an in-memory container runtime. Safe for concurrent use. The zero value is not
-// usable; call NewRuntime.
+// Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
+// pods (StartPod of a known pod, KillPod, PodStatus, IsRunning) run in parallel, each
+// holding only its pod's lock; creating, removing and listing pods take the runtime's lock.
+// The zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
+	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
+	nextID atomic.Int64
+	// listCalls and statusCalls count the RuntimeService calls (Calls).
+	listCalls, statusCalls atomic.Int64
 
-	mu   sync.Mutex
+	// mu guards the fields below, and every pod's state while held for writing: calls
+	// that read or change one pod hold it for reading and lock the pod (pod.mu).
+	mu   sync.RWMutex
 	pods map[types.UID]*pod
 	// order holds the pods in creation order, for stable listings; a removed pod stays
 	// in it (no longer in pods, marked removed) until compact drops it, so removing a pod
 	// does not scan every pod. removed counts those.
 	order   []*pod
 	removed int
-	nextID  int
 	listErr error
 	statErr map[types.UID]error
-	calls   Calls
 }
 
 // Calls counts the RuntimeService calls the runtime answered.
@@ -94,11 +101,14 @@ type Calls struct {
 type pod struct {
 	uid             types.UID
 	name, namespace string
-	removed         bool // by RemovePod: no longer in Runtime.pods
 	createdAt       time.Time
 	ip              string
-	sandboxes       []*sandbox // newest first
-	containers      []*container
+
+	// mu guards the fields below while Runtime.mu is held for reading.
+	mu         sync.Mutex
+	removed    bool       // by RemovePod: no longer in Runtime.pods (set holding Runtime.mu too)
+	sandboxes  []*sandbox // newest first
+	containers []*container
 }
 
 type sandbox struct {
@@ -137,15 +147,26 @@ var _ pleg.RuntimeService = (*Runtime)(nil)
 
 // newID returns the next ID of the kind: "kind-000042".
 func (r *Runtime) newID(kind string) string {
-	r.nextID++
-	n := strconv.Itoa(r.nextID)
-	if pad := 6 - len(n); pad > 0 {
-		n = "000000"[:pad] + n
+	n := r.nextID.Add(1)
+	b := make([]byte, 0, 32)
+	b = append(b, kind...)
+	b = append(b, '-')
+	for d := int64(100000); d > 1 && n < d; d /= 10 {
+		b = append(b, '0')
 	}
-	return kind + "-" + n
+	return string(strconv.AppendInt(b, n, 10))
 }
 
-// advance applies every exit and kill due at now. Callers hold r.mu.
+// newPodIP returns the IP of a pod created after n IDs were given out.
+func newPodIP(n int64) string {
+	b := make([]byte, 0, 16)
+	b = append(b, "10.88."...)
+	b = strconv.AppendInt(b, (n/250)%250, 10)
+	b = append(b, '.')
+	return string(strconv.AppendInt(b, n%250+1, 10))
+}
+
+// advance applies every exit and kill due at now. Callers hold p.mu (see Runtime.mu).
 func (p *pod) advance(now time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -192,16 +213,34 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	if spec.UID == "" || spec.Name == "" {
 		return fmt.Errorf("%w: UID %q, name %q", ErrInvalidPod, spec.UID, spec.Name)
 	}
+	r.mu.RLock()
+	if p, ok := r.pods[spec.UID]; ok {
+		p.mu.Lock()
+		r.start(p, spec, r.clock.Now())
+		p.mu.Unlock()
+		r.mu.RUnlock()
+		return nil
+	}
+	r.mu.RUnlock()
+	// A new pod is started before it is added, so that no call sees it half started.
+	now := r.clock.Now()
+	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
+		ip: newPodIP(r.nextID.Load())}
+	r.start(p, spec, now)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	now := r.clock.Now()
-	p, ok := r.pods[spec.UID]
-	if !ok {
-		p = &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
-			ip: fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+1)}
-		r.pods[spec.UID] = p
-		r.order = append(r.order, p)
+	if known, ok := r.pods[spec.UID]; ok { // added meanwhile by another call
+		r.start(known, spec, r.clock.Now())
+		return nil
 	}
+	r.pods[spec.UID] = p
+	r.order = append(r.order, p)
+	return nil
+}
+
+// start is StartPod on p at now. Callers hold p.mu (see Runtime.mu), or p is not yet in
+// r.pods.
+func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
 	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
 		sb := &sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
@@ -221,7 +260,6 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 		}
 		p.containers = slices.Insert(p.containers, 0, c)
 	}
-	return nil
 }
 
 // latest returns the newest instance of the named container, or nil.
@@ -241,33 +279,18 @@ func (p *pod) latest(name string) *container {
 // never postpones it). An unknown pod is already stopped. It returns ctx.Err() when ctx ends
 // first, leaving the containers on their way to stopping.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.Duration) error {
-	r.mu.Lock()
+	r.mu.RLock()
 	p, ok := r.pods[uid]
+	r.mu.RUnlock()
 	if !ok {
-		r.mu.Unlock()
 		return nil
 	}
 	killAt := r.clock.Now().Add(max(gracePeriod, 0))
-	r.mu.Unlock()
-
 	for {
-		r.mu.Lock()
-		if r.pods[uid] != p { // removed meanwhile: nothing left to stop
-			r.mu.Unlock()
+		stopped, wait := r.stopStep(p, killAt)
+		if stopped {
 			return nil
 		}
-		now := r.clock.Now()
-		p.advance(now)
-		p.requestStop(now, killAt)
-		if !p.running() {
-			for _, sb := range p.sandboxes {
-				sb.ready = false
-			}
-			r.mu.Unlock()
-			return nil
-		}
-		wait := p.nextChange().Sub(now)
-		r.mu.Unlock()
 		t := r.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -278,8 +301,30 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 	}
 }
 
+// stopStep is one step of KillPod: it requests p's stop and reports whether p stopped
+// (or was removed meanwhile: nothing left to stop), else how long until its next change.
+func (r *Runtime) stopStep(p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.removed {
+		return true, 0
+	}
+	now := r.clock.Now()
+	p.advance(now)
+	p.requestStop(now, killAt)
+	if !p.running() {
+		for _, sb := range p.sandboxes {
+			sb.ready = false
+		}
+		return true, 0
+	}
+	return false, p.nextChange().Sub(now)
+}
+
 // requestStop signals every running container not yet asked to stop (its preStop hook starts
-// now) and brings every running container's kill forward to killAt. Callers hold r.mu.
+// now) and brings every running container's kill forward to killAt. Callers hold p.mu.
 func (p *pod) requestStop(now, killAt time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -310,7 +355,9 @@ func (r *Runtime) RemovePod(uid types.UID) {
 	if !ok {
 		return
 	}
+	p.mu.Lock()
 	p.removed = true
+	p.mu.Unlock()
 	delete(r.pods, uid)
 	if r.removed++; r.removed > len(r.order)/2 {
 		r.compact()
@@ -346,30 +393,31 @@ func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
 
 // Calls returns how many RuntimeService calls the runtime answered.
 func (r *Runtime) Calls() Calls {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls
+	return Calls{ListPods: int(r.listCalls.Load()), PodStatus: int(r.statusCalls.Load())}
 }
 
 // IsRunning reports whether any container of the pod runs.
 func (r *Runtime) IsRunning(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	p, ok := r.pods[uid]
 	if !ok {
 		return false
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.advance(r.clock.Now())
 	return p.running()
 }
 
 // ListPods returns every pod (all=false: those with a running container or a ready sandbox),
 // in creation order, as fresh values. The list's pods and containers are carved from one
-// allocation of each kind.
+// allocation of each kind. It holds the runtime's lock for writing: the list is one
+// instant of every pod.
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls.ListPods++
+	r.listCalls.Add(1)
 	if r.listErr != nil {
 		return nil, r.listErr
 	}
@@ -428,39 +476,75 @@ func (p *pod) active() bool {
 	return p.running() || slices.ContainsFunc(p.sandboxes, func(sb *sandbox) bool { return sb.ready })
 }
 
-// PodStatus returns the pod's detailed status; an unknown pod has an empty status.
+// PodStatus returns the pod's detailed status; an unknown pod has an empty status. The
+// status of a pod with at most one sandbox and one container is one allocation.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls.PodStatus++
+	r.statusCalls.Add(1)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if err := r.statErr[uid]; err != nil {
 		return nil, err
 	}
-	st := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
 	p, ok := r.pods[uid]
 	if !ok {
-		return st, nil
+		return &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, nil
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.advance(r.clock.Now())
+	b := new(statusBlock)
+	st := &b.status
+	*st = pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
 	if len(p.sandboxes) > 0 && p.sandboxes[0].ready {
-		st.IPs = []string{p.ip}
+		b.ip[0] = p.ip
+		st.IPs = b.ip[:]
 	}
-	for _, sb := range p.sandboxes {
+	st.SandboxStatuses = carve(len(p.sandboxes), &b.sandbox, &b.sandboxPtr)
+	for i, sb := range p.sandboxes {
 		state := pleg.SandboxNotReady
 		if sb.ready {
 			state = pleg.SandboxReady
 		}
-		st.SandboxStatuses = append(st.SandboxStatuses, &pleg.SandboxStatus{ID: sb.id, State: state, CreatedAt: sb.createdAt, Attempt: sb.attempt, IP: p.ip})
+		*st.SandboxStatuses[i] = pleg.SandboxStatus{ID: sb.id, State: state, CreatedAt: sb.createdAt, Attempt: sb.attempt, IP: p.ip}
 	}
-	for _, c := range p.containers {
-		cs := &pleg.ContainerStatus{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
+	st.ContainerStatuses = carve(len(p.containers), &b.container, &b.containerPtr)
+	for i, c := range p.containers {
+		cs := st.ContainerStatuses[i]
+		*cs = pleg.ContainerStatus{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
 			CreatedAt: c.createdAt, StartedAt: c.startedAt, RestartCount: c.restartCount}
 		if c.running {
 			cs.State = pleg.ContainerStateRunning
 		} else {
 			cs.State, cs.FinishedAt, cs.ExitCode, cs.Reason = pleg.ContainerStateExited, c.finishedAt, c.exitCode, c.reason
 		}
-		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	return st, nil
+}
+
+// statusBlock is a status with room for the parts of a pod with one sandbox and one
+// container, allocated at once.
+type statusBlock struct {
+	status       pleg.PodStatus
+	ip           [1]string
+	sandbox      pleg.SandboxStatus
+	sandboxPtr   [1]*pleg.SandboxStatus
+	container    pleg.ContainerStatus
+	containerPtr [1]*pleg.ContainerStatus
+}
+
+// carve returns n pointers to zero values: one and its pointer the block's, more from one
+// allocation of each kind; nil for none.
+func carve[T any](n int, one *T, ptr *[1]*T) []*T {
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		ptr[0] = one
+		return ptr[:]
+	}
+	values, ptrs := make([]T, n), make([]*T, n)
+	for i := range values {
+		ptrs[i] = &values[i]
+	}
+	return ptrs
 }
