@@ -70,9 +70,9 @@ type PodSpec struct {
 }
 
 // Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
-// pods (StartPod of a known pod, KillPod, PodStatus, IsRunning) run in parallel, each
-// holding only its pod's lock; creating, removing and listing pods take the runtime's lock.
-// The zero value is not usable; call NewRuntime.
+// pods run in parallel, each holding its pod's lock, and the runtime's only to find the pod
+// (or add or remove it); ListPods waits for them and holds them off while it lists. The
+// zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
 	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
@@ -80,9 +80,12 @@ type Runtime struct {
 	// listCalls and statusCalls count the RuntimeService calls (Calls).
 	listCalls, statusCalls atomic.Int64
 
-	// mu guards the fields below, and every pod's state while held for writing: calls
-	// that read or change one pod hold it for reading and lock the pod (pod.mu).
-	mu   sync.RWMutex
+	// world is held for writing by ListPods, so that a list is one instant of every pod,
+	// and for reading by every other call about pods; those lock the pod (pod.mu) to read
+	// or change its state.
+	world sync.RWMutex
+	// mu guards the fields below; it is held only to read or change them.
+	mu   sync.Mutex
 	pods map[types.UID]*pod
 	// order holds the pods in creation order, for stable listings; a removed pod stays
 	// in it (no longer in pods, marked removed) until compact drops it, so removing a pod
@@ -104,9 +107,10 @@ type pod struct {
 	createdAt       time.Time
 	ip              string
 
-	// mu guards the fields below while Runtime.mu is held for reading.
+	// removed is set by RemovePod: no longer in Runtime.pods.
+	removed atomic.Bool
+	// mu guards the fields below (see Runtime.world).
 	mu         sync.Mutex
-	removed    bool       // by RemovePod: no longer in Runtime.pods (set holding Runtime.mu too)
 	sandboxes  []*sandbox // newest first
 	containers []*container
 }
@@ -166,7 +170,7 @@ func newPodIP(n int64) string {
 	return string(strconv.AppendInt(b, n%250+1, 10))
 }
 
-// advance applies every exit and kill due at now. Callers hold p.mu (see Runtime.mu).
+// advance applies every exit and kill due at now. Callers hold p.mu (see Runtime.world).
 func (p *pod) advance(now time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -213,33 +217,43 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	if spec.UID == "" || spec.Name == "" {
 		return fmt.Errorf("%w: UID %q, name %q", ErrInvalidPod, spec.UID, spec.Name)
 	}
-	r.mu.RLock()
-	if p, ok := r.pods[spec.UID]; ok {
+	r.world.RLock()
+	defer r.world.RUnlock()
+	if p := r.find(spec.UID); p != nil {
 		p.mu.Lock()
+		defer p.mu.Unlock()
 		r.start(p, spec, r.clock.Now())
-		p.mu.Unlock()
-		r.mu.RUnlock()
 		return nil
 	}
-	r.mu.RUnlock()
 	// A new pod is started before it is added, so that no call sees it half started.
 	now := r.clock.Now()
 	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
 		ip: newPodIP(r.nextID.Load())}
 	r.start(p, spec, now)
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if known, ok := r.pods[spec.UID]; ok { // added meanwhile by another call
-		r.start(known, spec, r.clock.Now())
-		return nil
+	known, ok := r.pods[spec.UID]
+	if !ok {
+		r.pods[spec.UID] = p
+		r.order = append(r.order, p)
 	}
-	r.pods[spec.UID] = p
-	r.order = append(r.order, p)
+	r.mu.Unlock()
+	if ok { // added meanwhile by another call
+		known.mu.Lock()
+		defer known.mu.Unlock()
+		r.start(known, spec, r.clock.Now())
+	}
 	return nil
 }
 
-// start is StartPod on p at now. Callers hold p.mu (see Runtime.mu), or p is not yet in
-// r.pods.
+// find returns the pod uid, nil if unknown.
+func (r *Runtime) find(uid types.UID) *pod {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pods[uid]
+}
+
+// start is StartPod on p at now. Callers hold p.mu (see Runtime.world), or p is not yet
+// in r.pods.
 func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
 	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
@@ -279,10 +293,10 @@ func (p *pod) latest(name string) *container {
 // never postpones it). An unknown pod is already stopped. It returns ctx.Err() when ctx ends
 // first, leaving the containers on their way to stopping.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.Duration) error {
-	r.mu.RLock()
-	p, ok := r.pods[uid]
-	r.mu.RUnlock()
-	if !ok {
+	r.world.RLock()
+	p := r.find(uid)
+	r.world.RUnlock()
+	if p == nil {
 		return nil
 	}
 	killAt := r.clock.Now().Add(max(gracePeriod, 0))
@@ -304,11 +318,11 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 // stopStep is one step of KillPod: it requests p's stop and reports whether p stopped
 // (or was removed meanwhile: nothing left to stop), else how long until its next change.
 func (r *Runtime) stopStep(p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
+	r.world.RLock()
+	defer r.world.RUnlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.removed {
+	if p.removed.Load() {
 		return true, 0
 	}
 	now := r.clock.Now()
@@ -349,15 +363,15 @@ func (p *pod) requestStop(now, killAt time.Time) {
 // RemovePod removes the pod and everything of it from the runtime (the kubelet's cleanup of a
 // terminated pod's containers and sandbox). Running containers are removed too.
 func (r *Runtime) RemovePod(uid types.UID) {
+	r.world.RLock()
+	defer r.world.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p, ok := r.pods[uid]
 	if !ok {
 		return
 	}
-	p.mu.Lock()
-	p.removed = true
-	p.mu.Unlock()
+	p.removed.Store(true)
 	delete(r.pods, uid)
 	if r.removed++; r.removed > len(r.order)/2 {
 		r.compact()
@@ -366,7 +380,7 @@ func (r *Runtime) RemovePod(uid types.UID) {
 
 // compact drops the removed pods from r.order. Callers hold r.mu.
 func (r *Runtime) compact() {
-	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed })
+	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed.Load() })
 	if len(r.order) == 0 {
 		r.order = nil // a burst does not pin memory
 	}
@@ -398,10 +412,10 @@ func (r *Runtime) Calls() Calls {
 
 // IsRunning reports whether any container of the pod runs.
 func (r *Runtime) IsRunning(uid types.UID) bool {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	p, ok := r.pods[uid]
-	if !ok {
+	r.world.RLock()
+	defer r.world.RUnlock()
+	p := r.find(uid)
+	if p == nil {
 		return false
 	}
 	p.mu.Lock()
@@ -412,9 +426,11 @@ func (r *Runtime) IsRunning(uid types.UID) bool {
 
 // ListPods returns every pod (all=false: those with a running container or a ready sandbox),
 // in creation order, as fresh values. The list's pods and containers are carved from one
-// allocation of each kind. It holds the runtime's lock for writing: the list is one
-// instant of every pod.
+// allocation of each kind. It waits for the calls in progress and holds off new ones: the
+// list is one instant of every pod.
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
+	r.world.Lock()
+	defer r.world.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.listCalls.Add(1)
@@ -424,7 +440,7 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 	now := r.clock.Now()
 	n, parts := 0, 0
 	for _, p := range r.order {
-		if p.removed {
+		if p.removed.Load() {
 			continue
 		}
 		p.advance(now)
@@ -440,7 +456,7 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 	}
 	i := 0
 	for _, p := range r.order {
-		if p.removed || !(all || p.active()) {
+		if p.removed.Load() || !(all || p.active()) {
 			continue
 		}
 		rp := &pods[i]
@@ -480,13 +496,15 @@ func (p *pod) active() bool {
 // status of a pod with at most one sandbox and one container is one allocation.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
 	r.statusCalls.Add(1)
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if err := r.statErr[uid]; err != nil {
+	r.world.RLock()
+	defer r.world.RUnlock()
+	r.mu.Lock()
+	err, p := r.statErr[uid], r.pods[uid]
+	r.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	p, ok := r.pods[uid]
-	if !ok {
+	if p == nil {
 		return &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, nil
 	}
 	p.mu.Lock()
