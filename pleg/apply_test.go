@@ -20,9 +20,12 @@ func (r *Relister) locksFree() bool {
 	locks := []interface {
 		TryLock() bool
 		Unlock()
-	}{&r.mu, &r.relistMu, &r.shared, &r.cache.mu}
+	}{&r.mu, &r.relistMu, &r.shared}
 	for i := range r.podLocks {
 		locks = append(locks, &r.podLocks[i])
+	}
+	for i := range r.cache.shards {
+		locks = append(locks, &r.cache.shards[i].mu)
 	}
 	for _, l := range locks {
 		if !l.TryLock() {
