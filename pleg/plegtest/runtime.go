@@ -70,9 +70,9 @@ type PodSpec struct {
 }
 
 // Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
-// pods run in parallel, each holding its pod's lock, and the runtime's only to find the pod
-// (or add or remove it); ListPods waits for them and holds them off while it lists. The
-// zero value is not usable; call NewRuntime.
+// pods run in parallel, each holding its pod's lock (finding the pod takes none, adding or
+// removing it the runtime's, briefly); ListPods waits for them and holds them off while it
+// lists. The zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
 	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
@@ -84,16 +84,18 @@ type Runtime struct {
 	// and for reading by every other call about pods; those lock the pod (pod.mu) to read
 	// or change its state.
 	world sync.RWMutex
-	// mu guards the fields below; it is held only to read or change them.
-	mu   sync.Mutex
-	pods map[types.UID]*pod
+	// pods maps each pod's UID to the pod (*pod): read without a lock, changed under mu.
+	pods sync.Map
+	// statErr maps a UID to the error its PodStatus calls fail with.
+	statErr sync.Map
+	// mu guards the fields below, and changes of pods; it is held only to make them.
+	mu sync.Mutex
 	// order holds the pods in creation order, for stable listings; a removed pod stays
 	// in it (no longer in pods, marked removed) until compact drops it, so removing a pod
 	// does not scan every pod. removed counts those.
 	order   []*pod
 	removed int
 	listErr error
-	statErr map[types.UID]error
 }
 
 // Calls counts the RuntimeService calls the runtime answered.
@@ -144,7 +146,7 @@ func NewRuntime(clk clock.Clock) *Runtime {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Runtime{clock: clk, pods: make(map[types.UID]*pod), statErr: make(map[types.UID]error)}
+	return &Runtime{clock: clk}
 }
 
 var _ pleg.RuntimeService = (*Runtime)(nil)
@@ -231,13 +233,13 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 		ip: newPodIP(r.nextID.Load())}
 	r.start(p, spec, now)
 	r.mu.Lock()
-	known, ok := r.pods[spec.UID]
-	if !ok {
-		r.pods[spec.UID] = p
+	known := r.find(spec.UID)
+	if known == nil {
+		r.pods.Store(spec.UID, p)
 		r.order = append(r.order, p)
 	}
 	r.mu.Unlock()
-	if ok { // added meanwhile by another call
+	if known != nil { // added meanwhile by another call
 		known.mu.Lock()
 		defer known.mu.Unlock()
 		r.start(known, spec, r.clock.Now())
@@ -247,9 +249,10 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 
 // find returns the pod uid, nil if unknown.
 func (r *Runtime) find(uid types.UID) *pod {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pods[uid]
+	if p, ok := r.pods.Load(uid); ok {
+		return p.(*pod)
+	}
+	return nil
 }
 
 // start is StartPod on p at now. Callers hold p.mu (see Runtime.world), or p is not yet
@@ -367,12 +370,12 @@ func (r *Runtime) RemovePod(uid types.UID) {
 	defer r.world.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, ok := r.pods[uid]
-	if !ok {
+	p := r.find(uid)
+	if p == nil {
 		return
 	}
 	p.removed.Store(true)
-	delete(r.pods, uid)
+	r.pods.Delete(uid)
 	if r.removed++; r.removed > len(r.order)/2 {
 		r.compact()
 	}
@@ -396,13 +399,11 @@ func (r *Runtime) SetListError(err error) {
 
 // SetPodStatusError makes PodStatus of uid fail with err (nil restores it).
 func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if err == nil {
-		delete(r.statErr, uid)
+		r.statErr.Delete(uid)
 		return
 	}
-	r.statErr[uid] = err
+	r.statErr.Store(uid, err)
 }
 
 // Calls returns how many RuntimeService calls the runtime answered.
@@ -498,12 +499,10 @@ func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace st
 	r.statusCalls.Add(1)
 	r.world.RLock()
 	defer r.world.RUnlock()
-	r.mu.Lock()
-	err, p := r.statErr[uid], r.pods[uid]
-	r.mu.Unlock()
-	if err != nil {
-		return nil, err
+	if err, ok := r.statErr.Load(uid); ok {
+		return nil, err.(error)
 	}
+	p := r.find(uid)
 	if p == nil {
 		return &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, nil
 	}
