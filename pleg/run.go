@@ -179,7 +179,7 @@ func (r *Relister) recordName(uid types.UID) (name, namespace string) {
 
 // podLockStripes is how many pod locks a relister has: enough that refreshes of different
 // pods rarely share one.
-const podLockStripes = 64
+const podLockStripes = 1024
 
 // podLock returns the lock of pod uid (see Relister.mu).
 func (r *Relister) podLock(uid types.UID) *sync.Mutex {

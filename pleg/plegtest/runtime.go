@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"sync"
@@ -70,9 +71,9 @@ type PodSpec struct {
 }
 
 // Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
-// pods run in parallel, each holding its pod's lock (finding the pod takes none, adding or
-// removing it the runtime's, briefly); ListPods waits for them and holds them off while it
-// lists. The zero value is not usable; call NewRuntime.
+// pods run in parallel, each holding its pod's lock (and, briefly, the lock of the shard
+// that finds it, or the runtime's to add or remove it); ListPods waits for them and holds
+// them off while it lists. The zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
 	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
@@ -84,18 +85,36 @@ type Runtime struct {
 	// and for reading by every other call about pods; those lock the pod (pod.mu) to read
 	// or change its state.
 	world sync.RWMutex
-	// pods maps each pod's UID to the pod (*pod): read without a lock, changed under mu.
-	pods sync.Map
-	// statErr maps a UID to the error its PodStatus calls fail with.
-	statErr sync.Map
-	// mu guards the fields below, and changes of pods; it is held only to make them.
+	// shards hold the pods and status errors by a hash of the UID with seed, so that
+	// finding a pod rarely waits for another call; a pod is added or removed holding mu
+	// too.
+	shards [podShards]podShard
+	seed   maphash.Seed
+	// mu guards the fields below; it is held only to read or change them.
 	mu sync.Mutex
 	// order holds the pods in creation order, for stable listings; a removed pod stays
-	// in it (no longer in pods, marked removed) until compact drops it, so removing a pod
+	// in it (no longer in its shard, marked removed) until compact drops it, so removing a pod
 	// does not scan every pod. removed counts those.
 	order   []*pod
 	removed int
 	listErr error
+}
+
+// podShards is how many shards hold a runtime's pods.
+const podShards = 64
+
+// podShard holds the pods and the status errors of the UIDs that hash to it.
+type podShard struct {
+	mu      sync.Mutex
+	pods    map[types.UID]*pod
+	statErr map[types.UID]error
+	// pad keeps each shard on its own cache line.
+	pad [40]byte
+}
+
+// shard returns the shard of uid.
+func (r *Runtime) shard(uid types.UID) *podShard {
+	return &r.shards[maphash.String(r.seed, string(uid))%podShards]
 }
 
 // Calls counts the RuntimeService calls the runtime answered.
@@ -109,12 +128,15 @@ type pod struct {
 	createdAt       time.Time
 	ip              string
 
-	// removed is set by RemovePod: no longer in Runtime.pods.
+	// removed is set by RemovePod: no longer in its shard.
 	removed atomic.Bool
 	// mu guards the fields below (see Runtime.world).
 	mu         sync.Mutex
 	sandboxes  []*sandbox // newest first
 	containers []*container
+	// firstSandbox and firstContainer hold the first of each, in the pod's memory.
+	firstSandbox   [1]*sandbox
+	firstContainer [1]*container
 }
 
 type sandbox struct {
@@ -146,7 +168,11 @@ func NewRuntime(clk clock.Clock) *Runtime {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Runtime{clock: clk}
+	r := &Runtime{clock: clk, seed: maphash.MakeSeed()}
+	for i := range r.shards {
+		r.shards[i] = podShard{pods: make(map[types.UID]*pod), statErr: make(map[types.UID]error)}
+	}
+	return r
 }
 
 var _ pleg.RuntimeService = (*Runtime)(nil)
@@ -231,13 +257,17 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	now := r.clock.Now()
 	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
 		ip: newPodIP(r.nextID.Load())}
+	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
 	r.start(p, spec, now)
 	r.mu.Lock()
-	known := r.find(spec.UID)
+	sh := r.shard(spec.UID)
+	sh.mu.Lock()
+	known := sh.pods[spec.UID]
 	if known == nil {
-		r.pods.Store(spec.UID, p)
+		sh.pods[spec.UID] = p
 		r.order = append(r.order, p)
 	}
+	sh.mu.Unlock()
 	r.mu.Unlock()
 	if known != nil { // added meanwhile by another call
 		known.mu.Lock()
@@ -249,14 +279,14 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 
 // find returns the pod uid, nil if unknown.
 func (r *Runtime) find(uid types.UID) *pod {
-	if p, ok := r.pods.Load(uid); ok {
-		return p.(*pod)
-	}
-	return nil
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.pods[uid]
 }
 
 // start is StartPod on p at now. Callers hold p.mu (see Runtime.world), or p is not yet
-// in r.pods.
+// in its shard.
 func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
 	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
@@ -370,12 +400,15 @@ func (r *Runtime) RemovePod(uid types.UID) {
 	defer r.world.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p := r.find(uid)
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	p := sh.pods[uid]
+	delete(sh.pods, uid)
+	sh.mu.Unlock()
 	if p == nil {
 		return
 	}
 	p.removed.Store(true)
-	r.pods.Delete(uid)
 	if r.removed++; r.removed > len(r.order)/2 {
 		r.compact()
 	}
@@ -399,11 +432,14 @@ func (r *Runtime) SetListError(err error) {
 
 // SetPodStatusError makes PodStatus of uid fail with err (nil restores it).
 func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if err == nil {
-		r.statErr.Delete(uid)
+		delete(sh.statErr, uid)
 		return
 	}
-	r.statErr.Store(uid, err)
+	sh.statErr[uid] = err
 }
 
 // Calls returns how many RuntimeService calls the runtime answered.
@@ -493,25 +529,30 @@ func (p *pod) active() bool {
 	return p.running() || slices.ContainsFunc(p.sandboxes, func(sb *sandbox) bool { return sb.ready })
 }
 
-// PodStatus returns the pod's detailed status; an unknown pod has an empty status. The
-// status of a pod with at most one sandbox and one container is one allocation.
+// PodStatus returns the pod's detailed status, observed now (TimeStamp); an unknown pod has
+// an empty status. The status of a pod with at most one sandbox and one container is one
+// allocation.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
 	r.statusCalls.Add(1)
 	r.world.RLock()
 	defer r.world.RUnlock()
-	if err, ok := r.statErr.Load(uid); ok {
-		return nil, err.(error)
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	err, p := sh.statErr[uid], sh.pods[uid]
+	sh.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
-	p := r.find(uid)
 	if p == nil {
 		return &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.advance(r.clock.Now())
+	now := r.clock.Now()
+	p.advance(now)
 	b := new(statusBlock)
 	st := &b.status
-	*st = pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
+	*st = pleg.PodStatus{ID: uid, Name: name, Namespace: namespace, TimeStamp: now}
 	if len(p.sandboxes) > 0 && p.sandboxes[0].ready {
 		b.ip[0] = p.ip
 		st.IPs = b.ip[:]
