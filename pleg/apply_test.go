@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -221,6 +222,40 @@ func TestConcurrentRefreshes(t *testing.T) {
 		}
 		if got := rec.view.entries[rec.view.index(c)].state; got != ContainerStateExited {
 			t.Errorf("record of %s: %s is %s, want exited", u, c, got)
+		}
+	}
+}
+
+// TestPushesOfOnePodChangeCacheAndRecordTogether: while the relister's shared lock is
+// taken, a push of a pod stops on it after caching its status; a newer push of the same
+// pod must then wait for the first to finish (the pod's lock) instead of caching its own
+// status too, after which either may update the record first and the record would no
+// longer match the cache.
+func TestPushesOfOnePodChangeCacheAndRecordTogether(t *testing.T) {
+	r, cache, _ := newTestRelister(t, newFakeRuntime(), nil)
+	for k := range 20 {
+		at := t0.Add(time.Duration(2*k) * time.Second)
+		first, second := statusOf(mkPod("a", "c:a1:r")), statusOf(mkPod("a", "c:a1:e"))
+		first.TimeStamp, second.TimeStamp = at, at.Add(time.Second) // cached as they are
+		r.shared.Lock()
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = r.PushStatus(first, at) })
+		for st, _ := cache.Get("a"); st != first; st, _ = cache.Get("a") {
+			runtime.Gosched() // until the first push cached its status
+		}
+		wg.Go(func() { _, _ = r.PushStatus(second, at.Add(time.Second)) })
+		for range 100 { // time for the second push to cache its status, if it could
+			runtime.Gosched()
+		}
+		if st, _ := cache.Get("a"); st != first {
+			t.Errorf("round %d: a newer push cached its status while an older one was applied", k)
+		}
+		r.shared.Unlock()
+		wg.Wait()
+		st, _ := cache.Get("a")
+		rec := r.records["a"]
+		if got := rec.view.entries[rec.view.index("a1")].state; st != second || got != ContainerStateExited {
+			t.Fatalf("round %d: cache has the status of the second push: %v; record has a1 %s, want exited", k, st == second, got)
 		}
 	}
 }

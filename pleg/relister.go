@@ -142,13 +142,12 @@ type Relister struct {
 	// mu guards every field below. It is never held across a runtime call: a refresh
 	// or push waits for one pod's bookkeeping, never for a whole relist. A relist holds
 	// it for writing. A refresh or push (apply) holds it for reading, so that those of
-	// different pods run in parallel; it then holds the pod's lock (podLock) while it
-	// reads and rebuilds the pod's record's view and writes its cache entry, and shared
-	// for the records and reinspect maps, the event pool and unloggedDrops, and to set
-	// the record's view, uid and epoch (so shared alone suffices to read the view's
-	// name).
+	// different pods run in parallel (their runtime calls, statuses and cache writes);
+	// it then holds the pod's lock (podLock), so that the pod's cache entry and record
+	// change together, and, to change the record, shared.
 	mu sync.RWMutex
-	// shared is held under mu held for reading (see mu); never across another lock.
+	// shared guards, while mu is held for reading, every field below mu (the records,
+	// their views, the events); it is held briefly, and never across another lock.
 	shared sync.Mutex
 	// podLocks are the pods' locks, by a hash of the UID with podSeed (see mu).
 	podLocks [podLockStripes]sync.Mutex

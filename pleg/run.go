@@ -226,19 +226,16 @@ func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace strin
 		return nil, 0
 	}
 	r.shared.Lock()
+	defer r.shared.Unlock()
 	rec := r.records[uid]
 	if rec == nil {
 		// Not listed yet (or never): remember it; a relist that does not list it deletes the
 		// record and the cache entry like any vanished pod's.
 		rec = r.newRecord(uid)
 	}
-	r.shared.Unlock()
 	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
-	var view podView
-	view, sc.view = rec.view.rebuild(cur, sc.view)
-	r.shared.Lock()
-	defer r.shared.Unlock()
-	rec.view, rec.epoch = view, r.epoch
+	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
+	rec.epoch = r.epoch
 	if rec.view.uid != "" { // key rec by the view's UID, as setView does
 		rec.uid = rec.view.uid
 		r.records[rec.uid] = rec
