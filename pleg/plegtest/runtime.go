@@ -531,7 +531,7 @@ func (p *pod) active() bool {
 
 // PodStatus returns the pod's detailed status, observed now (TimeStamp); an unknown pod has
 // an empty status. The status of a pod with at most one sandbox and one container is one
-// allocation.
+// allocation, and its IPs another.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
 	r.statusCalls.Add(1)
 	r.world.RLock()
@@ -554,8 +554,9 @@ func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace st
 	st := &b.status
 	*st = pleg.PodStatus{ID: uid, Name: name, Namespace: namespace, TimeStamp: now}
 	if len(p.sandboxes) > 0 && p.sandboxes[0].ready {
-		b.ip[0] = p.ip
-		st.IPs = b.ip[:]
+		// Not in the block: a later status of the stopped pod keeps these IPs (the
+		// relister's cache does), which must not keep this whole status alive.
+		st.IPs = []string{p.ip}
 	}
 	st.SandboxStatuses = carve(len(p.sandboxes), &b.sandbox, &b.sandboxPtr)
 	for i, sb := range p.sandboxes {
@@ -583,7 +584,6 @@ func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace st
 // container, allocated at once.
 type statusBlock struct {
 	status       pleg.PodStatus
-	ip           [1]string
 	sandbox      pleg.SandboxStatus
 	sandboxPtr   [1]*pleg.SandboxStatus
 	container    pleg.ContainerStatus
