@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -21,10 +20,11 @@ import (
 // Statuses are stored and returned by pointer, not copied: a status handed to Set, or
 // returned by Get or GetNewerThan, must not be modified afterwards.
 type Cache struct {
-	// timestamp is the global timestamp; nil until the first UpdateTime. UpdateTime
-	// stores it before it visits the shards' waiters, so a GetNewerThan that registers a
-	// waiter after that visit finds the new timestamp.
-	timestamp atomic.Pointer[time.Time]
+	// tsMu guards timestamp, the global timestamp (zero until the first UpdateTime).
+	// UpdateTime sets it before it visits the shards' waiters, so a GetNewerThan that
+	// registers a waiter after that visit finds the new timestamp.
+	tsMu      sync.RWMutex
+	timestamp time.Time
 	seed      maphash.Seed
 	shards    [cacheShards]cacheShard
 }
@@ -83,10 +83,9 @@ func (c *Cache) shard(uid types.UID) *cacheShard {
 
 // globalTime returns the global timestamp; zero before the first UpdateTime.
 func (c *Cache) globalTime() time.Time {
-	if t := c.timestamp.Load(); t != nil {
-		return *t
-	}
-	return time.Time{}
+	c.tsMu.RLock()
+	defer c.tsMu.RUnlock()
+	return c.timestamp
 }
 
 // Get returns the cached status of a pod and the error recorded with it (the error of the
@@ -142,7 +141,9 @@ func (c *Cache) Delete(uid types.UID) {
 // without an entry had nothing in the runtime at t). It wakes every waiter whose minTime
 // is not after t. The relister calls it with the start time of each successful relist.
 func (c *Cache) UpdateTime(t time.Time) {
-	c.timestamp.Store(&t)
+	c.tsMu.Lock()
+	c.timestamp = t
+	c.tsMu.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
