@@ -210,11 +210,18 @@ func (r *Relister) newRecord(uid types.UID) *podRecord {
 // by the view's UID, which the view's newest buffer holds next to the IDs it added: a
 // lookup then reads memory that the diff reads next. r.mu must be held.
 func (r *Relister) setView(rec *podRecord, cur *Pod) {
-	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	r.scratch = r.setViewWith(rec, cur, r.scratch)
+}
+
+// setViewWith is setView with the given scratch buffer, returned grown (an apply's own,
+// under r.mu held for reading and r.shared).
+func (r *Relister) setViewWith(rec *podRecord, cur *Pod, scratch []viewEntry) []viewEntry {
+	rec.view, scratch = rec.view.rebuild(cur, scratch)
 	if rec.view.uid != "" {
 		rec.uid = rec.view.uid
 		r.records[rec.uid] = rec // an equal key: the map keeps the new string
 	}
+	return scratch
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil

@@ -234,12 +234,8 @@ func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace strin
 		rec = r.newRecord(uid)
 	}
 	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
-	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
+	sc.view = r.setViewWith(rec, cur, sc.view)
 	rec.epoch = r.epoch
-	if rec.view.uid != "" { // key rec by the view's UID, as setView does
-		rec.uid = rec.view.uid
-		r.records[rec.uid] = rec
-	}
 	delete(r.reinspect, uid)
 	r.emit(uid, sc.changes, &rec.view)
 	return status, r.takeDrops()
