@@ -31,7 +31,7 @@ type Cache struct {
 
 // cacheShards is how many shards a cache has: enough that the pod workers' calls rarely
 // share one.
-const cacheShards = 64
+const cacheShards = 16
 
 // cacheShard holds the pods whose UID hashes to it.
 type cacheShard struct {
