@@ -2,6 +2,7 @@ package pleg
 
 import (
 	"context"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -10,7 +11,8 @@ import (
 
 // Cache holds the last observed runtime status of every pod, with the time it was
 // observed, plus a global timestamp: the start of the last complete relist, before which
-// every entry is known to be fresh. It is safe for concurrent use.
+// every entry is known to be fresh. It is safe for concurrent use; calls about different
+// pods rarely wait for each other (the pods are spread over shards, each with its lock).
 //
 // The relister writes it (Set, Delete, UpdateTime); the pod workers read it, usually with
 // GetNewerThan so that a sync never acts on a status older than its previous sync.
@@ -18,15 +20,31 @@ import (
 // Statuses are stored and returned by pointer, not copied: a status handed to Set, or
 // returned by Get or GetNewerThan, must not be modified afterwards.
 type Cache struct {
+	// tsMu guards timestamp, the global timestamp (zero until the first UpdateTime).
+	// UpdateTime sets it before it visits the shards' waiters, so a GetNewerThan that
+	// registers a waiter after that visit finds the new timestamp.
+	tsMu      sync.RWMutex
+	timestamp time.Time
+	seed      maphash.Seed
+	shards    [cacheShards]cacheShard
+}
+
+// cacheShards is how many shards a cache has: enough that the pod workers' calls rarely
+// share one.
+const cacheShards = 16
+
+// cacheShard holds the pods whose UID hashes to it.
+type cacheShard struct {
 	mu sync.Mutex
 	// pods maps a pod UID to its entry. Invariant: no entry has an empty UID key.
 	pods map[types.UID]cacheEntry
-	// timestamp is the global timestamp; zero until the first UpdateTime.
-	timestamp time.Time
 	// waiters holds, per pod, the blocked GetNewerThan calls. Invariant: every waiter
 	// listed here has not been answered; a waiter is removed when it is answered or when
 	// its context ends, and an empty list is deleted from the map.
 	waiters map[types.UID][]*cacheWaiter
+	// pad keeps each shard on its own cache line, so that locking one does not slow its
+	// neighbours.
+	pad [40]byte
 }
 
 // cacheEntry is one pod's cached status.
@@ -50,24 +68,39 @@ type cacheAnswer struct {
 
 // NewCache returns an empty cache with a zero global timestamp.
 func NewCache() *Cache {
-	return &Cache{
-		pods:    make(map[types.UID]cacheEntry),
-		waiters: make(map[types.UID][]*cacheWaiter),
+	c := &Cache{seed: maphash.MakeSeed()}
+	for i := range c.shards {
+		c.shards[i].pods = make(map[types.UID]cacheEntry)
+		c.shards[i].waiters = make(map[types.UID][]*cacheWaiter)
 	}
+	return c
+}
+
+// shard returns the shard of pod uid.
+func (c *Cache) shard(uid types.UID) *cacheShard {
+	return &c.shards[maphash.String(c.seed, string(uid))%cacheShards]
+}
+
+// globalTime returns the global timestamp; zero before the first UpdateTime.
+func (c *Cache) globalTime() time.Time {
+	c.tsMu.RLock()
+	defer c.tsMu.RUnlock()
+	return c.timestamp
 }
 
 // Get returns the cached status of a pod and the error recorded with it (the error of the
 // runtime call that produced it, if that call failed). A pod without an entry gives an
 // empty status {ID: uid} and a nil error; the returned status is never nil.
 func (c *Cache) Get(uid types.UID) (*PodStatus, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	a := c.getLocked(uid)
+	s := c.shard(uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.getLocked(uid)
 	return a.status, a.err
 }
 
-func (c *Cache) getLocked(uid types.UID) cacheAnswer {
-	e, ok := c.pods[uid]
+func (s *cacheShard) getLocked(uid types.UID) cacheAnswer {
+	e, ok := s.pods[uid]
 	if !ok || e.status == nil {
 		return cacheAnswer{status: &PodStatus{ID: uid}, err: e.err}
 	}
@@ -84,33 +117,40 @@ func (c *Cache) Set(uid types.UID, status *PodStatus, err error, timestamp time.
 	if uid == "" {
 		return false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.pods[uid]; ok && e.modified.After(timestamp) {
+	s := c.shard(uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.pods[uid]; ok && e.modified.After(timestamp) {
 		return false
 	}
-	c.pods[uid] = cacheEntry{status: status, err: err, modified: timestamp}
-	c.notifyLocked(uid, timestamp)
+	s.pods[uid] = cacheEntry{status: status, err: err, modified: timestamp}
+	s.notifyLocked(uid, timestamp)
 	return true
 }
 
 // Delete removes the entry of a pod. Waiters are not woken: the pod's next answer comes
 // from a later Set or UpdateTime.
 func (c *Cache) Delete(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pods, uid)
+	s := c.shard(uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.pods, uid)
 }
 
 // UpdateTime sets the global timestamp: every entry is at least as fresh as t (a pod
 // without an entry had nothing in the runtime at t). It wakes every waiter whose minTime
 // is not after t. The relister calls it with the start time of each successful relist.
 func (c *Cache) UpdateTime(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.tsMu.Lock()
 	c.timestamp = t
-	for uid := range c.waiters {
-		c.notifyLocked(uid, t)
+	c.tsMu.Unlock()
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for uid := range s.waiters {
+			s.notifyLocked(uid, t)
+		}
+		s.mu.Unlock()
 	}
 }
 
@@ -124,27 +164,28 @@ func (c *Cache) UpdateTime(t time.Time) {
 // The comparisons are the kubelet's: the immediate check is strict ("after minTime"),
 // while a Set or UpdateTime wakes a waiter whose minTime equals its timestamp.
 func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*PodStatus, error) {
-	c.mu.Lock()
-	if a, ok := c.newerThanLocked(uid, minTime); ok {
-		c.mu.Unlock()
+	s := c.shard(uid)
+	s.mu.Lock()
+	if a, ok := c.newerThanLocked(s, uid, minTime); ok {
+		s.mu.Unlock()
 		return a.status, a.err
 	}
 	if err := ctx.Err(); err != nil {
-		c.mu.Unlock()
+		s.mu.Unlock()
 		return nil, err
 	}
 	w := &cacheWaiter{minTime: minTime, ch: make(chan cacheAnswer, 1)}
-	c.waiters[uid] = append(c.waiters[uid], w)
-	c.mu.Unlock()
+	s.waiters[uid] = append(s.waiters[uid], w)
+	s.mu.Unlock()
 
 	select {
 	case a := <-w.ch:
 		return a.status, a.err
 	case <-ctx.Done():
 	}
-	c.mu.Lock()
-	removed := c.removeWaiterLocked(uid, w)
-	c.mu.Unlock()
+	s.mu.Lock()
+	removed := s.removeWaiterLocked(uid, w)
+	s.mu.Unlock()
 	if !removed {
 		// Answered while ctx ended: the answer is in the channel; prefer it.
 		a := <-w.ch
@@ -153,19 +194,20 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Ti
 	return nil, ctx.Err()
 }
 
-// newerThanLocked is GetNewerThan's immediate check.
-func (c *Cache) newerThanLocked(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
-	e, ok := c.pods[uid]
-	globalNewer := !c.timestamp.IsZero() && c.timestamp.After(minTime)
+// newerThanLocked is GetNewerThan's immediate check; s is uid's shard, locked.
+func (c *Cache) newerThanLocked(s *cacheShard, uid types.UID, minTime time.Time) (cacheAnswer, bool) {
+	e, ok := s.pods[uid]
+	global := c.globalTime()
+	globalNewer := !global.IsZero() && global.After(minTime)
 	if (ok && e.modified.After(minTime)) || globalNewer {
-		return c.getLocked(uid), true
+		return s.getLocked(uid), true
 	}
 	return cacheAnswer{}, false
 }
 
 // notifyLocked answers and removes every waiter of uid whose minTime is not after t.
-func (c *Cache) notifyLocked(uid types.UID, t time.Time) {
-	ws, ok := c.waiters[uid]
+func (s *cacheShard) notifyLocked(uid types.UID, t time.Time) {
+	ws, ok := s.waiters[uid]
 	if !ok {
 		return
 	}
@@ -175,19 +217,19 @@ func (c *Cache) notifyLocked(uid types.UID, t time.Time) {
 			kept = append(kept, w)
 			continue
 		}
-		w.ch <- c.getLocked(uid) // capacity 1, answered once: never blocks
+		w.ch <- s.getLocked(uid) // capacity 1, answered once: never blocks
 	}
 	clear(ws[len(kept):])
 	if len(kept) == 0 {
-		delete(c.waiters, uid)
+		delete(s.waiters, uid)
 		return
 	}
-	c.waiters[uid] = kept
+	s.waiters[uid] = kept
 }
 
 // removeWaiterLocked removes w from the waiters of uid and reports whether it was there.
-func (c *Cache) removeWaiterLocked(uid types.UID, w *cacheWaiter) bool {
-	ws := c.waiters[uid]
+func (s *cacheShard) removeWaiterLocked(uid types.UID, w *cacheWaiter) bool {
+	ws := s.waiters[uid]
 	for i, x := range ws {
 		if x != w {
 			continue
@@ -196,9 +238,9 @@ func (c *Cache) removeWaiterLocked(uid types.UID, w *cacheWaiter) bool {
 		copy(ws[i:], ws[i+1:])
 		ws[last] = nil
 		if last == 0 {
-			delete(c.waiters, uid)
+			delete(s.waiters, uid)
 		} else {
-			c.waiters[uid] = ws[:last]
+			s.waiters[uid] = ws[:last]
 		}
 		return true
 	}
@@ -207,11 +249,14 @@ func (c *Cache) removeWaiterLocked(uid types.UID, w *cacheWaiter) bool {
 
 // waiterCount returns how many GetNewerThan calls are blocked (for tests).
 func (c *Cache) waiterCount() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	n := 0
-	for _, ws := range c.waiters {
-		n += len(ws)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for _, ws := range s.waiters {
+			n += len(ws)
+		}
+		s.mu.Unlock()
 	}
 	return n
 }

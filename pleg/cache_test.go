@@ -3,6 +3,8 @@ package pleg
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -80,9 +82,10 @@ func TestCacheGetNewerThanImmediate(t *testing.T) {
 			if !tc.modified.IsZero() {
 				c.Set("a", status, nil, tc.modified)
 			}
-			c.mu.Lock()
-			a, ready := c.newerThanLocked("a", t0)
-			c.mu.Unlock()
+			s := c.shard("a")
+			s.mu.Lock()
+			a, ready := c.newerThanLocked(s, "a", t0)
+			s.mu.Unlock()
 			if ready != tc.wantReady {
 				t.Fatalf("ready = %v, want %v", ready, tc.wantReady)
 			}
@@ -233,6 +236,51 @@ func TestCacheWaiterDeadline(t *testing.T) {
 		}
 		if n := c.waiterCount(); n != 0 {
 			t.Fatalf("waiterCount = %d, want 0", n)
+		}
+	})
+}
+
+// has reports whether the cache holds an entry for uid.
+func (c *Cache) has(uid types.UID) bool {
+	s := c.shard(uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.pods[uid]
+	return ok
+}
+
+// TestCacheConcurrentWaiters: GetNewerThan calls of many pods, Sets and an UpdateTime run
+// at once (for the race detector, over every shard); each call is answered with its pod's
+// status whatever the order: one that registers its wait after UpdateTime visited its
+// shard finds the new global timestamp.
+func TestCacheConcurrentWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := NewCache()
+		const pods = 4 * cacheShards
+		var wg sync.WaitGroup
+		for i := range pods {
+			uid := types.UID(fmt.Sprint("p", i))
+			wg.Go(func() {
+				st, err := c.GetNewerThan(context.Background(), uid, t0)
+				if err != nil || st.ID != uid {
+					t.Errorf("GetNewerThan(%s) = %+v, %v", uid, st, err)
+				}
+			})
+			if i%2 == 0 {
+				wg.Go(func() { c.Set(uid, &PodStatus{ID: uid}, nil, t0.Add(time.Second)) })
+			}
+			if i == pods/2 {
+				wg.Go(func() { c.UpdateTime(t0.Add(time.Second)) })
+			}
+		}
+		wg.Wait()
+		if n := c.waiterCount(); n != 0 {
+			t.Errorf("waiterCount = %d, want 0", n)
+		}
+		for i := range pods {
+			if uid := types.UID(fmt.Sprint("p", i)); c.has(uid) != (i%2 == 0) {
+				t.Errorf("has(%s) = %v", uid, !(i%2 == 0))
+			}
 		}
 	})
 }

@@ -158,7 +158,7 @@ func FuzzRelistModel(f *testing.F) {
 				_, known := r.records[types.UID(fmt.Sprint("pod", int(low)%pods))]
 				r.mu.Unlock()
 				if known { // a refresh of a pod the runtime lists; it must not break the model
-					_ = r.refresh(context.Background(), types.UID(fmt.Sprint("pod", int(low)%pods)))
+					_, _ = r.refresh(context.Background(), types.UID(fmt.Sprint("pod", int(low)%pods)))
 					apply()
 				}
 			default: // set container low%6 (ids c0..c4, s5 a sandbox) to a state

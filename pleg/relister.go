@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -139,8 +140,18 @@ type Relister struct {
 	notes []logNote
 
 	// mu guards every field below. It is never held across a runtime call: a refresh
-	// or push waits for one pod's bookkeeping, never for a whole relist.
-	mu sync.Mutex
+	// or push waits for one pod's bookkeeping, never for a whole relist. A relist holds
+	// it for writing. A refresh or push (apply) holds it for reading, so that those of
+	// different pods run in parallel (their runtime calls, statuses and cache writes);
+	// it then holds the pod's lock (podLock), so that the pod's cache entry and record
+	// change together, and, to change the record, shared.
+	mu sync.RWMutex
+	// shared guards, while mu is held for reading, every field below mu (the records,
+	// their views, the events); it is held briefly, and never across another lock.
+	shared sync.Mutex
+	// podLocks are the pods' locks, by a hash of the UID with podSeed (see mu).
+	podLocks [podLockStripes]sync.Mutex
+	podSeed  maphash.Seed
 	// records maps each pod UID to the pod as last seen and handled. Invariant: a record's
 	// view is the one that was diffed into events and whose status reached the cache,
 	// except for pods in reinspect, whose view is the older one their events will be
@@ -187,7 +198,7 @@ type podRecord struct {
 const inlineEntries = 4
 
 // newRecord records pod uid, with an empty view whose entries are inline. r.mu must be
-// held.
+// held for writing, or r.shared.
 func (r *Relister) newRecord(uid types.UID) *podRecord {
 	rec := &podRecord{uid: uid}
 	rec.view.entries = rec.inline[:0]
@@ -199,11 +210,18 @@ func (r *Relister) newRecord(uid types.UID) *podRecord {
 // by the view's UID, which the view's newest buffer holds next to the IDs it added: a
 // lookup then reads memory that the diff reads next. r.mu must be held.
 func (r *Relister) setView(rec *podRecord, cur *Pod) {
-	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
+	r.scratch = r.setViewWith(rec, cur, r.scratch)
+}
+
+// setViewWith is setView with the given scratch buffer, returned grown (an apply's own,
+// under r.mu held for reading and r.shared).
+func (r *Relister) setViewWith(rec *podRecord, cur *Pod, scratch []viewEntry) []viewEntry {
+	rec.view, scratch = rec.view.rebuild(cur, scratch)
 	if rec.view.uid != "" {
 		rec.uid = rec.view.uid
 		r.records[rec.uid] = rec // an equal key: the map keeps the new string
 	}
+	return scratch
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil
@@ -248,6 +266,7 @@ func New(cfg Config) (*Relister, error) {
 		wake:           make(chan struct{}, 1),
 		records:        make(map[types.UID]*podRecord),
 		reinspect:      make(map[types.UID]struct{}),
+		podSeed:        maphash.MakeSeed(),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -398,6 +417,7 @@ func hasReadySandbox(s *PodStatus) bool {
 
 // emit sends the events of changes for pod uid, ContainerChanged only if configured.
 // Their Data comes boxed from the change or from view, the pod's view that has the new IDs.
+// r.mu must be held for writing, or r.shared.
 func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 	for _, c := range changes {
 		ts, k := transition(c.old, c.new)
@@ -420,7 +440,7 @@ func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 const eventChunk = 32
 
 // newEvent returns a zero event carved from a chunk, so events cost one allocation per
-// eventChunk. r.mu must be held.
+// eventChunk. r.mu must be held for writing, or r.shared.
 func (r *Relister) newEvent() *PodLifecycleEvent {
 	if len(r.eventPool) == 0 {
 		r.eventPool = make([]PodLifecycleEvent, eventChunk)
@@ -434,7 +454,8 @@ func (r *Relister) delivers(t EventType) bool {
 	return t != ContainerChanged || r.deliverChanged
 }
 
-// send puts e on the channel, or drops and counts it when the channel is full.
+// send puts e on the channel, or drops and counts it when the channel is full. r.mu must
+// be held for writing, or r.shared.
 func (r *Relister) send(e *PodLifecycleEvent) {
 	select {
 	case r.events <- e:
@@ -445,7 +466,7 @@ func (r *Relister) send(e *PodLifecycleEvent) {
 }
 
 // takeDrops returns how many events were dropped since the last call, for reportDrops.
-// r.mu must be held.
+// r.mu must be held for writing, or r.shared.
 func (r *Relister) takeDrops() int {
 	n := r.unloggedDrops
 	r.unloggedDrops = 0

@@ -111,15 +111,12 @@ func runSteps(t *testing.T, deliverChanged bool, steps []step) {
 			}
 		}
 		for _, uid := range s.wantGone {
-			cache.mu.Lock()
-			_, ok := cache.pods[uid]
-			cache.mu.Unlock()
-			if ok {
+			if cache.has(uid) {
 				t.Errorf("step %d %q: cache still has pod %s", i, s.name, uid)
 			}
 		}
-		if !errors.Is(err, ErrListPods) && !cache.timestamp.Equal(start) {
-			t.Errorf("step %d %q: cache timestamp = %v, want the relist start %v", i, s.name, cache.timestamp, start)
+		if got := cache.globalTime(); !errors.Is(err, ErrListPods) && !got.Equal(start) {
+			t.Errorf("step %d %q: cache timestamp = %v, want the relist start %v", i, s.name, got, start)
 		}
 	}
 }
@@ -302,8 +299,8 @@ func TestRelistListFailure(t *testing.T) {
 	if got := drain(r.Events()); got != nil {
 		t.Fatalf("events after a failed list: %v", got)
 	}
-	if !cache.timestamp.Equal(t0) {
-		t.Fatalf("cache timestamp = %v, want unchanged %v", cache.timestamp, t0)
+	if !cache.globalTime().Equal(t0) {
+		t.Fatalf("cache timestamp = %v, want unchanged %v", cache.globalTime(), t0)
 	}
 	if st, _ := cache.Get("a"); len(st.ContainerStatuses) != 1 {
 		t.Fatalf("cache of a = %v; a failed list must not touch it", st)
@@ -413,8 +410,8 @@ func TestRelistAbandonedWhenContextEnds(t *testing.T) {
 	if err := r.Relist(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Relist = %v, want context.Canceled", err)
 	}
-	if calls != 1 || !cache.timestamp.IsZero() {
-		t.Fatalf("PodStatus calls = %d (want 1), cache timestamp %v (want zero)", calls, cache.timestamp)
+	if calls != 1 || !cache.globalTime().IsZero() {
+		t.Fatalf("PodStatus calls = %d (want 1), cache timestamp %v (want zero)", calls, cache.globalTime())
 	}
 	if diff := cmp.Diff([]string{"a ContainerStarted c1"}, drain(r.Events())); diff != "" {
 		t.Fatalf("events mismatch (-want +got):\n%s", diff)

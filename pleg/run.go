@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -75,10 +77,14 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 	if uid == "" {
 		return nil, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
-	if err := r.refresh(ctx, uid); err != nil {
+	status, err := r.refresh(ctx, uid)
+	if err != nil {
 		return nil, err
 	}
-	status, err := r.cache.Get(uid)
+	if status != nil {
+		return status, nil
+	}
+	status, err = r.cache.Get(uid) // the newer observation the cache kept
 	if err != nil {
 		return nil, fmt.Errorf("%w: pod %s: %w", ErrPodStatus, uid, err)
 	}
@@ -123,7 +129,7 @@ func (r *Relister) refreshPending(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if err := r.refresh(ctx, uid); err != nil {
+		if _, err := r.refresh(ctx, uid); err != nil {
 			r.log.DebugContext(ctx, "pleg: refresh incomplete", "podUID", uid, "err", err)
 		}
 	}
@@ -131,43 +137,53 @@ func (r *Relister) refreshPending(ctx context.Context) {
 
 // refresh re-inspects one pod: the status the runtime reports now replaces the pod's
 // record, as if a relist had listed the pod with the containers and sandboxes of that
-// status. A failure caches the error and leaves the pod to be inspected again by the next
-// relist. r.mu is not held during the runtime call.
-func (r *Relister) refresh(ctx context.Context, uid types.UID) error {
-	r.mu.Lock()
-	var name, namespace string
-	if rec := r.records[uid]; rec != nil {
-		name, namespace = rec.view.name, rec.view.namespace
-	}
-	r.mu.Unlock()
-
+// status. It returns the status cached, or nil when the cache kept a newer observation. A
+// failure caches the error and leaves the pod to be inspected again by the next relist.
+// No lock is held during the runtime call.
+func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, error) {
+	name, namespace := r.recordName(uid)
 	ts := r.clock.Now()
 	status, err := r.runtime.PodStatus(ctx, uid, name, namespace)
-	var cur *Pod
 	if err == nil {
-		cur = podFromStatus(uid, status, name, namespace) // before locking: it allocates
+		cached, dropped := r.apply(uid, status, name, namespace, ts)
+		r.reportDrops(ctx, "refresh", dropped)
+		return cached, nil
 	}
-
 	r.mu.Lock()
-	if err != nil {
-		if r.records[uid] == nil {
-			// Never listed: remember it, so that a relist that does not list it deletes
-			// the cache entry made here like any vanished pod's.
-			r.newRecord(uid)
-		}
-		r.cache.Set(uid, status, err, ts)
-		r.reinspect[uid] = struct{}{}
-		err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
-	} else {
-		r.apply(uid, r.prepare(uid, status, ts), cur, ts)
+	if r.records[uid] == nil {
+		// Never listed: remember it, so that a relist that does not list it deletes the
+		// cache entry made here like any vanished pod's.
+		r.newRecord(uid)
 	}
+	r.cache.Set(uid, status, err, ts)
+	r.reinspect[uid] = struct{}{}
 	dropped := r.takeDrops()
 	r.mu.Unlock()
-	if err != nil {
-		r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
-	}
+	err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
+	r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
 	r.reportDrops(ctx, "refresh", dropped)
-	return err
+	return nil, err
+}
+
+// recordName returns the name and namespace of uid's record; "" for a pod without one.
+func (r *Relister) recordName(uid types.UID) (name, namespace string) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	r.shared.Lock()
+	defer r.shared.Unlock()
+	if rec := r.records[uid]; rec != nil {
+		return rec.view.name, rec.view.namespace
+	}
+	return "", ""
+}
+
+// podLockStripes is how many pod locks a relister has: enough that refreshes of different
+// pods rarely share one.
+const podLockStripes = 1024
+
+// podLock returns the lock of pod uid (see Relister.mu).
+func (r *Relister) podLock(uid types.UID) *sync.Mutex {
+	return &r.podLocks[maphash.String(r.podSeed, string(uid))%podLockStripes]
 }
 
 // PushStatus is the push mode: a caller whose runtime emits container events (like the
@@ -184,71 +200,105 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 	if status.ID == "" {
 		return false, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
-	cur := podFromStatus(status.ID, status, status.Name, status.Namespace)
-	r.mu.Lock()
-	applied = r.apply(status.ID, r.prepare(status.ID, status, observedAt), cur, observedAt)
-	dropped := r.takeDrops()
-	r.mu.Unlock()
+	cached, dropped := r.apply(status.ID, status, status.Name, status.Namespace, observedAt)
 	r.reportDrops(context.Background(), "push", dropped)
-	return applied, nil
+	return cached != nil, nil
 }
 
-// apply caches a freshly fetched status of uid observed at ts and, if the cache took it,
-// replaces the pod's record with the view of cur, the pod of that status (podFromStatus),
-// and sends the events of the difference. The record keeps the current epoch: a relist
-// whose list was taken meanwhile leaves the pod alone. It reports whether the cache took
-// the status. r.mu must be held.
-func (r *Relister) apply(uid types.UID, status *PodStatus, cur *Pod, ts time.Time) bool {
+// apply caches a freshly fetched status of uid observed at ts (prepare) and, if the cache
+// took it, replaces the pod's record with the view of the status's pod and sends the
+// events of the difference. name and namespace complete a status that lacks them. The
+// record keeps the current epoch: a relist whose list was taken meanwhile leaves the pod
+// alone. It returns the status cached, nil if the cache kept a newer one, and how many
+// events were dropped (takeDrops). It holds r.mu for reading and the pod's lock: applies
+// of different pods run in parallel.
+func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace string, ts time.Time) (cached *PodStatus, dropped int) {
+	sc := scratchPool.Get().(*applyScratch)
+	defer sc.release()
+	cur := sc.podOf(uid, status, name, namespace)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	mu := r.podLock(uid)
+	mu.Lock()
+	defer mu.Unlock()
+	status = r.prepare(uid, status, ts)
 	if !r.cache.Set(uid, status, nil, ts) {
-		return false
+		return nil, 0
 	}
+	r.shared.Lock()
+	defer r.shared.Unlock()
 	rec := r.records[uid]
 	if rec == nil {
 		// Not listed yet (or never): remember it; a relist that does not list it deletes the
 		// record and the cache entry like any vanished pod's.
 		rec = r.newRecord(uid)
 	}
-	r.changes, _ = appendChanges(r.changes[:0], &rec.view, cur)
-	r.setView(rec, cur)
+	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
+	sc.view = r.setViewWith(rec, cur, sc.view)
 	rec.epoch = r.epoch
 	delete(r.reinspect, uid)
-	r.emit(uid, r.changes, &rec.view)
-	return true
+	r.emit(uid, sc.changes, &rec.view)
+	return status, r.takeDrops()
 }
 
-// podFromStatus returns the runtime pod uid that a detailed status describes (nil: no
-// containers): its containers with their states, its sandboxes as running while ready and
-// exited otherwise. name and namespace complete a status that lacks them.
-func podFromStatus(uid types.UID, s *PodStatus, name, namespace string) *Pod {
-	p := &Pod{ID: uid, Name: name, Namespace: namespace}
+// applyScratch is the memory an apply reuses: the pod of the status, its changes and the
+// view entries being built.
+type applyScratch struct {
+	pod     Pod
+	parts   []Container
+	ptrs    []*Container
+	changes []change
+	view    []viewEntry
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(applyScratch) }}
+
+// podOf returns the runtime pod uid that a detailed status describes, in sc's memory (valid
+// until release): its containers with their states, its sandboxes as running while ready
+// and exited otherwise. name and namespace complete a status that lacks them.
+func (sc *applyScratch) podOf(uid types.UID, s *PodStatus, name, namespace string) *Pod {
+	sc.pod = Pod{ID: uid, Name: name, Namespace: namespace}
+	p := &sc.pod
 	if s == nil {
 		return p
 	}
 	if s.Name != "" {
 		p.Name, p.Namespace = s.Name, s.Namespace
 	}
-	if len(s.ContainerStatuses) > 0 {
-		p.Containers = make([]*Container, 0, len(s.ContainerStatuses))
-		for _, cs := range s.ContainerStatuses {
-			if cs != nil {
-				p.Containers = append(p.Containers, &Container{ID: cs.ID, Name: cs.Name, Image: cs.Image, State: cs.State})
-			}
+	parts := sc.parts[:0]
+	for _, cs := range s.ContainerStatuses {
+		if cs != nil {
+			parts = append(parts, Container{ID: cs.ID, Name: cs.Name, Image: cs.Image, State: cs.State})
 		}
 	}
-	if len(s.SandboxStatuses) > 0 {
-		p.Sandboxes = make([]*Container, 0, len(s.SandboxStatuses))
-		for _, sb := range s.SandboxStatuses {
-			if sb == nil {
-				continue
-			}
-			state := ContainerStateExited
-			if sb.State == SandboxReady {
-				state = ContainerStateRunning
-			}
-			p.Sandboxes = append(p.Sandboxes, &Container{ID: sb.ID, State: state})
+	containers := len(parts)
+	for _, sb := range s.SandboxStatuses {
+		if sb == nil {
+			continue
 		}
+		state := ContainerStateExited
+		if sb.State == SandboxReady {
+			state = ContainerStateRunning
+		}
+		parts = append(parts, Container{ID: sb.ID, State: state})
 	}
+	ptrs := sc.ptrs[:0]
+	for i := range parts {
+		ptrs = append(ptrs, &parts[i])
+	}
+	sc.parts, sc.ptrs = parts, ptrs
+	p.Containers, p.Sandboxes = ptrs[:containers:containers], ptrs[containers:]
 	return p
+}
+
+// release clears sc, so that it keeps no status's strings alive, and puts it back in the
+// pool.
+func (sc *applyScratch) release() {
+	sc.pod = Pod{}
+	clear(sc.parts)
+	clear(sc.ptrs)
+	clear(sc.changes)
+	scratchPool.Put(sc)
 }
 
 // podName is the log value of a pod's "pod" key: namespace/name, or "" when unknown.

@@ -146,10 +146,7 @@ func TestRequestRefreshUnknownPodAndFailure(t *testing.T) {
 		// ...and dropped by the next relist, which does not list it.
 		clk.Step(time.Second)
 		synctest.Wait()
-		cache.mu.Lock()
-		_, kept := cache.pods["ghost"]
-		cache.mu.Unlock()
-		if kept {
+		if cache.has("ghost") {
 			t.Fatal("the cache entry of a pod no relist lists was kept")
 		}
 
@@ -287,10 +284,7 @@ func TestConcurrentUse(t *testing.T) {
 		if _, err := cache.Get("b"); err != nil {
 			t.Fatal(err)
 		}
-		cache.mu.Lock()
-		_, hasB := cache.pods["b"]
-		cache.mu.Unlock()
-		if hasB {
+		if cache.has("b") {
 			t.Fatal("b vanished from the runtime but kept its cache entry")
 		}
 		if consumed < 3 { // a1 and sa started, a1 died, at least

@@ -15,9 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -68,22 +70,51 @@ type PodSpec struct {
 	RestartExited bool
 }
 
-// Runtime is an in-memory container runtime. Safe for concurrent use. The zero value is not
-// usable; call NewRuntime.
+// Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
+// pods run in parallel, each holding its pod's lock (and, briefly, the lock of the shard
+// that finds it, or the runtime's to add or remove it); ListPods waits for them and holds
+// them off while it lists. The zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
+	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
+	nextID atomic.Int64
+	// listCalls and statusCalls count the RuntimeService calls (Calls).
+	listCalls, statusCalls atomic.Int64
 
-	mu   sync.Mutex
-	pods map[types.UID]*pod
+	// world is held for writing by ListPods, so that a list is one instant of every pod,
+	// and for reading by every other call about pods; those lock the pod (pod.mu) to read
+	// or change its state.
+	world sync.RWMutex
+	// shards hold the pods and status errors by a hash of the UID with seed, so that
+	// finding a pod rarely waits for another call; a pod is added or removed holding mu
+	// too.
+	shards [podShards]podShard
+	seed   maphash.Seed
+	// mu guards the fields below; it is held only to read or change them.
+	mu sync.Mutex
 	// order holds the pods in creation order, for stable listings; a removed pod stays
-	// in it (no longer in pods, marked removed) until compact drops it, so removing a pod
+	// in it (no longer in its shard, marked removed) until compact drops it, so removing a pod
 	// does not scan every pod. removed counts those.
 	order   []*pod
 	removed int
-	nextID  int
 	listErr error
+}
+
+// podShards is how many shards hold a runtime's pods.
+const podShards = 64
+
+// podShard holds the pods and the status errors of the UIDs that hash to it.
+type podShard struct {
+	mu      sync.Mutex
+	pods    map[types.UID]*pod
 	statErr map[types.UID]error
-	calls   Calls
+	// pad keeps each shard on its own cache line.
+	pad [40]byte
+}
+
+// shard returns the shard of uid.
+func (r *Runtime) shard(uid types.UID) *podShard {
+	return &r.shards[maphash.String(r.seed, string(uid))%podShards]
 }
 
 // Calls counts the RuntimeService calls the runtime answered.
@@ -94,11 +125,18 @@ type Calls struct {
 type pod struct {
 	uid             types.UID
 	name, namespace string
-	removed         bool // by RemovePod: no longer in Runtime.pods
 	createdAt       time.Time
 	ip              string
-	sandboxes       []*sandbox // newest first
-	containers      []*container
+
+	// removed is set by RemovePod: no longer in its shard.
+	removed atomic.Bool
+	// mu guards the fields below (see Runtime.world).
+	mu         sync.Mutex
+	sandboxes  []*sandbox // newest first
+	containers []*container
+	// firstSandbox and firstContainer hold the first of each, in the pod's memory.
+	firstSandbox   [1]*sandbox
+	firstContainer [1]*container
 }
 
 type sandbox struct {
@@ -130,22 +168,37 @@ func NewRuntime(clk clock.Clock) *Runtime {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Runtime{clock: clk, pods: make(map[types.UID]*pod), statErr: make(map[types.UID]error)}
+	r := &Runtime{clock: clk, seed: maphash.MakeSeed()}
+	for i := range r.shards {
+		r.shards[i] = podShard{pods: make(map[types.UID]*pod), statErr: make(map[types.UID]error)}
+	}
+	return r
 }
 
 var _ pleg.RuntimeService = (*Runtime)(nil)
 
 // newID returns the next ID of the kind: "kind-000042".
 func (r *Runtime) newID(kind string) string {
-	r.nextID++
-	n := strconv.Itoa(r.nextID)
-	if pad := 6 - len(n); pad > 0 {
-		n = "000000"[:pad] + n
+	n := r.nextID.Add(1)
+	b := make([]byte, 0, 32)
+	b = append(b, kind...)
+	b = append(b, '-')
+	for d := int64(100000); d > 1 && n < d; d /= 10 {
+		b = append(b, '0')
 	}
-	return kind + "-" + n
+	return string(strconv.AppendInt(b, n, 10))
 }
 
-// advance applies every exit and kill due at now. Callers hold r.mu.
+// newPodIP returns the IP of a pod created after n IDs were given out.
+func newPodIP(n int64) string {
+	b := make([]byte, 0, 16)
+	b = append(b, "10.88."...)
+	b = strconv.AppendInt(b, (n/250)%250, 10)
+	b = append(b, '.')
+	return string(strconv.AppendInt(b, n%250+1, 10))
+}
+
+// advance applies every exit and kill due at now. Callers hold p.mu (see Runtime.world).
 func (p *pod) advance(now time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -192,16 +245,49 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	if spec.UID == "" || spec.Name == "" {
 		return fmt.Errorf("%w: UID %q, name %q", ErrInvalidPod, spec.UID, spec.Name)
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.world.RLock()
+	defer r.world.RUnlock()
+	if p := r.find(spec.UID); p != nil {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		r.start(p, spec, r.clock.Now())
+		return nil
+	}
+	// A new pod is started before it is added, so that no call sees it half started.
 	now := r.clock.Now()
-	p, ok := r.pods[spec.UID]
-	if !ok {
-		p = &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
-			ip: fmt.Sprintf("10.88.%d.%d", (r.nextID/250)%250, r.nextID%250+1)}
-		r.pods[spec.UID] = p
+	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
+		ip: newPodIP(r.nextID.Load())}
+	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
+	r.start(p, spec, now)
+	r.mu.Lock()
+	sh := r.shard(spec.UID)
+	sh.mu.Lock()
+	known := sh.pods[spec.UID]
+	if known == nil {
+		sh.pods[spec.UID] = p
 		r.order = append(r.order, p)
 	}
+	sh.mu.Unlock()
+	r.mu.Unlock()
+	if known != nil { // added meanwhile by another call
+		known.mu.Lock()
+		defer known.mu.Unlock()
+		r.start(known, spec, r.clock.Now())
+	}
+	return nil
+}
+
+// find returns the pod uid, nil if unknown.
+func (r *Runtime) find(uid types.UID) *pod {
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return sh.pods[uid]
+}
+
+// start is StartPod on p at now. Callers hold p.mu (see Runtime.world), or p is not yet
+// in its shard.
+func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
 	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
 		sb := &sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
@@ -221,7 +307,6 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 		}
 		p.containers = slices.Insert(p.containers, 0, c)
 	}
-	return nil
 }
 
 // latest returns the newest instance of the named container, or nil.
@@ -241,33 +326,18 @@ func (p *pod) latest(name string) *container {
 // never postpones it). An unknown pod is already stopped. It returns ctx.Err() when ctx ends
 // first, leaving the containers on their way to stopping.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.Duration) error {
-	r.mu.Lock()
-	p, ok := r.pods[uid]
-	if !ok {
-		r.mu.Unlock()
+	r.world.RLock()
+	p := r.find(uid)
+	r.world.RUnlock()
+	if p == nil {
 		return nil
 	}
 	killAt := r.clock.Now().Add(max(gracePeriod, 0))
-	r.mu.Unlock()
-
 	for {
-		r.mu.Lock()
-		if r.pods[uid] != p { // removed meanwhile: nothing left to stop
-			r.mu.Unlock()
+		stopped, wait := r.stopStep(p, killAt)
+		if stopped {
 			return nil
 		}
-		now := r.clock.Now()
-		p.advance(now)
-		p.requestStop(now, killAt)
-		if !p.running() {
-			for _, sb := range p.sandboxes {
-				sb.ready = false
-			}
-			r.mu.Unlock()
-			return nil
-		}
-		wait := p.nextChange().Sub(now)
-		r.mu.Unlock()
 		t := r.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -278,8 +348,30 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 	}
 }
 
+// stopStep is one step of KillPod: it requests p's stop and reports whether p stopped
+// (or was removed meanwhile: nothing left to stop), else how long until its next change.
+func (r *Runtime) stopStep(p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
+	r.world.RLock()
+	defer r.world.RUnlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.removed.Load() {
+		return true, 0
+	}
+	now := r.clock.Now()
+	p.advance(now)
+	p.requestStop(now, killAt)
+	if !p.running() {
+		for _, sb := range p.sandboxes {
+			sb.ready = false
+		}
+		return true, 0
+	}
+	return false, p.nextChange().Sub(now)
+}
+
 // requestStop signals every running container not yet asked to stop (its preStop hook starts
-// now) and brings every running container's kill forward to killAt. Callers hold r.mu.
+// now) and brings every running container's kill forward to killAt. Callers hold p.mu.
 func (p *pod) requestStop(now, killAt time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -304,14 +396,19 @@ func (p *pod) requestStop(now, killAt time.Time) {
 // RemovePod removes the pod and everything of it from the runtime (the kubelet's cleanup of a
 // terminated pod's containers and sandbox). Running containers are removed too.
 func (r *Runtime) RemovePod(uid types.UID) {
+	r.world.RLock()
+	defer r.world.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	p, ok := r.pods[uid]
-	if !ok {
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	p := sh.pods[uid]
+	delete(sh.pods, uid)
+	sh.mu.Unlock()
+	if p == nil {
 		return
 	}
-	p.removed = true
-	delete(r.pods, uid)
+	p.removed.Store(true)
 	if r.removed++; r.removed > len(r.order)/2 {
 		r.compact()
 	}
@@ -319,7 +416,7 @@ func (r *Runtime) RemovePod(uid types.UID) {
 
 // compact drops the removed pods from r.order. Callers hold r.mu.
 func (r *Runtime) compact() {
-	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed })
+	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed.Load() })
 	if len(r.order) == 0 {
 		r.order = nil // a burst does not pin memory
 	}
@@ -335,48 +432,52 @@ func (r *Runtime) SetListError(err error) {
 
 // SetPodStatusError makes PodStatus of uid fail with err (nil restores it).
 func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if err == nil {
-		delete(r.statErr, uid)
+		delete(sh.statErr, uid)
 		return
 	}
-	r.statErr[uid] = err
+	sh.statErr[uid] = err
 }
 
 // Calls returns how many RuntimeService calls the runtime answered.
 func (r *Runtime) Calls() Calls {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.calls
+	return Calls{ListPods: int(r.listCalls.Load()), PodStatus: int(r.statusCalls.Load())}
 }
 
 // IsRunning reports whether any container of the pod runs.
 func (r *Runtime) IsRunning(uid types.UID) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	p, ok := r.pods[uid]
-	if !ok {
+	r.world.RLock()
+	defer r.world.RUnlock()
+	p := r.find(uid)
+	if p == nil {
 		return false
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.advance(r.clock.Now())
 	return p.running()
 }
 
 // ListPods returns every pod (all=false: those with a running container or a ready sandbox),
 // in creation order, as fresh values. The list's pods and containers are carved from one
-// allocation of each kind.
+// allocation of each kind. It waits for the calls in progress and holds off new ones: the
+// list is one instant of every pod.
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
+	r.world.Lock()
+	defer r.world.Unlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls.ListPods++
+	r.listCalls.Add(1)
 	if r.listErr != nil {
 		return nil, r.listErr
 	}
 	now := r.clock.Now()
 	n, parts := 0, 0
 	for _, p := range r.order {
-		if p.removed {
+		if p.removed.Load() {
 			continue
 		}
 		p.advance(now)
@@ -392,7 +493,7 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 	}
 	i := 0
 	for _, p := range r.order {
-		if p.removed || !(all || p.active()) {
+		if p.removed.Load() || !(all || p.active()) {
 			continue
 		}
 		rp := &pods[i]
@@ -428,39 +529,80 @@ func (p *pod) active() bool {
 	return p.running() || slices.ContainsFunc(p.sandboxes, func(sb *sandbox) bool { return sb.ready })
 }
 
-// PodStatus returns the pod's detailed status; an unknown pod has an empty status.
+// PodStatus returns the pod's detailed status, observed now (TimeStamp); an unknown pod has
+// an empty status. The status of a pod with at most one sandbox and one container is one
+// allocation, and its IPs another.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.calls.PodStatus++
-	if err := r.statErr[uid]; err != nil {
+	r.statusCalls.Add(1)
+	r.world.RLock()
+	defer r.world.RUnlock()
+	sh := r.shard(uid)
+	sh.mu.Lock()
+	err, p := sh.statErr[uid], sh.pods[uid]
+	sh.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	st := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
-	p, ok := r.pods[uid]
-	if !ok {
-		return st, nil
+	if p == nil {
+		return &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}, nil
 	}
-	p.advance(r.clock.Now())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := r.clock.Now()
+	p.advance(now)
+	b := new(statusBlock)
+	st := &b.status
+	*st = pleg.PodStatus{ID: uid, Name: name, Namespace: namespace, TimeStamp: now}
 	if len(p.sandboxes) > 0 && p.sandboxes[0].ready {
+		// Not in the block: a later status of the stopped pod keeps these IPs (the
+		// relister's cache does), which must not keep this whole status alive.
 		st.IPs = []string{p.ip}
 	}
-	for _, sb := range p.sandboxes {
+	st.SandboxStatuses = carve(len(p.sandboxes), &b.sandbox, &b.sandboxPtr)
+	for i, sb := range p.sandboxes {
 		state := pleg.SandboxNotReady
 		if sb.ready {
 			state = pleg.SandboxReady
 		}
-		st.SandboxStatuses = append(st.SandboxStatuses, &pleg.SandboxStatus{ID: sb.id, State: state, CreatedAt: sb.createdAt, Attempt: sb.attempt, IP: p.ip})
+		*st.SandboxStatuses[i] = pleg.SandboxStatus{ID: sb.id, State: state, CreatedAt: sb.createdAt, Attempt: sb.attempt, IP: p.ip}
 	}
-	for _, c := range p.containers {
-		cs := &pleg.ContainerStatus{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
+	st.ContainerStatuses = carve(len(p.containers), &b.container, &b.containerPtr)
+	for i, c := range p.containers {
+		cs := st.ContainerStatuses[i]
+		*cs = pleg.ContainerStatus{ID: c.id, Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
 			CreatedAt: c.createdAt, StartedAt: c.startedAt, RestartCount: c.restartCount}
 		if c.running {
 			cs.State = pleg.ContainerStateRunning
 		} else {
 			cs.State, cs.FinishedAt, cs.ExitCode, cs.Reason = pleg.ContainerStateExited, c.finishedAt, c.exitCode, c.reason
 		}
-		st.ContainerStatuses = append(st.ContainerStatuses, cs)
 	}
 	return st, nil
+}
+
+// statusBlock is a status with room for the parts of a pod with one sandbox and one
+// container, allocated at once.
+type statusBlock struct {
+	status       pleg.PodStatus
+	sandbox      pleg.SandboxStatus
+	sandboxPtr   [1]*pleg.SandboxStatus
+	container    pleg.ContainerStatus
+	containerPtr [1]*pleg.ContainerStatus
+}
+
+// carve returns n pointers to zero values: one and its pointer the block's, more from one
+// allocation of each kind; nil for none.
+func carve[T any](n int, one *T, ptr *[1]*T) []*T {
+	switch n {
+	case 0:
+		return nil
+	case 1:
+		ptr[0] = one
+		return ptr[:]
+	}
+	values, ptrs := make([]T, n), make([]*T, n)
+	for i := range values {
+		ptrs[i] = &values[i]
+	}
+	return ptrs
 }

@@ -3,6 +3,8 @@ package plegtest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -258,4 +260,114 @@ func TestRemovePodKeepsCreationOrder(t *testing.T) {
 			t.Fatalf("after remove %q, start %q: (-want +got)\n%s", step.remove, step.start, diff)
 		}
 	}
+}
+
+// TestConcurrentPods drives many pods at once (for the race detector): each goroutine
+// starts its pods, reads their status, kills and removes every other one, while another
+// reads the pods of the first and another lists; then each pod is in the state its calls left it in, the IDs are all distinct and
+// every call was counted.
+func TestConcurrentPods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRuntime(clock.RealClock{})
+		ctx := context.Background()
+		const workers, each = 4, 24
+		uid := func(w, i int) types.UID { return types.UID(fmt.Sprintf("p-%d-%d", w, i)) }
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := range each {
+					spec := PodSpec{UID: uid(w, i), Name: string(uid(w, i)), Containers: []ContainerSpec{{Name: "a"}, {Name: "b"}}}
+					if err := r.StartPod(ctx, spec); err != nil {
+						t.Error(err)
+					}
+					if st, err := r.PodStatus(ctx, spec.UID, spec.Name, ""); err != nil || !st.IsRunning() {
+						t.Errorf("status of %s = %+v, %v; want running", spec.UID, st, err)
+					}
+					if i%2 == 1 {
+						if err := r.KillPod(ctx, spec.UID, time.Second); err != nil {
+							t.Error(err)
+						}
+						r.RemovePod(spec.UID)
+					}
+				}
+			})
+		}
+		wg.Go(func() { // reads the pods that worker 0 starts and kills
+			for i := range each {
+				_, _ = r.PodStatus(ctx, uid(0, i), "", "")
+				r.IsRunning(uid(0, i))
+			}
+		})
+		wg.Go(func() {
+			for range 20 {
+				if _, err := r.ListPods(ctx, true); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+		wg.Wait()
+		pods, err := r.ListPods(ctx, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pods) != workers*each/2 {
+			t.Fatalf("%d pods listed, want %d", len(pods), workers*each/2)
+		}
+		ids := map[string]bool{}
+		for _, p := range pods {
+			for _, c := range append(p.Containers, p.Sandboxes...) {
+				if ids[c.ID] {
+					t.Errorf("ID %s given twice", c.ID)
+				}
+				ids[c.ID] = true
+				if c.State != pleg.ContainerStateRunning {
+					t.Errorf("pod %s: %s is %s, want running", p.ID, c.ID, c.State)
+				}
+			}
+		}
+		for w := range workers {
+			for i := range each {
+				if got, want := r.IsRunning(uid(w, i)), i%2 == 0; got != want {
+					t.Errorf("IsRunning(%s) = %v, want %v", uid(w, i), got, want)
+				}
+			}
+		}
+		if c := r.Calls(); c.PodStatus != (workers+1)*each || c.ListPods != 21 {
+			t.Errorf("Calls = %+v, want %d statuses and 21 lists", c, (workers+1)*each)
+		}
+	})
+}
+
+// TestPodStatusParts: a status lists every sandbox and container, newest first, with the
+// pod's IP while its newest sandbox is ready, whether the pod has one of each (the
+// status's own memory) or more.
+func TestPodStatusParts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := NewRuntime(clock.RealClock{})
+		ctx := context.Background()
+		startWeb(t, r, ContainerSpec{Name: "app"})
+		st, _ := r.PodStatus(ctx, "u1", "web", "default")
+		if len(st.SandboxStatuses) != 1 || len(st.ContainerStatuses) != 1 || len(st.IPs) != 1 || st.IPs[0] != st.SandboxStatuses[0].IP {
+			t.Fatalf("status = %+v, want one sandbox, one container, the sandbox's IP", st)
+		}
+		if err := r.KillPod(ctx, "u1", 0); err != nil {
+			t.Fatal(err)
+		}
+		startWeb(t, r, ContainerSpec{Name: "app"}, ContainerSpec{Name: "side"}, ContainerSpec{Name: "more"})
+		st, _ = r.PodStatus(ctx, "u1", "web", "default")
+		var got []string
+		for _, sb := range st.SandboxStatuses {
+			got = append(got, fmt.Sprintf("%s %s %d", sb.ID, sb.State, sb.Attempt))
+		}
+		for _, cs := range st.ContainerStatuses {
+			got = append(got, fmt.Sprintf("%s %s %s", cs.ID, cs.Name, cs.State))
+		}
+		want := []string{
+			"sandbox-000003 ready 1", "sandbox-000001 notready 0",
+			"container-000005 more running", "container-000004 side running", "container-000002 app exited",
+		}
+		if diff := cmp.Diff(want, got); diff != "" || len(st.IPs) != 1 {
+			t.Errorf("status parts (-want +got):\n%s\nIPs %v", diff, st.IPs)
+		}
+	})
 }
