@@ -40,7 +40,7 @@
 //
 // The diff covers the union of a pod's containers and sandboxes in its record and in the
 // list; "created" and unknown states are "unknown"; a container missing from a side is
-// "non-existent". The relister keeps a compact copy of each pod (IDs and states), compares
+// "non-existent". The relister keeps each pod's IDs and states (the runtime's strings), compares
 // pods position by position when their layout did not change, and allocates only for
 // changes.
 //

@@ -164,8 +164,7 @@ type Relister struct {
 
 // podRecord is the relister's memory of one pod.
 type podRecord struct {
-	// uid is the key of the record in Relister.records: the view's UID once the pod has
-	// a view, so that the map's key comparison reads the view's buffer.
+	// uid is the key of the record in Relister.records.
 	uid types.UID
 	// view is the last handled view of the pod; the zero view before the first. Its
 	// entries are inline while they fit, in the record's memory.
@@ -195,15 +194,10 @@ func (r *Relister) newRecord(uid types.UID) *podRecord {
 	return rec
 }
 
-// setView replaces rec's view with the view of cur (a pod with rec's UID), and keys rec
-// by the view's UID, which the view's newest buffer holds next to the IDs it added: a
-// lookup then reads memory that the diff reads next. r.mu must be held.
+// setView replaces rec's view with the view of cur, a pod with rec's UID. r.mu must be
+// held.
 func (r *Relister) setView(rec *podRecord, cur *Pod) {
 	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
-	if rec.view.uid != "" {
-		rec.uid = rec.view.uid
-		r.records[rec.uid] = rec // an equal key: the map keeps the new string
-	}
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -427,8 +428,7 @@ func TestRelistAbandonedWhenContextEnds(t *testing.T) {
 	}
 }
 
-// TestRecordMemory checks where a record keeps what a relist reads for each listed pod: its
-// map key in the buffer of the view's UID (next to the IDs the view added last), and the
+// TestRecordMemory checks where a record keeps what a relist reads for each listed pod: the
 // view's entries inside the record while they fit, through relists, a refresh and a push.
 func TestRecordMemory(t *testing.T) {
 	many := []string{"s:big-sb:r"}
@@ -448,15 +448,6 @@ func TestRecordMemory(t *testing.T) {
 		for key, rec := range r.records {
 			if key != rec.uid {
 				t.Errorf("%s: record %q has uid %q", when, key, rec.uid)
-			}
-			if rec.view.uid == "" && len(rec.view.entries) == 0 {
-				continue // never had a container: the zero view, no buffer
-			}
-			if rec.view.uid != rec.uid {
-				t.Errorf("%s: record %q has uid %q and view uid %q", when, key, rec.uid, rec.view.uid)
-			}
-			if unsafe.StringData(string(key)) != unsafe.StringData(string(rec.view.uid)) {
-				t.Errorf("%s: pod %s: the map key is not the view's UID", when, key)
 			}
 			inline := cap(rec.view.entries) == inlineEntries && &rec.view.entries[:1][0] == &rec.inline[0]
 			if inline != wantInline[key] {
@@ -493,5 +484,63 @@ func TestRecordMemory(t *testing.T) {
 	check("after a push", map[types.UID]bool{"a": true, "big": false, "new": true, "pushed": true})
 	if got := len(drain(r.Events())); got == 0 {
 		t.Errorf("no events")
+	}
+}
+
+// TestRecordKeepsListedStrings checks that a record keeps the runtime's strings, from the
+// list that first had each container, rather than copies: a runtime that lists the same
+// strings again gets them compared by pointer. A list with new strings of equal contents
+// changes nothing, and a pod rebuilt for a new container keeps the strings of the others.
+func TestRecordKeepsListedStrings(t *testing.T) {
+	rt := newFakeRuntime()
+	var listed []*Pod // what ListPods returns: the very strings of the test's pods
+	r, _, clk := newTestRelister(t, RuntimeServiceFuncs{
+		ListPodsFunc:  func(context.Context, bool) ([]*Pod, error) { return listed, nil },
+		PodStatusFunc: rt.PodStatus,
+	}, nil)
+	ctx := context.Background()
+	relist := func(pods ...*Pod) {
+		t.Helper()
+		listed = pods
+		rt.set(pods...)
+		clk.Step(time.Second)
+		if err := r.Relist(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func() []*byte {
+		t.Helper()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var out []*byte
+		for _, e := range r.records["a"].view.entries {
+			out = append(out, unsafe.StringData(e.id))
+		}
+		return out
+	}
+	first := mkPod("a", "c:a1:r", "s:a-sb:r")
+	relist(first)
+	want := []*byte{unsafe.StringData(first.Containers[0].ID), unsafe.StringData(first.Sandboxes[0].ID)}
+	if got := ids(); !slices.Equal(got, want) {
+		t.Fatalf("after the first list: the view's IDs are not the listed strings")
+	}
+	drain(r.Events())
+
+	relist(copyPod(first)) // equal contents, new strings
+	if got := ids(); !slices.Equal(got, want) {
+		t.Fatalf("after a list of copies: the view's IDs changed")
+	}
+	if got := drain(r.Events()); len(got) != 0 {
+		t.Fatalf("a list of copies sent %v", got)
+	}
+
+	grown := mkPod("a", "c:a1:r", "c:a2:r", "s:a-sb:r")
+	relist(copyPod(grown))
+	got := ids()
+	if len(got) != 3 || got[0] != want[0] || got[2] != want[1] {
+		t.Fatalf("after a new container: the known IDs are not the first-listed strings")
+	}
+	if diff := cmp.Diff([]string{"a ContainerStarted a2"}, drain(r.Events())); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 }
