@@ -544,3 +544,90 @@ func TestRecordKeepsListedStrings(t *testing.T) {
 		t.Fatalf("events (-want +got):\n%s", diff)
 	}
 }
+
+// TestRelistListOrder covers the matching of listed pods to records (by position in the
+// previous list while that works, else by UID) and of containers to a record's entries
+// (position by position while the layout holds): a list in another order, a pod that
+// moves, another pod at a known position, duplicate UIDs and reordered containers give
+// exactly the events of the changes.
+func TestRelistListOrder(t *testing.T) {
+	t.Run("few pods", func(t *testing.T) {
+		a := func(specs ...string) *Pod { return mkPod("a", specs...) }
+		runSteps(t, false, []step{
+			{
+				name: "first list",
+				pods: []*Pod{a("c:a1:r", "c:a2:r", "s:a-sb:r"), mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e")},
+				want: []string{"a ContainerStarted a1", "a ContainerStarted a2", "a ContainerStarted a-sb", "b ContainerStarted b1", "c ContainerDied c1"},
+			},
+			{
+				name: "another order: no events",
+				pods: []*Pod{mkPod("c", "c:c1:e"), a("c:a1:r", "c:a2:r", "s:a-sb:r"), mkPod("b", "c:b1:r")},
+			},
+			{
+				name: "a pod moves and changes",
+				pods: []*Pod{mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a1:e", "c:a2:r", "s:a-sb:r")},
+				want: []string{"a ContainerDied a1"},
+			},
+			{
+				name: "containers reordered within a pod: no events",
+				pods: []*Pod{mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a2:r", "c:a1:e", "s:a-sb:r")},
+			},
+			{
+				name: "a change after the reorder",
+				pods: []*Pod{mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+				want: []string{"a ContainerDied a2"},
+			},
+			{
+				name:     "another UID at a known position, with the same container ID",
+				pods:     []*Pod{mkPod("e", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+				want:     []string{"b ContainerDied b1", "b ContainerRemoved b1", "e ContainerStarted b1"},
+				wantGone: []types.UID{"b"},
+			},
+			{
+				name: "a duplicate UID elsewhere: the first counts",
+				pods: []*Pod{mkPod("e", "c:b1:r"), mkPod("c", "c:c1:e"), mkPod("e", "c:x9:r"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+			},
+			{
+				name: "a duplicate UID at its own position: the first counts",
+				pods: []*Pod{mkPod("e", "c:x9:r"), mkPod("e", "c:b1:e"), mkPod("c", "c:c1:e"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+				want: []string{"e ContainerDied b1", "e ContainerRemoved b1", "e ContainerStarted x9"},
+			},
+		})
+	})
+	t.Run("more pods than position guesses", func(t *testing.T) {
+		pods := func(order []int, specs map[int]string) []*Pod {
+			var out []*Pod
+			for _, i := range order {
+				spec := fmt.Sprintf("c:k%d:r", i)
+				if s, ok := specs[i]; ok {
+					spec = s
+				}
+				out = append(out, mkPod(types.UID(fmt.Sprint("p", i)), spec))
+			}
+			return out
+		}
+		var want []string
+		for i := range 8 {
+			want = append(want, fmt.Sprintf("p%d ContainerStarted k%d", i, i))
+		}
+		runSteps(t, false, []step{
+			{name: "first list", pods: pods([]int{0, 1, 2, 3, 4, 5, 6, 7}, nil), want: want},
+			{
+				name: "reversed, one change",
+				pods: pods([]int{7, 6, 5, 4, 3, 2, 1, 0}, map[int]string{3: "c:k3:e"}),
+				want: []string{"p3 ContainerDied k3"},
+			},
+			{
+				name:     "rotated, one pod replaced by a new one",
+				pods:     pods([]int{6, 8, 4, 3, 2, 1, 0, 7}, map[int]string{3: "c:k3:e"}),
+				want:     []string{"p5 ContainerDied k5", "p5 ContainerRemoved k5", "p8 ContainerStarted k8"},
+				wantGone: []types.UID{"p5"},
+			},
+			{
+				name: "the same order again, one change",
+				pods: pods([]int{6, 8, 4, 3, 2, 1, 0, 7}, map[int]string{3: "c:k3:e", 0: "c:k0:e"}),
+				want: []string{"p0 ContainerDied k0"},
+			},
+		})
+	})
+}
