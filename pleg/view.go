@@ -19,7 +19,7 @@ type viewEntry struct {
 	// data is id boxed once for PodLifecycleEvent.Data, so that the events of a known
 	// container allocate no interface value.
 	data  any
-	state ContainerState // normalized
+	state stateCode
 }
 
 // viewOf returns the view of p (the zero view for nil). When an ID occurs more than once,
@@ -67,7 +67,7 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			} else if scratchHas(scratch, c.ID) {
 				continue
 			}
-			e := viewEntry{id: c.ID, state: normalize(c.State)}
+			e := viewEntry{id: c.ID, state: codeOf(c.State)}
 			j := -1
 			if oldIndex != nil {
 				if i, ok := oldIndex[c.ID]; ok {
@@ -118,10 +118,10 @@ func (v *podView) setStates(cur *Pod) {
 		return
 	}
 	for i, c := range cur.Containers {
-		v.entries[i].state = normalize(c.State)
+		v.entries[i].state = codeOf(c.State)
 	}
 	for i, c := range cur.Sandboxes {
-		v.entries[v.containers+i].state = normalize(c.State)
+		v.entries[v.containers+i].state = codeOf(c.State)
 	}
 }
 
