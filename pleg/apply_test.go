@@ -220,7 +220,7 @@ func TestConcurrentRefreshes(t *testing.T) {
 		if rec == nil || rec.uid != u || len(rec.view.entries) != 2 {
 			t.Fatalf("record of %s = %+v", u, rec)
 		}
-		if got := rec.view.entries[rec.view.index(c)].state; got != ContainerStateExited {
+		if got := rec.view.entries[rec.view.index(c)].state.state(); got != ContainerStateExited {
 			t.Errorf("record of %s: %s is %s, want exited", u, c, got)
 		}
 	}
@@ -254,7 +254,7 @@ func TestPushesOfOnePodChangeCacheAndRecordTogether(t *testing.T) {
 		wg.Wait()
 		st, _ := cache.Get("a")
 		rec := r.records["a"]
-		if got := rec.view.entries[rec.view.index("a1")].state; st != second || got != ContainerStateExited {
+		if got := rec.view.entries[rec.view.index("a1")].state.state(); st != second || got != ContainerStateExited {
 			t.Fatalf("round %d: cache has the status of the second push: %v; record has a1 %s, want exited", k, st == second, got)
 		}
 	}

@@ -22,10 +22,11 @@ const (
 	w3KindOffset = w3Pods / 3
 )
 
-// w3World is the benchmark's runtime. It keeps two independent copies of every runtime pod
-// (distinct structs and strings) and lists them alternately, so each relist compares
-// objects the relister has never seen, as with a real runtime's fresh list; a changed pod
-// is replaced by new objects, never modified.
+// w3World is the benchmark's runtime. It keeps two copies of every runtime pod (distinct
+// structs, the same strings) and lists them alternately, so each relist compares structs
+// the relister has never seen, as a runtime that keeps its pods and builds every list anew
+// (a fake, a provider listing its stored pods) gives them; a changed pod is replaced by
+// new objects, never modified. W3-cri lists new strings too.
 type w3World struct {
 	// cri makes every list new, as a CRI runtime's: pods in random order, every ID and
 	// name a new string (equal contents).
@@ -99,8 +100,8 @@ func (w *w3World) newID() string {
 // rebuild makes new objects for pod i in both copies, and its status.
 func (w *w3World) rebuild(i int) {
 	for k := range 2 {
-		// Fresh structs; the strings may be shared, since the relister keeps its own copy
-		// of what it compares (so every comparison reads two different memory areas).
+		// Fresh structs, the model's strings: the relister keeps the strings of the list
+		// that first had a container, so these compare by pointer (W3-cri's do not).
 		p := &Pod{ID: w.uids[i], Name: w.names[i], Namespace: "default", Containers: make([]*Container, len(w.model[i]))}
 		for j, c := range w.model[i] {
 			cp := *c

@@ -43,9 +43,9 @@ func appendChanges(dst []change, old *podView, cur *Pod) (_ []change, same bool)
 			if i >= old.containers {
 				c, j = cur.Sandboxes, i-old.containers
 			}
-			if n := normalize(c[j].State); n != old.entries[i].state {
+			if n := codeOf(c[j].State); n != old.entries[i].state {
 				e := &old.entries[i]
-				dst = append(dst, change{id: e.id, data: e.data, old: e.state, new: n})
+				dst = append(dst, change{id: e.id, data: e.data, old: e.state.state(), new: n.state()})
 			}
 		}
 		return dst, true
@@ -58,8 +58,8 @@ func appendChanges(dst []change, old *podView, cur *Pod) (_ []change, same bool)
 		return appendChangesIndexed(dst, old, parts), false
 	}
 	for _, e := range old.entries {
-		if n := stateOf(parts, e.id); n != e.state {
-			dst = append(dst, change{id: e.id, data: e.data, old: e.state, new: n})
+		if n, o := stateOf(parts, e.id), e.state.state(); n != o {
+			dst = append(dst, change{id: e.id, data: e.data, old: o, new: n})
 		}
 	}
 	for p, part := range parts {
@@ -146,8 +146,8 @@ func appendChangesIndexed(dst []change, old *podView, parts [2][]*Container) []c
 		if !ok {
 			n = ContainerStateNonExistent
 		}
-		if n != e.state {
-			dst = append(dst, change{id: e.id, data: e.data, old: e.state, new: n})
+		if o := e.state.state(); n != o {
+			dst = append(dst, change{id: e.id, data: e.data, old: o, new: n})
 		}
 	}
 	for _, part := range parts {

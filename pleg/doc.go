@@ -40,9 +40,9 @@
 //
 // The diff covers the union of a pod's containers and sandboxes in its record and in the
 // list; "created" and unknown states are "unknown"; a container missing from a side is
-// "non-existent". The relister keeps a compact copy of each pod (IDs and states), compares
-// pods position by position when their layout did not change, and allocates only for
-// changes.
+// "non-existent". The relister keeps each pod's IDs and states (the runtime's strings),
+// compares pods position by position when their layout did not change, and allocates only
+// for changes.
 //
 // # Who calls what
 //

@@ -175,8 +175,7 @@ type Relister struct {
 
 // podRecord is the relister's memory of one pod.
 type podRecord struct {
-	// uid is the key of the record in Relister.records: the view's UID once the pod has
-	// a view, so that the map's key comparison reads the view's buffer.
+	// uid is the key of the record in Relister.records.
 	uid types.UID
 	// view is the last handled view of the pod; the zero view before the first. Its
 	// entries are inline while they fit, in the record's memory.
@@ -206,9 +205,8 @@ func (r *Relister) newRecord(uid types.UID) *podRecord {
 	return rec
 }
 
-// setView replaces rec's view with the view of cur (a pod with rec's UID), and keys rec
-// by the view's UID, which the view's newest buffer holds next to the IDs it added: a
-// lookup then reads memory that the diff reads next. r.mu must be held.
+// setView replaces rec's view with the view of cur, a pod with rec's UID. r.mu must be
+// held.
 func (r *Relister) setView(rec *podRecord, cur *Pod) {
 	r.scratch = r.setViewWith(rec, cur, r.scratch)
 }
@@ -217,10 +215,6 @@ func (r *Relister) setView(rec *podRecord, cur *Pod) {
 // under r.mu held for reading and r.shared).
 func (r *Relister) setViewWith(rec *podRecord, cur *Pod, scratch []viewEntry) []viewEntry {
 	rec.view, scratch = rec.view.rebuild(cur, scratch)
-	if rec.view.uid != "" {
-		rec.uid = rec.view.uid
-		r.records[rec.uid] = rec // an equal key: the map keeps the new string
-	}
 	return scratch
 }
 

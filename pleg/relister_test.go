@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -424,8 +425,7 @@ func TestRelistAbandonedWhenContextEnds(t *testing.T) {
 	}
 }
 
-// TestRecordMemory checks where a record keeps what a relist reads for each listed pod: its
-// map key in the buffer of the view's UID (next to the IDs the view added last), and the
+// TestRecordMemory checks where a record keeps what a relist reads for each listed pod: the
 // view's entries inside the record while they fit, through relists, a refresh and a push.
 func TestRecordMemory(t *testing.T) {
 	many := []string{"s:big-sb:r"}
@@ -445,15 +445,6 @@ func TestRecordMemory(t *testing.T) {
 		for key, rec := range r.records {
 			if key != rec.uid {
 				t.Errorf("%s: record %q has uid %q", when, key, rec.uid)
-			}
-			if rec.view.uid == "" && len(rec.view.entries) == 0 {
-				continue // never had a container: the zero view, no buffer
-			}
-			if rec.view.uid != rec.uid {
-				t.Errorf("%s: record %q has uid %q and view uid %q", when, key, rec.uid, rec.view.uid)
-			}
-			if unsafe.StringData(string(key)) != unsafe.StringData(string(rec.view.uid)) {
-				t.Errorf("%s: pod %s: the map key is not the view's UID", when, key)
 			}
 			inline := cap(rec.view.entries) == inlineEntries && &rec.view.entries[:1][0] == &rec.inline[0]
 			if inline != wantInline[key] {
@@ -491,4 +482,149 @@ func TestRecordMemory(t *testing.T) {
 	if got := len(drain(r.Events())); got == 0 {
 		t.Errorf("no events")
 	}
+}
+
+// TestRecordKeepsListedStrings checks that a record keeps the runtime's strings, from the
+// list that first had each container, rather than copies: a runtime that lists the same
+// strings again gets them compared by pointer. A list with new strings of equal contents
+// changes nothing, and a pod rebuilt for a new container keeps the strings of the others.
+func TestRecordKeepsListedStrings(t *testing.T) {
+	rt := newFakeRuntime()
+	var listed []*Pod // what ListPods returns: the very strings of the test's pods
+	r, _, clk := newTestRelister(t, RuntimeServiceFuncs{
+		ListPodsFunc:  func(context.Context, bool) ([]*Pod, error) { return listed, nil },
+		PodStatusFunc: rt.PodStatus,
+	}, nil)
+	ctx := context.Background()
+	relist := func(pods ...*Pod) {
+		t.Helper()
+		listed = pods
+		rt.set(pods...)
+		clk.Step(time.Second)
+		if err := r.Relist(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func() []*byte {
+		t.Helper()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		var out []*byte
+		for _, e := range r.records["a"].view.entries {
+			out = append(out, unsafe.StringData(e.id))
+		}
+		return out
+	}
+	first := mkPod("a", "c:a1:r", "s:a-sb:r")
+	relist(first)
+	want := []*byte{unsafe.StringData(first.Containers[0].ID), unsafe.StringData(first.Sandboxes[0].ID)}
+	if got := ids(); !slices.Equal(got, want) {
+		t.Fatalf("after the first list: the view's IDs are not the listed strings")
+	}
+	drain(r.Events())
+
+	relist(copyPod(first)) // equal contents, new strings
+	if got := ids(); !slices.Equal(got, want) {
+		t.Fatalf("after a list of copies: the view's IDs changed")
+	}
+	if got := drain(r.Events()); len(got) != 0 {
+		t.Fatalf("a list of copies sent %v", got)
+	}
+
+	grown := mkPod("a", "c:a1:r", "c:a2:r", "s:a-sb:r")
+	relist(copyPod(grown))
+	got := ids()
+	if len(got) != 3 || got[0] != want[0] || got[2] != want[1] {
+		t.Fatalf("after a new container: the known IDs are not the first-listed strings")
+	}
+	if diff := cmp.Diff([]string{"a ContainerStarted a2"}, drain(r.Events())); diff != "" {
+		t.Fatalf("events (-want +got):\n%s", diff)
+	}
+}
+
+// TestRelistListOrder covers the matching of listed pods to records (by position in the
+// previous list while that works, else by UID) and of containers to a record's entries
+// (position by position while the layout holds): a list in another order, a pod that
+// moves, another pod at a known position, duplicate UIDs and reordered containers give
+// exactly the events of the changes.
+func TestRelistListOrder(t *testing.T) {
+	t.Run("few pods", func(t *testing.T) {
+		a := func(specs ...string) *Pod { return mkPod("a", specs...) }
+		runSteps(t, false, []step{
+			{
+				name: "first list",
+				pods: []*Pod{a("c:a1:r", "c:a2:r", "s:a-sb:r"), mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e")},
+				want: []string{"a ContainerStarted a1", "a ContainerStarted a2", "a ContainerStarted a-sb", "b ContainerStarted b1", "c ContainerDied c1"},
+			},
+			{
+				name: "another order: no events",
+				pods: []*Pod{mkPod("c", "c:c1:e"), a("c:a1:r", "c:a2:r", "s:a-sb:r"), mkPod("b", "c:b1:r")},
+			},
+			{
+				name: "a pod moves and changes",
+				pods: []*Pod{mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a1:e", "c:a2:r", "s:a-sb:r")},
+				want: []string{"a ContainerDied a1"},
+			},
+			{
+				name: "containers reordered within a pod: no events",
+				pods: []*Pod{mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a2:r", "c:a1:e", "s:a-sb:r")},
+			},
+			{
+				name: "a change after the reorder",
+				pods: []*Pod{mkPod("b", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+				want: []string{"a ContainerDied a2"},
+			},
+			{
+				name:     "another UID at a known position, with the same container ID",
+				pods:     []*Pod{mkPod("e", "c:b1:r"), mkPod("c", "c:c1:e"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+				want:     []string{"b ContainerDied b1", "b ContainerRemoved b1", "e ContainerStarted b1"},
+				wantGone: []types.UID{"b"},
+			},
+			{
+				name: "a duplicate UID elsewhere: the first counts",
+				pods: []*Pod{mkPod("e", "c:b1:r"), mkPod("c", "c:c1:e"), mkPod("e", "c:x9:r"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+			},
+			{
+				name: "a duplicate UID at its own position: the first counts",
+				pods: []*Pod{mkPod("e", "c:x9:r"), mkPod("e", "c:b1:e"), mkPod("c", "c:c1:e"), a("c:a2:e", "c:a1:e", "s:a-sb:r")},
+				want: []string{"e ContainerDied b1", "e ContainerRemoved b1", "e ContainerStarted x9"},
+			},
+		})
+	})
+	t.Run("more pods than position guesses", func(t *testing.T) {
+		pods := func(order []int, specs map[int]string) []*Pod {
+			var out []*Pod
+			for _, i := range order {
+				spec := fmt.Sprintf("c:k%d:r", i)
+				if s, ok := specs[i]; ok {
+					spec = s
+				}
+				out = append(out, mkPod(types.UID(fmt.Sprint("p", i)), spec))
+			}
+			return out
+		}
+		var want []string
+		for i := range 8 {
+			want = append(want, fmt.Sprintf("p%d ContainerStarted k%d", i, i))
+		}
+		runSteps(t, false, []step{
+			{name: "first list", pods: pods([]int{0, 1, 2, 3, 4, 5, 6, 7}, nil), want: want},
+			{
+				name: "reversed, one change",
+				pods: pods([]int{7, 6, 5, 4, 3, 2, 1, 0}, map[int]string{3: "c:k3:e"}),
+				want: []string{"p3 ContainerDied k3"},
+			},
+			{
+				name:     "rotated, one pod replaced by a new one",
+				pods:     pods([]int{6, 8, 4, 3, 2, 1, 0, 7}, map[int]string{3: "c:k3:e"}),
+				want:     []string{"p5 ContainerDied k5", "p5 ContainerRemoved k5", "p8 ContainerStarted k8"},
+				wantGone: []types.UID{"p5"},
+			},
+			{
+				name: "the same order again, one change",
+				pods: pods([]int{6, 8, 4, 3, 2, 1, 0, 7}, map[int]string{3: "c:k3:e", 0: "c:k0:e"}),
+				want: []string{"p0 ContainerDied k0"},
+			},
+		})
+	})
 }

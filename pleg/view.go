@@ -1,19 +1,12 @@
 package pleg
 
-import (
-	"strings"
-
-	"k8s.io/apimachinery/pkg/types"
-)
-
-// podView is the relister's compact memory of a runtime pod: its UID and name and the
-// normalized state of each distinct container and sandbox ID, and nothing else. It shares
-// no memory with the runtime's objects (its strings live in buffers of its own), so the
-// relister retains little and compares against compact memory: a buffer holds the UID
-// (the record's map key) next to the IDs it added. The zero view is a pod without
-// containers.
+// podView is the relister's memory of a runtime pod: its name and the normalized state of
+// each distinct container and sandbox ID, and nothing else. Its strings are the runtime's,
+// from the list that first had each of them (the kubelet keeps the whole previous list):
+// a runtime that lists the same strings again, as a fake or a provider listing its stored
+// pods does, gets its IDs compared without reading their bytes. The zero view is a pod
+// without containers.
 type podView struct {
-	uid             types.UID
 	name, namespace string
 	// entries holds the first occurrence of each ID: containers, then sandboxes.
 	entries []viewEntry
@@ -26,7 +19,7 @@ type viewEntry struct {
 	// data is id boxed once for PodLifecycleEvent.Data, so that the events of a known
 	// container allocate no interface value.
 	data  any
-	state ContainerState // normalized
+	state stateCode
 }
 
 // viewOf returns the view of p (the zero view for nil). When an ID occurs more than once,
@@ -39,8 +32,8 @@ func viewOf(p *Pod) podView {
 
 // rebuild returns the view of cur (see viewOf), reusing v's memory: its entries array
 // when large enough, and the strings and boxed IDs of the containers cur keeps, so only
-// new IDs (and a new UID or name) cost a buffer and a box each. v must not be used afterwards.
-// scratch is a reusable buffer, returned grown.
+// new IDs cost a box each. v must not be used afterwards. scratch is a reusable buffer,
+// returned grown.
 func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) {
 	if cur == nil {
 		return podView{}, scratch
@@ -60,7 +53,7 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 		seen = make(map[string]struct{}, n)
 	}
 	scratch = scratch[:0]
-	containers, missing := 0, 0
+	containers := 0
 	for k, part := range [2][]*Container{cur.Containers, cur.Sandboxes} {
 		for _, c := range part {
 			if c == nil {
@@ -74,7 +67,7 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			} else if scratchHas(scratch, c.ID) {
 				continue
 			}
-			e := viewEntry{id: c.ID, state: normalize(c.State)}
+			e := viewEntry{id: c.ID, state: codeOf(c.State)}
 			j := -1
 			if oldIndex != nil {
 				if i, ok := oldIndex[c.ID]; ok {
@@ -86,7 +79,7 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			if j >= 0 {
 				e.id, e.data = v.entries[j].id, v.entries[j].data
 			} else {
-				missing += len(c.ID) // e.id is still the runtime's string: copied below
+				e.data = e.id
 			}
 			scratch = append(scratch, e)
 			if k == 0 {
@@ -94,32 +87,9 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			}
 		}
 	}
-	nv := podView{uid: v.uid, name: v.name, namespace: v.namespace, containers: containers}
-	if missing > 0 || cur.ID != v.uid || cur.Name != v.name || cur.Namespace != v.namespace {
-		// A new buffer always starts with the UID and name, so that a lookup by UID
-		// reads the memory of the newest IDs.
-		head := len(cur.ID) + len(cur.Name) + len(cur.Namespace)
-		var b strings.Builder
-		b.Grow(head + missing)
-		b.WriteString(string(cur.ID))
-		b.WriteString(cur.Name)
-		b.WriteString(cur.Namespace)
-		for i := range scratch {
-			if scratch[i].data == nil {
-				b.WriteString(scratch[i].id)
-			}
-		}
-		buf := b.String()
-		n := len(cur.ID)
-		nv.uid, nv.name, nv.namespace = types.UID(buf[:n]), buf[n:n+len(cur.Name)], buf[n+len(cur.Name):head]
-		off := head
-		for i := range scratch {
-			if e := &scratch[i]; e.data == nil {
-				e.id = buf[off : off+len(e.id)]
-				e.data = e.id
-				off += len(e.id)
-			}
-		}
+	nv := podView{name: v.name, namespace: v.namespace, containers: containers}
+	if cur.Name != v.name || cur.Namespace != v.namespace {
+		nv.name, nv.namespace = cur.Name, cur.Namespace
 	}
 	if cap(v.entries) >= len(scratch) {
 		nv.entries = v.entries[:len(scratch)]
@@ -148,10 +118,10 @@ func (v *podView) setStates(cur *Pod) {
 		return
 	}
 	for i, c := range cur.Containers {
-		v.entries[i].state = normalize(c.State)
+		v.entries[i].state = codeOf(c.State)
 	}
 	for i, c := range cur.Sandboxes {
-		v.entries[v.containers+i].state = normalize(c.State)
+		v.entries[v.containers+i].state = codeOf(c.State)
 	}
 }
 
