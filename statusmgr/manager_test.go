@@ -583,3 +583,33 @@ func TestManagerPodStatusView(t *testing.T) {
 		t.Errorf("view after the newer version: %+v", now.ContainerStatuses[0])
 	}
 }
+
+// RefreshPod: the manager keeps the newest object of a pod whose status it caches (the
+// next sync works from it), without a new version; nil, an empty UID and a pod without a
+// cached status change nothing.
+func TestManagerRefreshPod(t *testing.T) {
+	pod := testPod("p", "u1")
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI(pod)})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	newer := pod.DeepCopy()
+	newer.ResourceVersion = "2"
+	newer.Status = runningStatus(true)
+	m.RefreshPod(newer)
+	m.RefreshPod(nil)
+	m.RefreshPod(testPod("p", ""))
+	m.RefreshPod(testPod("q", "u2"))
+	syncs := m.TakeSyncs()
+	if len(syncs) != 1 {
+		t.Fatalf("%d syncs, want 1 (u1's)", len(syncs))
+	}
+	if in := syncs[0].Input(); in.Pod != newer {
+		t.Errorf("the sync works from the pod of resourceVersion %q, want the refreshed one", in.Pod.ResourceVersion)
+	}
+	if _, ok := m.GetPodStatus("u2"); ok {
+		t.Error("RefreshPod of a pod without a status cached one")
+	}
+	if s := m.Stats(); s.Invalid != 0 {
+		t.Errorf("RefreshPod counted %d invalid calls, want none (it ignores them)", s.Invalid)
+	}
+}
