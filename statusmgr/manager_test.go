@@ -613,3 +613,39 @@ func TestManagerRefreshPod(t *testing.T) {
 		t.Errorf("RefreshPod counted %d invalid calls, want none (it ignores them)", s.Invalid)
 	}
 }
+
+// Once a status is on the server, the manager keeps the server's copy of it (the patch
+// answer) as the cached status instead of a second one: PodStatusView shares it,
+// GetPodStatus still returns an equal copy of its own.
+func TestManagerSharesTheServersStatus(t *testing.T) {
+	pod := testPod("p", "u1")
+	api := statusmgrtest.NewFakeAPI(pod)
+	var answer *v1.Pod
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{
+		GetPodFunc: api.GetPod,
+		PatchPodStatusFunc: func(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+			p, err := api.PatchPodStatus(ctx, namespace, name, patch)
+			answer = p
+			return p, err
+		},
+		DeletePodFunc: api.DeletePod,
+	}})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	before, _ := m.GetPodStatus("u1")
+	must(t, m.Sync(t.Context()))
+	if answer == nil {
+		t.Fatal("no PATCH")
+	}
+	view, _ := m.PodStatusView("u1")
+	if len(view.ContainerStatuses) == 0 || &view.ContainerStatuses[0] != &answer.Status.ContainerStatuses[0] {
+		t.Error("the cached status is not the server's copy")
+	}
+	after, _ := m.GetPodStatus("u1")
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("the cached status changed (-before +after):\n%s", diff)
+	}
+	if &after.ContainerStatuses[0] == &answer.Status.ContainerStatuses[0] {
+		t.Error("GetPodStatus shares the server's copy")
+	}
+}
