@@ -17,7 +17,7 @@ type entry struct {
 	pod *v1.Pod
 	// status is the latest normalized status; never nil, never modified once stored
 	// (replaced whole), so a snapshot, a setter and GetPodStatus share it. Once the server
-	// has exactly it, it is server's own status (statusToKeep).
+	// has exactly it, it is the status of server, the server's copy (statusToKeep).
 	status *v1.PodStatus
 	// version counts the statuses set for this pod; starts at 1, only grows.
 	version uint64
