@@ -126,11 +126,25 @@ func (n *Node) dispatch(u config.PodUpdate) {
 			if mirror {
 				continue
 			}
-			if _, known := n.workers.PodState(p.UID); known && needsReconcile(p) {
-				n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
-			}
+			n.reconcile(p)
 		}
 	}
+}
+
+// reconcile handles a pod whose only change is its status (the kubelet's
+// HandlePodReconcile), now in the pod manager: a known pod that needs it is synced;
+// otherwise the pod workers and the status manager take it as their newest object
+// without a sync, so that neither keeps the previous one alive. Nothing a sync sees
+// changes but the status the pod carries, which a sync reads only where the kubelet's
+// does from the pod manager's newest pod: its periodic syncs and retries take that pod
+// (getPodsToSync, HandlePodSyncs), and the status manager's cached status comes first.
+func (n *Node) reconcile(p *v1.Pod) {
+	if _, known := n.workers.PodState(p.UID); known && needsReconcile(p) {
+		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+		return
+	}
+	n.workers.RefreshPod(p)
+	n.status.RefreshPod(p)
 }
 
 // needsReconcile: the server's status of a pod whose only change is its status asks

@@ -249,6 +249,35 @@ func TestCopyPods(t *testing.T) {
 	}
 }
 
+// A status written back by the API server reaches the node as a Reconcile that needs no
+// sync; the pod workers then hold the newest pod (the pod manager's), not the one of their
+// last update: the next resync gets it, as the kubelet's periodic sync takes the pod
+// manager's pod, and the older object is not kept alive.
+func TestReconcileRefreshesWorkersPod(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var synced *syncedPods
+		e := start(t, nil, nil, envOpts{wrap: func(rt node.Runtime) node.Runtime { synced = &syncedPods{Runtime: rt}; return synced }})
+		p := e.create(newPod("web", 30, v1.RestartPolicyAlways, nil))
+		e.waitPhase("web", v1.PodRunning)
+		synced.mu.Lock()
+		before := len(synced.pods)
+		synced.mu.Unlock()
+		time.Sleep(2 * time.Minute) // at least one resync
+		synctest.Wait()
+		desired, _ := e.n.Pod(p.UID)
+		e.stop()
+		synced.mu.Lock()
+		defer synced.mu.Unlock()
+		if len(synced.pods) <= before {
+			t.Fatalf("no resync in 2 minutes (%d SyncPod calls)", len(synced.pods))
+		}
+		last := synced.pods[len(synced.pods)-1]
+		if last != desired || last.Status.Phase != v1.PodRunning {
+			t.Errorf("the resync got a pod in phase %s, not the pod manager's newest (Running)", last.Status.Phase)
+		}
+	})
+}
+
 // Seed 001: a pod's creation, Pending then Running, with the container's ID and start
 // time, in two patches.
 func TestCreation(t *testing.T) {

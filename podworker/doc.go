@@ -25,7 +25,10 @@
 //   - At most one PodSyncer call is in flight per pod UID; calls for different pods run
 //     concurrently (bounded by MaxConcurrentSyncs, 1,024 by default, in arrival order beyond it).
 //   - Updates coalesce: while a call is in flight, only the latest configuration is kept,
-//     and exactly one further call follows (the kubelet's pendingUpdate).
+//     and exactly one further call follows (the kubelet's pendingUpdate). RefreshPod
+//     replaces the configuration held by a newer object that changed only in its status,
+//     without an update, so the next call (a resync, a retry, the next stage) gets the
+//     newest pod, as the kubelet's resyncs take the pod manager's.
 //   - The WorkType of the next call is decided when it starts: SyncPod until termination
 //     is requested, TerminatingPod until SyncTerminatingPod returned nil, TerminatedPod
 //     until SyncTerminatedPod returned nil. A pod whose termination is requested before

@@ -310,6 +310,40 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	return r, nil
 }
 
+// RefreshPod makes pod, a newer object of a known pod that changed only in its status
+// (the config merge's Reconcile that needs no sync), the configuration the pod's worker
+// holds, without an update: no work is queued, no stage changes, and the next work the
+// worker starts (a resync, a retry, the next stage) gets pod. The kubelet's periodic
+// syncs and retries take the pod manager's newest pod too (getPodsToSync,
+// HandlePodSyncs); holding it here instead of the object of the last UpdatePod lets the
+// older one go. It reports whether pod was taken. It is refused (false, nothing changes)
+// for nil, an unknown or finished pod, a runtime-only one, and a pod that differs from
+// the held one in what the Machine decides on (deletionTimestamp, deletion grace period,
+// terminal phase, name): such a change needs UpdatePod.
+func (m *Machine) RefreshPod(pod *v1.Pod) bool {
+	if pod == nil {
+		return false
+	}
+	st, ok := m.pods[pod.UID]
+	if !ok || st.finished || st.pod == nil || !sameDecisions(st.pod, pod) {
+		return false
+	}
+	st.pod = pod
+	return true
+}
+
+// sameDecisions reports whether the Machine decides the same on a and b: same name and
+// namespace, deletionTimestamp set on both or neither, same deletion grace period, both
+// terminal or neither.
+func sameDecisions(a, b *v1.Pod) bool {
+	sameGrace := a.DeletionGracePeriodSeconds == nil && b.DeletionGracePeriodSeconds == nil ||
+		a.DeletionGracePeriodSeconds != nil && b.DeletionGracePeriodSeconds != nil &&
+			*a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds
+	return a.Name == b.Name && a.Namespace == b.Namespace && sameGrace &&
+		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
+		podfacts.IsTerminal(a) == podfacts.IsTerminal(b)
+}
+
 // setPending records a pending update and queues the pod if it can be started.
 func (m *Machine) setPending(st *podState, t SyncPodType) {
 	st.hasPending = true

@@ -358,6 +358,61 @@ func testCancelledWork(t *testing.T, cerr error) {
 	}
 }
 
+// TestRefreshPod: a newer object of a running pod that changed only in its status is held
+// without an update (no work, no stage change) and is what the next work gets; one that
+// would change a decision of the Machine is refused, and the held pod stays.
+func TestRefreshPod(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		pod   *v1.Pod
+		taken bool
+	}{
+		{"status only", testPod("a", phase(v1.PodRunning), func(p *v1.Pod) { p.ResourceVersion = "2" }), true},
+		{"nil", nil, false},
+		{"unknown pod", testPod("b", phase(v1.PodRunning)), false},
+		{"terminal phase", testPod("a", phase(v1.PodSucceeded)), false},
+		{"deletionTimestamp", testPod("a", phase(v1.PodRunning), deleted(30)), false},
+		{"another name", testPod("a", phase(v1.PodRunning), func(p *v1.Pod) { p.Name = "other" }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newTestMachine(t, MachineConfig{})
+			held := testPod("a", phase(v1.PodPending))
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: held}, false)
+			step(t, m, rd, ok)
+			if got := m.RefreshPod(tc.pod); got != tc.taken {
+				t.Fatalf("RefreshPod = %v, want %v", got, tc.taken)
+			}
+			if st, _ := m.PodState("a"); st.Working || st.Stage != StageSyncing || m.qhead != len(m.queue) {
+				t.Fatalf("after RefreshPod: %+v, %d queued; want nothing started or queued", st, len(m.queue)-m.qhead)
+			}
+			want := held
+			if tc.taken {
+				want = tc.pod
+			}
+			rd = m.Tick(t0.Add(DefaultResyncInterval))
+			if len(rd.Start) != 1 || rd.Start[0].Pod != want {
+				t.Errorf("the resync started %+v, want one work with the held pod (taken: %v)", rd.Start, tc.taken)
+			}
+		})
+	}
+	t.Run("finished or runtime-only", func(t *testing.T) {
+		m := newTestMachine(t, MachineConfig{})
+		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(1))}, false)
+		step(t, m, rd, ok)
+		if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: "r"}}, false); err != nil {
+			t.Fatal(err)
+		}
+		if st, _ := m.PodState("a"); st.Stage != StageFinished {
+			t.Fatalf("a is %v, want finished", st.Stage)
+		}
+		for _, p := range []*v1.Pod{testPod("a", deleted(1)), testPod("r")} {
+			if m.RefreshPod(p) {
+				t.Errorf("RefreshPod(%s) taken, want refused", p.UID)
+			}
+		}
+	})
+}
+
 // TestForgottenPodLeavesNothing checks that a finished, forgotten pod leaves no trace in
 // any of the Machine's structures.
 func TestForgottenPodLeavesNothing(t *testing.T) {

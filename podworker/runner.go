@@ -243,6 +243,14 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	return nil
 }
 
+// RefreshPod makes pod the configuration a known pod's worker holds, without an update
+// (see Machine.RefreshPod), and reports whether it was taken.
+func (r *Runner) RefreshPod(pod *v1.Pod) bool {
+	r.mu.Lock()
+	defer r.unlock()
+	return r.m.RefreshPod(pod)
+}
+
 // SyncKnownPods forgets finished pods that are not desired and those not desired that
 // never started nor were seen in the runtime, asks the other pods that are not desired to
 // terminate, and returns the state of every pod still known (see

@@ -16,7 +16,8 @@ type entry struct {
 	// never modified (replaced whole).
 	pod *v1.Pod
 	// status is the latest normalized status; never nil, never modified once stored
-	// (replaced whole), so a snapshot, a setter and GetPodStatus share it.
+	// (replaced whole), so a snapshot, a setter and GetPodStatus share it. Once the server
+	// has exactly it, it is the status of server, the server's copy (statusToKeep).
 	status *v1.PodStatus
 	// version counts the statuses set for this pod; starts at 1, only grows.
 	version uint64
@@ -399,13 +400,36 @@ func (e *entry) snapshot(uid types.UID) snapshot {
 	return snapshot{uid: uid, e: e, pod: e.pod, status: e.status, version: e.version, finished: e.podIsFinished, server: e.server, at: e.versionAt}
 }
 
+// statusToKeep decides, without the lock, which object the entry of the snapshot s holds
+// as its status once a sync that ended with server (the server's copy, nil: unknown)
+// commits, if the entry still holds s's status; nil means that one:
+//   - the server's own status when the server's copy is the pod's own object and has
+//     exactly s's status (a patch from one to the other is empty): the manager then keeps
+//     one status per pod instead of its own and the server's (both are never modified);
+//   - an own copy when s's status is the status of s's server copy (taken by an earlier
+//     sync) and the sync ended with another copy that differs: the replaced copy is not
+//     kept alive for its status.
+func statusToKeep(s *snapshot, server *v1.Pod) *v1.PodStatus {
+	switch {
+	case server != nil && server.UID == s.uid && statusFieldsEqual(s.status, &server.Status, ""):
+		return &server.Status
+	case server != s.server && s.server != nil && s.status == &s.server.Status:
+		return s.status.DeepCopy()
+	}
+	return nil
+}
+
 // commit records the outcome of a sync: the server has s.version (when sent) and server is
-// its current copy (nil: unknown). It returns whether the entry needs another sync now, and
-// when the oldest version just written was set (zero if nothing new was written).
-func (c *cache) commit(s snapshot, sent bool, server *v1.Pod) (again bool, setAt time.Time) {
+// its current copy (nil: unknown); keep, if not nil, replaces s's status as the entry's
+// (statusToKeep). It returns whether the entry needs another sync now, and when the oldest
+// version just written was set (zero if nothing new was written).
+func (c *cache) commit(s snapshot, sent bool, server *v1.Pod, keep *v1.PodStatus) (again bool, setAt time.Time) {
 	e := c.entries[s.uid]
 	if e != s.e {
 		return false, time.Time{} // forgotten or replaced meanwhile
+	}
+	if keep != nil && e.status == s.status {
+		e.status = keep
 	}
 	if sent && s.version > e.sentVersion {
 		e.sentVersion = s.version

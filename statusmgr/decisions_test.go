@@ -717,3 +717,75 @@ func TestPrepareStartTime(t *testing.T) {
 		})
 	}
 }
+
+// statusToKeep: the entry shares the server's status once the server has exactly it (the
+// pod's own object only), and takes its own copy back when the server copy it shares is
+// replaced by one that differs.
+func TestStatusToKeep(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	status := func() v1.PodStatus {
+		return v1.PodStatus{Phase: v1.PodRunning, StartTime: &at,
+			Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{running("a")}}
+	}
+	server := func(f func(p *v1.Pod)) *v1.Pod {
+		return podWith(func(p *v1.Pod) {
+			p.Status = status()
+			if f != nil {
+				f(p)
+			}
+		})
+	}
+	own := status()
+	shared := server(nil)
+	const (
+		keepOwn    = "own"    // nil: the entry keeps the snapshot's status
+		keepServer = "server" // the new server copy's status
+		keepCopy   = "copy"   // a copy of the snapshot's status, of its own
+	)
+	for _, tc := range []struct {
+		name   string
+		s      snapshot
+		server *v1.Pod
+		want   string
+	}{
+		{"server unknown", snapshot{uid: "u1", status: &own}, nil, keepOwn},
+		{"server has exactly it", snapshot{uid: "u1", status: &own}, server(nil), keepServer},
+		{"server has it, times elsewhere and empty lists", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) {
+			st := metav1.NewTime(at.In(time.FixedZone("x", 3600)))
+			p.Status.StartTime, p.Status.HostIPs = &st, []v1.HostIP{}
+		}), keepServer},
+		{"another pod's copy (a mirror pod)", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) { p.UID = "m1" }), keepOwn},
+		{"another client's condition on the server", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
+		}), keepOwn},
+		{"phase held back", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) { p.Status.Phase = v1.PodPending }), keepOwn},
+		{"shared, the same copy again", snapshot{uid: "u1", status: &shared.Status, server: shared}, shared, keepServer},
+		{"shared, replaced by a differing copy", snapshot{uid: "u1", status: &shared.Status, server: shared},
+			server(func(p *v1.Pod) { p.Status.Phase = v1.PodPending }), keepCopy},
+		{"shared, the server now unknown", snapshot{uid: "u1", status: &shared.Status, server: shared}, nil, keepCopy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.s.status.DeepCopy()
+			got := statusToKeep(&tc.s, tc.server)
+			switch tc.want {
+			case keepOwn:
+				if got != nil {
+					t.Errorf("statusToKeep = %p, want nil (the snapshot's)", got)
+				}
+			case keepServer:
+				if got != &tc.server.Status {
+					t.Errorf("statusToKeep = %p, want the server copy's status %p", got, &tc.server.Status)
+				}
+			case keepCopy:
+				if got == nil || got == tc.s.status || tc.server != nil && got == &tc.server.Status || !equality.Semantic.DeepEqual(got, before) ||
+					&got.ContainerStatuses[0] == &tc.s.status.ContainerStatuses[0] {
+					t.Errorf("statusToKeep = %+v, want a copy of the snapshot's status of its own", got)
+				}
+			}
+			if diff := cmp.Diff(before, tc.s.status); diff != "" {
+				t.Errorf("the snapshot's status changed:\n%s", diff)
+			}
+		})
+	}
+}

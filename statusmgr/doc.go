@@ -86,12 +86,15 @@
 //  1. uses the server's pod from the last answer (GET only when it knows nothing, after an
 //     error, or after a Conflict), and forgets the status if the server's UID is another;
 //  2. merges (MergePodStatusAt) and, if anything changed, sends StatusPatch's patch; the
-//     patched pod in the answer becomes the new copy;
+//     patched pod in the answer becomes the new copy, and when its status is exactly the
+//     cached one the manager keeps that status for both (one status per pod in memory);
 //  3. deletes the pod with grace 0 and a UID precondition when CanBeDeleted holds.
 //
 // With a PodLookup, each full sync also reconciles: a status already sent that would still
 // change the server's copy as the lookup sees it (someone overwrote it) is sent again from
 // a fresh GET, and a deletionTimestamp the lookup shows is noticed without a new status.
+// RefreshPod hands the manager the node agent's newer pod object at once (a change of its
+// status only), so that it does not keep the older one until then.
 //
 // NotFound forgets the status (the pod is gone), unless the PodLookup still has the pod:
 // then, as the kubelet does, the status is kept for the next full sync (the answer may

@@ -332,6 +332,23 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 	}, setFinished)
 }
 
+// RefreshPod records pod as the node agent's newest object of a pod whose status is
+// cached, without a new status: what the full sync's reconcile takes from the PodLookup
+// (its deletionTimestamp, annotations), taken at once. A node agent calls it when its pod
+// changed only in its status and no sync follows (a Reconcile), so that the manager does
+// not keep an older object alive until its next setter or full sync. Nothing is written
+// because of it. nil, an empty UID and a pod without a cached status are ignored.
+func (m *Manager) RefreshPod(pod *v1.Pod) {
+	if pod == nil || pod.UID == "" {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.c.entries[pod.UID]; e != nil {
+		e.pod = pod
+	}
+}
+
 // SetContainerReadiness sets the Ready flag of the container with the runtime ID
 // containerID (as in ContainerStatus.ContainerID) in the pod's cached status and
 // recomputes the pod's ContainersReady and Ready conditions. An unchanged flag is a no-op.

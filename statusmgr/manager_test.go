@@ -583,3 +583,69 @@ func TestManagerPodStatusView(t *testing.T) {
 		t.Errorf("view after the newer version: %+v", now.ContainerStatuses[0])
 	}
 }
+
+// RefreshPod: the manager keeps the newest object of a pod whose status it caches (the
+// next sync works from it), without a new version; nil, an empty UID and a pod without a
+// cached status change nothing.
+func TestManagerRefreshPod(t *testing.T) {
+	pod := testPod("p", "u1")
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI(pod)})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	newer := pod.DeepCopy()
+	newer.ResourceVersion = "2"
+	newer.Status = runningStatus(true)
+	m.RefreshPod(newer)
+	m.RefreshPod(nil)
+	m.RefreshPod(testPod("p", ""))
+	m.RefreshPod(testPod("q", "u2"))
+	syncs := m.TakeSyncs()
+	if len(syncs) != 1 {
+		t.Fatalf("%d syncs, want 1 (u1's)", len(syncs))
+	}
+	if in := syncs[0].Input(); in.Pod != newer {
+		t.Errorf("the sync works from the pod of resourceVersion %q, want the refreshed one", in.Pod.ResourceVersion)
+	}
+	if _, ok := m.GetPodStatus("u2"); ok {
+		t.Error("RefreshPod of a pod without a status cached one")
+	}
+	if s := m.Stats(); s.Invalid != 0 {
+		t.Errorf("RefreshPod counted %d invalid calls, want none (it ignores them)", s.Invalid)
+	}
+}
+
+// Once a status is on the server, the manager keeps the server's copy of it (the patch
+// answer) as the cached status instead of a second one: PodStatusView shares it,
+// GetPodStatus still returns an equal copy of its own.
+func TestManagerSharesTheServersStatus(t *testing.T) {
+	pod := testPod("p", "u1")
+	api := statusmgrtest.NewFakeAPI(pod)
+	var answer *v1.Pod
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{
+		GetPodFunc: api.GetPod,
+		PatchPodStatusFunc: func(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+			p, err := api.PatchPodStatus(ctx, namespace, name, patch)
+			answer = p
+			return p, err
+		},
+		DeletePodFunc: api.DeletePod,
+	}})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	before, _ := m.GetPodStatus("u1")
+	must(t, m.Sync(t.Context()))
+	if answer == nil {
+		t.Fatal("no PATCH")
+	}
+	view, _ := m.PodStatusView("u1")
+	if len(view.ContainerStatuses) == 0 || &view.ContainerStatuses[0] != &answer.Status.ContainerStatuses[0] {
+		t.Error("the cached status is not the server's copy")
+	}
+	after, _ := m.GetPodStatus("u1")
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("the cached status changed (-before +after):\n%s", diff)
+	}
+	if &after.ContainerStatuses[0] == &answer.Status.ContainerStatuses[0] {
+		t.Error("GetPodStatus shares the server's copy")
+	}
+}

@@ -20,6 +20,10 @@ import (
 // sync follow each other, and the next sync of the pod starts after the last call of the
 // previous one returned). An implementation must be safe for concurrent use; client-go's
 // clientset is.
+//
+// The manager keeps the pods GetPod and PatchPodStatus return, read only (it may hold the
+// status of one as the pod's cached status once that is exactly the status it has): once
+// returned, they must not be modified. client-go returns a new object for every call.
 type StatusPatcher interface {
 	// GetPod returns the server's pod by namespace and name.
 	GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error)

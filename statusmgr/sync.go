@@ -146,17 +146,21 @@ func (m *Manager) finish(ps *PodSync) error {
 	s := *ps.snap
 	var again bool
 	var setAt time.Time
+	var keep *v1.PodStatus
+	if o.Result != ResultForgotten {
+		keep = statusToKeep(&s, o.Server)
+	}
 	m.mu.Lock()
 	m.stats.add(ps.calls)
 	if o.Result == ResultForgotten {
 		if o.Sent {
-			_, setAt = m.c.commit(s, true, nil)
+			_, setAt = m.c.commit(s, true, nil, nil)
 		}
 		if m.c.forget(s) {
 			m.stats.add(o.Stats)
 		}
 	} else {
-		again, setAt = m.c.commit(s, o.Sent, o.Server)
+		again, setAt = m.c.commit(s, o.Sent, o.Server, keep)
 		if o.Reason == ReasonDeleteFailed {
 			m.c.retryDelete(s)
 		}
