@@ -80,7 +80,7 @@ func TestCanBeDeleted(t *testing.T) {
 
 func TestNeedsUpdate(t *testing.T) {
 	deletingPod := podWith(withDeletion)
-	server := func(f func(p *v1.Pod)) *v1.Pod { return podWith(f) }
+	server := func(f func(p *v1.Pod)) *serverCopy { return keepServer(podWith(f)) }
 	tests := []struct {
 		name string
 		e    entry
@@ -728,42 +728,43 @@ func TestStatusToKeep(t *testing.T) {
 			Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
 			ContainerStatuses: []v1.ContainerStatus{running("a")}}
 	}
-	server := func(f func(p *v1.Pod)) *v1.Pod {
-		return podWith(func(p *v1.Pod) {
+	server := func(f func(p *v1.Pod)) *serverCopy {
+		return keepServer(podWith(func(p *v1.Pod) {
 			p.Status = status()
 			if f != nil {
 				f(p)
 			}
-		})
+		}))
 	}
 	own := status()
 	shared := server(nil)
 	const (
-		keepOwn    = "own"    // nil: the entry keeps the snapshot's status
-		keepServer = "server" // the new server copy's status
-		keepCopy   = "copy"   // a copy of the snapshot's status, of its own
+		keepOwn     = "own"    // nil: the entry keeps the snapshot's status
+		keepServers = "server" // the new server copy's status
+		keepCopy    = "copy"   // a copy of the snapshot's status, of its own
 	)
 	for _, tc := range []struct {
 		name   string
 		s      snapshot
-		server *v1.Pod
+		server *serverCopy
 		want   string
 	}{
 		{"server unknown", snapshot{uid: "u1", status: &own}, nil, keepOwn},
-		{"server has exactly it", snapshot{uid: "u1", status: &own}, server(nil), keepServer},
+		{"server has exactly it", snapshot{uid: "u1", status: &own}, server(nil), keepServers},
 		{"server has it, times elsewhere and empty lists", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) {
 			st := metav1.NewTime(at.In(time.FixedZone("x", 3600)))
 			p.Status.StartTime, p.Status.HostIPs = &st, []v1.HostIP{}
-		}), keepServer},
+		}), keepServers},
 		{"another pod's copy (a mirror pod)", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) { p.UID = "m1" }), keepOwn},
 		{"another client's condition on the server", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) {
 			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
 		}), keepOwn},
 		{"phase held back", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) { p.Status.Phase = v1.PodPending }), keepOwn},
-		{"shared, the same copy again", snapshot{uid: "u1", status: &shared.Status, server: shared}, shared, keepServer},
-		{"shared, replaced by a differing copy", snapshot{uid: "u1", status: &shared.Status, server: shared},
+		{"shared, the same copy again (no call made)", snapshot{uid: "u1", status: &shared.status, server: shared}, shared, keepOwn},
+		{"shared, replaced by an equal copy", snapshot{uid: "u1", status: &shared.status, server: shared}, server(nil), keepServers},
+		{"shared, replaced by a differing copy", snapshot{uid: "u1", status: &shared.status, server: shared},
 			server(func(p *v1.Pod) { p.Status.Phase = v1.PodPending }), keepCopy},
-		{"shared, the server now unknown", snapshot{uid: "u1", status: &shared.Status, server: shared}, nil, keepCopy},
+		{"shared, the server now unknown", snapshot{uid: "u1", status: &shared.status, server: shared}, nil, keepCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.s.status.DeepCopy()
@@ -773,12 +774,12 @@ func TestStatusToKeep(t *testing.T) {
 				if got != nil {
 					t.Errorf("statusToKeep = %p, want nil (the snapshot's)", got)
 				}
-			case keepServer:
-				if got != &tc.server.Status {
-					t.Errorf("statusToKeep = %p, want the server copy's status %p", got, &tc.server.Status)
+			case keepServers:
+				if got != &tc.server.status {
+					t.Errorf("statusToKeep = %p, want the server copy's status %p", got, &tc.server.status)
 				}
 			case keepCopy:
-				if got == nil || got == tc.s.status || tc.server != nil && got == &tc.server.Status || !equality.Semantic.DeepEqual(got, before) ||
+				if got == nil || got == tc.s.status || tc.server != nil && got == &tc.server.status || !equality.Semantic.DeepEqual(got, before) ||
 					&got.ContainerStatuses[0] == &tc.s.status.ContainerStatuses[0] {
 					t.Errorf("statusToKeep = %+v, want a copy of the snapshot's status of its own", got)
 				}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
+	"weak"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -648,4 +650,66 @@ func TestManagerSharesTheServersStatus(t *testing.T) {
 	if &after.ContainerStatuses[0] == &answer.Status.ContainerStatuses[0] {
 		t.Error("GetPodStatus shares the server's copy")
 	}
+}
+
+// TestManagerKeepsOnlyWhatASyncReads: the manager keeps of a PATCH answer (a whole pod, as
+// a client decodes it) only what a later sync reads; the answer's spec is not kept alive
+// with the pod's entry, and the next sync still decides on the kept part (its status and
+// deletion) without reading the pod again.
+func TestManagerKeepsOnlyWhatASyncReads(t *testing.T) {
+	pod := testPod("p", "u1")
+	api := statusmgrtest.NewFakeAPI(pod)
+	var spec weak.Pointer[v1.Container]
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{
+		GetPodFunc: api.GetPod,
+		PatchPodStatusFunc: func(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+			p, err := api.PatchPodStatus(ctx, namespace, name, patch)
+			if err != nil {
+				return nil, err
+			}
+			decoded := p.DeepCopy() // as a client returns it: the caller's own object
+			decoded.Spec.Containers = append([]v1.Container(nil), decoded.Spec.Containers...)
+			spec = weak.Make(&decoded.Spec.Containers[0])
+			return decoded, nil
+		},
+		DeletePodFunc: api.DeletePod,
+	}})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	must(t, m.Sync(t.Context()))
+	if spec == (weak.Pointer[v1.Container]{}) {
+		t.Fatal("no PATCH")
+	}
+	runtime.GC()
+	if spec.Value() != nil {
+		t.Error("the manager keeps the PATCH answer's spec alive")
+	}
+	gets := api.Counts().Gets
+	must(t, m.SetPodStatus(pod, runningStatus(false)))
+	must(t, m.Sync(t.Context()))
+	if c := api.Counts(); c.Gets != gets || c.Patches != 2 {
+		t.Errorf("the second sync made %d GETs and %d PATCHes in all, want no GET and a second PATCH", c.Gets-gets, c.Patches)
+	}
+	if got, _ := api.Pod(pod.Namespace, pod.Name); got == nil || !hasCondition(got.Status, v1.PodReady, v1.ConditionFalse) {
+		t.Errorf("the server's pod is %v, want it not ready (the second status)", podSummary(got))
+	}
+	runtime.KeepAlive(m)
+}
+
+// hasCondition reports whether s has a condition of type typ with status want.
+func hasCondition(s v1.PodStatus, typ v1.PodConditionType, want v1.ConditionStatus) bool {
+	for _, c := range s.Conditions {
+		if c.Type == typ {
+			return c.Status == want
+		}
+	}
+	return false
+}
+
+// podSummary is p's UID, phase and conditions, for a failure message.
+func podSummary(p *v1.Pod) string {
+	if p == nil {
+		return "<nil>"
+	}
+	return fmt.Sprintf("%s phase=%s conditions=%v", p.UID, p.Status.Phase, p.Status.Conditions)
 }

@@ -86,17 +86,17 @@ func TestParityNeedsUpdate(t *testing.T) {
 		want bool
 	}{
 		{"§8 needsUpdate: no version sent yet", entry{pod: parPod(), version: 1}, true},
-		{"§8 needsUpdate: an older version sent", entry{pod: parPod(), version: 4, sentVersion: 3, server: parPod()}, true},
-		{"§8 needsUpdate: latest sent, nothing to delete", entry{pod: parPod(), version: 2, sentVersion: 2, server: parPod(parPhase(v1.PodRunning)),
+		{"§8 needsUpdate: an older version sent", entry{pod: parPod(), version: 4, sentVersion: 3, server: keepServer(parPod())}, true},
+		{"§8 needsUpdate: latest sent, nothing to delete", entry{pod: parPod(), version: 2, sentVersion: 2, server: keepServer(parPod(parPhase(v1.PodRunning))),
 			status: &v1.PodStatus{Phase: v1.PodRunning}}, false},
 		{"§6 rule 8: latest sent but CanBeDeleted holds: true without another status change", entry{pod: deleting, version: 2, sentVersion: 2, podIsFinished: true,
-			status: &v1.PodStatus{Phase: v1.PodFailed}, server: parPod(parDeleting(0), parPhase(v1.PodFailed))}, true},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: keepServer(parPod(parDeleting(0), parPhase(v1.PodFailed)))}, true},
 		{"§8 needsUpdate: latest sent, deleting and terminal but not finished", entry{pod: deleting, version: 2, sentVersion: 2,
-			status: &v1.PodStatus{Phase: v1.PodFailed}, server: parPod(parDeleting(0), parPhase(v1.PodFailed))}, false},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: keepServer(parPod(parDeleting(0), parPhase(v1.PodFailed)))}, false},
 		{"§8 needsUpdate: latest sent, finished and terminal but no deletionTimestamp", entry{pod: parPod(), version: 2, sentVersion: 2, podIsFinished: true,
-			status: &v1.PodStatus{Phase: v1.PodSucceeded}, server: parPod(parPhase(v1.PodSucceeded))}, false},
+			status: &v1.PodStatus{Phase: v1.PodSucceeded}, server: keepServer(parPod(parPhase(v1.PodSucceeded)))}, false},
 		{"§8 needsUpdate: latest sent, finished mirror pod is never deletable", entry{pod: deleting, version: 2, sentVersion: 2, podIsFinished: true,
-			status: &v1.PodStatus{Phase: v1.PodFailed}, server: parPod(parDeleting(0), parPhase(v1.PodFailed), parAnnotate(ConfigMirrorAnnotationKey, ""))}, false},
+			status: &v1.PodStatus{Phase: v1.PodFailed}, server: keepServer(parPod(parDeleting(0), parPhase(v1.PodFailed), parAnnotate(ConfigMirrorAnnotationKey, "")))}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.e.status == nil {

@@ -96,7 +96,8 @@ type PodSyncInput struct {
 	// terminal phase is not written.
 	CouldRunContainers bool
 	// Server is the runner's copy of the server's pod from its last call; nil when unknown:
-	// the sync reads the pod first.
+	// the sync reads the pod first. It needs only the pod's identity, resourceVersion,
+	// generation, deletion, mirror annotation and status (the Manager keeps no more of it).
 	Server *v1.Pod
 	// Target and MirrorUID say which server pod may be written (TargetOf).
 	Target    Target
