@@ -326,12 +326,13 @@ func stackBytes() uint64 {
 // instantAPI is W6's API side: a statusmgr.StatusPatcher that answers at once. It keeps
 // the pods in a map and does no JSON or strategic-merge work: a status patch stores the
 // status the manager sends (its cached status, status, with the phase the patch carries:
-// the manager holds a terminal phase back while containers may run) in a new pod object,
-// which it returns; GET returns the stored pod; DELETE removes it and counts it. The
-// stored pods are never modified (replaced whole), so the API side and its caller share
-// them, as they share nothing else: the API side holds no memory of its own per pod
-// beyond a record made before the run. Every change is queued, in order, for the
-// source (feed), as the API server's watch delivers it.
+// the manager holds a terminal phase back while containers may run) in a new pod object;
+// GET and PATCH answer with a deep copy of the stored pod, as a client decodes every
+// answer into its caller's own object (memory the library holds if it keeps it); DELETE
+// removes it and counts it. The stored pods are never modified (replaced whole), so the
+// API side and the source share them, as an informer's store and the node do. Every
+// change is queued, in order, for the source (feed), as the API server's watch delivers
+// it.
 type instantAPI struct {
 	// status returns the manager's cached status of a pod (Manager.GetPodStatus).
 	status func(types.UID) (v1.PodStatus, bool)
@@ -420,7 +421,7 @@ func (a *instantAPI) GetPod(_ context.Context, namespace, name string) (*v1.Pod,
 	if err != nil {
 		return nil, err
 	}
-	return sp.pod, nil
+	return sp.pod.DeepCopy(), nil
 }
 
 // PatchPodStatus stores the status the manager sends (see instantAPI).
@@ -464,7 +465,7 @@ func (a *instantAPI) PatchPodStatus(_ context.Context, namespace, name string, p
 	np.ResourceVersion = a.nextResourceVersion()
 	sp.pod = &np
 	a.queue(config.Update, &np)
-	return &np, nil
+	return np.DeepCopy(), nil
 }
 
 // patchPhase returns the phase a status patch sets, if it sets one (the only "phase" key
