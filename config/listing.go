@@ -21,35 +21,49 @@ func (st *sourceState) add(e *entry) int {
 }
 
 // listed records that ref, whose full name hashes to nameHash, was listed for slot j in
-// the Apply numbered gen: its resourceVersion and identifying strings, and (with byPtr)
-// its address in place of the previous input's.
-func (st *sourceState) listed(j int, ref *v1.Pod, nameHash, gen uint64) {
+// the Apply numbered gen: its resourceVersion and identifying strings, and (with ptrs)
+// its address in byPtr in place of the previous input's.
+func (st *sourceState) listed(j int, ref *v1.Pod, nameHash, gen uint64, ptrs bool) {
 	sl := &st.slots[j]
 	sl.gen, sl.version = gen, ref.ResourceVersion
 	sl.uid, sl.namespace, sl.name, sl.nameHash = ref.UID, ref.Namespace, ref.Name, nameHash
-	if st.byPtr == nil {
+	if !ptrs {
 		return
 	}
-	p := uintptr(unsafe.Pointer(ref))
-	if sl.ptr == p {
-		return
+	if p := uintptr(unsafe.Pointer(ref)); sl.ptr != p {
+		// The entry of the old address goes, even in the rare case that it now belongs to
+		// another slot (an address reused): that slot loses its hint, not its correctness.
+		delete(st.byPtr, sl.ptr)
+		sl.ptr = p
 	}
-	st.forgetPtr(j)
-	sl.ptr = p
-	st.byPtr[p] = j
+	st.byPtr[sl.ptr] = j
 }
 
-// forgetPtr drops the byPtr entry of slot j, if the address is still its own.
-func (st *sourceState) forgetPtr(j int) {
-	if i, ok := st.byPtr[st.slots[j].ptr]; ok && i == j {
-		delete(st.byPtr, st.slots[j].ptr)
+// pointerBackoff is the number of Sets that skip the pointer rule after it found too few
+// pods (see judgePointers).
+const pointerBackoff = 8
+
+// judgePointers decides after a trusted Set whether the next ones use the pointer rule.
+// It pays when inputs repeat, as an informer's objects do, and costs a lookup and two map
+// writes per pod when every listing brings new objects. So a Set that used it, after a Set
+// that kept byPtr, and found fewer than half of its known pods (ptrs, hits, known) turns it
+// off for pointerBackoff Sets (an informer's relist, which brings new objects once, costs
+// those Sets the rule); then one Set keeps byPtr again and the next is judged.
+func (st *sourceState) judgePointers(ptrs bool, hits, known int) {
+	switch {
+	case !ptrs:
+		st.ptrsOff--
+	case st.ptrsKept && 2*hits < known:
+		st.ptrsOff = pointerBackoff
+		clear(st.byPtr)
 	}
+	st.ptrsKept = ptrs && st.ptrsOff == 0
 }
 
 // removeAt drops slot j from the source, moving the last slot into its place.
 func (st *sourceState) removeAt(j int) {
 	delete(st.byUID, st.slots[j].uid)
-	st.forgetPtr(j)
+	delete(st.byPtr, st.slots[j].ptr)
 	last := len(st.slots) - 1
 	if j != last {
 		moved := st.slots[last]

@@ -85,9 +85,13 @@ type sourceState struct {
 	byUID map[types.UID]int
 	// byPtr maps the address of an input pod to the index of the slot it was last listed
 	// for: a hint for the pointer rule (see unchangedListing), kept for APISource when the
-	// store trusts resourceVersions, nil otherwise. Invariant: byPtr[p] == i only if
-	// slots[i].ptr == p.
+	// store trusts resourceVersions and ptrsOff is 0, nil or empty otherwise. Invariant:
+	// byPtr[p] == i only if slots[i].ptr == p.
 	byPtr map[uintptr]int
+	// ptrsOff is the number of Sets left that neither use nor keep byPtr, and ptrsKept
+	// tells that the last Set kept it (see judgePointers).
+	ptrsOff  int
+	ptrsKept bool
 	// seen is true once a Set of the source has been merged.
 	seen bool
 }
@@ -246,13 +250,17 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		// trusted: an unchanged non-empty resourceVersion means an unchanged pod.
 		trusted = s.trustVersions && u.Source == APISource
 	)
-	if trusted && st.byPtr == nil {
+	// ptrs: the pointer rule is used and byPtr kept; hits counts the pods it found, and
+	// others the other listed pods stored before.
+	ptrs := trusted && st.ptrsOff == 0
+	hits, others := 0, 0
+	if ptrs && st.byPtr == nil {
 		st.byPtr = make(map[uintptr]int, len(u.Pods))
 	}
 	s.claims.reset(len(u.Pods))
 	allNew := len(st.slots) == 0 // every listed pod is an Add: size Adds once
 	for i, ref := range u.Pods {
-		if trusted {
+		if ptrs {
 			if j, ok := st.unchangedListing(ref); ok {
 				sl := &st.slots[j]
 				switch {
@@ -262,6 +270,7 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 					drops = append(drops, duplicateUID(u.Source, i, ref))
 				default:
 					sl.gen = s.gen
+					hits++
 				}
 				continue
 			}
@@ -287,16 +296,17 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			e := &entry{pod: *ref, annFrom: ref.Annotations}
 			stamp(&e.pod, u.Source, seen)
 			j = st.add(e)
-			st.listed(j, ref, h, s.gen)
+			st.listed(j, ref, h, s.gen, ptrs)
 			if allNew && c.Adds == nil {
 				c.Adds = make([]*v1.Pod, 0, len(u.Pods)-i)
 			}
 			c.Adds = append(c.Adds, s.out(e))
 			continue
 		}
+		others++
 		sl := &st.slots[j]
 		unchanged := trusted && ref.ResourceVersion != "" && ref.ResourceVersion == sl.version
-		st.listed(j, ref, h, s.gen)
+		st.listed(j, ref, h, s.gen, ptrs)
 		if unchanged {
 			continue
 		}
@@ -333,6 +343,9 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		}
 		sortPods(c.Removes)
 		st.seen = true
+		if trusted {
+			st.judgePointers(ptrs, hits, hits+others)
+		}
 	}
 	return c, drops, nil
 }
