@@ -74,6 +74,8 @@ type Store struct {
 	claims nameClaims
 	// tmp is scratch space for comparisons.
 	tmp scratch
+	// warmth sums what warmHeaders read, so that the reads are not compiled away.
+	warmth int
 }
 
 // sourceState is one source's pods.
@@ -258,20 +260,23 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		st.byPtr = make(map[uintptr]int, len(u.Pods))
 	}
 	s.claims.reset(len(u.Pods))
+	if ptrs {
+		s.warmth += warmHeaders(u.Pods)
+	}
 	allNew := len(st.slots) == 0 // every listed pod is an Add: size Adds once
 	for i, ref := range u.Pods {
 		if ptrs {
 			if j, ok := st.unchangedListing(ref); ok {
 				sl := &st.slots[j]
-				switch {
-				case s.claims.claim(u.Pods, i, sl.nameHash):
+				// A slot listed already by this update was listed by this very object
+				// (byPtr holds the address of the last listing), so the claim of its
+				// name, not its UID, tells the duplicate.
+				if s.claims.claim(u.Pods, i, sl.nameHash) {
 					drops = append(drops, duplicateName(u.Source, i, ref))
-				case sl.gen == s.gen:
-					drops = append(drops, duplicateUID(u.Source, i, ref))
-				default:
-					sl.gen = s.gen
-					hits++
+					continue
 				}
+				sl.gen = s.gen
+				hits++
 				continue
 			}
 		}
