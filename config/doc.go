@@ -42,6 +42,15 @@
 // MuxConfig.FullComparison) turns the shortcut off for a source that reuses a
 // resourceVersion for changed contents, and classifies exactly as the kubelet.
 //
+// The pointer rule, part of the shortcut: an informer lists an unchanged pod as the same
+// object every time, so an "api" pod at the address last listed for a UID, whose UID,
+// name, namespace and resourceVersion are the very same strings in memory, is unchanged
+// after reading its header alone: no lookup by UID, no hashing of its name for the
+// duplicate-name filter (the name's hash is kept from the last listing). It trusts what
+// the shortcut trusts and no more (see StoreConfig.FullComparison), keeps no input alive
+// (addresses are kept as numbers), and a source that lists new objects every time does
+// without it, 8 Sets at a time.
+//
 // Invariants of a Store:
 //   - per source, at most one pod per UID; sources never affect each other;
 //   - every stored pod carries config.source (its source) and config.seen (when the store

@@ -186,7 +186,9 @@ func fuzzPod(r *fuzzReader) *v1.Pod {
 // with FullComparison against the kubelet's rules alone, and by default against them
 // with the resourceVersion shortcut. Each runs with deep copies (the store must not
 // notice scribbling over what it returned) and with shared pods (the store must never
-// write to a pod it returned: every one keeps the contents it was returned with).
+// write to a pod it returned: every one keeps the contents it was returned with). An
+// update may list the previous update's objects again (and one of them twice), as an
+// informer does, which the pointer rule recognises without reading them.
 func FuzzMerge(f *testing.F) {
 	f.Add([]byte{0, 0, 2, 1, 1, 0, 2, 2, 8})
 	f.Add([]byte{0, 0, 3, 1, 1, 0, 6, 1, 0, 1, 2, 4, 0, 0, 1, 1, 1, 8, 0, 0, 0})
@@ -194,6 +196,9 @@ func FuzzMerge(f *testing.F) {
 	f.Add([]byte{0, 0, 4, 17, 0, 0, 13, 1, 1, 2, 2, 0x48, 7, 2, 0x28})
 	// A returned pod changed by the next merge (shared pods: copy on write).
 	f.Add([]byte("012\"20000112"))
+	// The same objects listed again (the pointer rule), then with a new version of one
+	// and one of them twice.
+	f.Add([]byte{0, 0, 3, 1, 0, 1, 2, 1, 1, 0x40, 0, 0, 0xc0, 0, 1, 1, 0, 0x21})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, full := range []bool{true, false} {
 			for _, shared := range []bool{false, true} {
@@ -210,14 +215,24 @@ func fuzzMerge(t *testing.T, data []byte, full, shared bool) {
 	var handedOut keptPods // with shared pods: everything returned so far
 	model := newNaiveStore(!full)
 	sources := []string{"api", "file", ""}
+	var last []*v1.Pod // the previous update's pods
 	for step := 0; len(r.b) > 0 && step < 64; step++ {
 		clk.SetTime(clk.Now().Add(time.Second))
 		now := clk.Now().Format(SeenTimeLayout)
 		opByte := r.next()
 		u := PodUpdate{Op: Op(opByte % 8), Source: sources[r.next()%3]}
+		// The same objects again, as an informer lists them (the pointer rule), and one
+		// of them twice.
+		if opByte&0x40 != 0 {
+			u.Pods = append(u.Pods, last...)
+		}
+		if opByte&0x80 != 0 && len(last) > 0 {
+			u.Pods = append(u.Pods, last[0])
+		}
 		for range r.next() % 6 {
 			u.Pods = append(u.Pods, fuzzPod(r))
 		}
+		last = u.Pods
 		var before []*v1.Pod
 		for _, p := range u.Pods {
 			before = append(before, p.DeepCopy())

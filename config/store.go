@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"unsafe"
@@ -58,8 +59,9 @@ type Drop struct {
 // returns is a deep copy sharing no memory with the store or the inputs, so a receiver may
 // modify it freely; with StoreConfig.SharedPods it is the store's own object, read-only
 // (see there). Pods are returned only when they changed; an unchanged pod costs a
-// comparison and no allocation, and an "api" pod with an unchanged resourceVersion not
-// even the comparison (see StoreConfig.FullComparison).
+// comparison and no allocation, an "api" pod with an unchanged resourceVersion not even
+// the comparison, and an unchanged "api" pod listed as the same object again not even a
+// lookup by UID (see StoreConfig.FullComparison).
 type Store struct {
 	clock clock.PassiveClock
 	// trustVersions enables the resourceVersion shortcut for APISource (see StoreConfig).
@@ -69,26 +71,37 @@ type Store struct {
 	sources map[string]*sourceState
 	// gen numbers Apply calls; an entry touched by the current call carries its number.
 	gen uint64
-	// names is scratch space for the duplicate-name filter, reused by every Apply; it
-	// was made for namesCap entries, the largest update so far.
-	names    map[nameKey]struct{}
-	namesCap int
+	// claims is the duplicate-name filter, reused by every Apply.
+	claims nameClaims
 	// tmp is scratch space for comparisons.
 	tmp scratch
+	// warmth sums what warmHeaders read, so that the reads are not compiled away.
+	warmth int
 }
 
 // sourceState is one source's pods.
 type sourceState struct {
-	// pods maps UID to the stored pod. Invariant: no two entries share a UID; every
-	// stored pod carries the config.source and config.seen annotations.
-	pods map[types.UID]slot
+	// slots are the stored pods, in no particular order. Invariant: no two share a UID;
+	// every stored pod carries the config.source and config.seen annotations.
+	slots []slot
+	// byUID maps every stored pod's UID to its index in slots.
+	byUID map[types.UID]int
+	// byPtr maps the address of an input pod to the index of the slot it was last listed
+	// for: a hint for the pointer rule (see unchangedListing), kept for APISource when the
+	// store trusts resourceVersions and ptrsOff is 0, nil or empty otherwise. Invariant:
+	// byPtr[p] == i only if slots[i].ptr == p.
+	byPtr map[uintptr]int
+	// ptrsOff is the number of Sets left that neither use nor keep byPtr, and ptrsKept
+	// tells that the last Set kept it (see judgePointers).
+	ptrsOff  int
+	ptrsKept bool
 	// seen is true once a Set of the source has been merged.
 	seen bool
 }
 
-// slot is a stored pod as its source's map holds it: the entry, and what every listing
-// of the pod reads and writes, kept in the map itself so that a pod listed unchanged
-// costs the map's memory and not the entry's (the difference shows at thousands of pods).
+// slot is a stored pod: the entry, and what every listing of the pod reads and writes,
+// kept in the source's slice so that a pod listed unchanged costs the slot's memory and not
+// the entry's (the difference shows at thousands of pods).
 type slot struct {
 	e *entry
 	// gen is the Store.gen of the last Apply that listed the pod.
@@ -96,6 +109,16 @@ type slot struct {
 	// version is the resourceVersion of the input pod last listed (not the stored pod's,
 	// which keeps the first one, as in the kubelet).
 	version string
+	// uid, namespace and name are the input pod last listed's, and nameHash is
+	// nameClaims.hash of its full name. The slot keeps the strings alive, so an input
+	// whose strings have the same data and length carries the same values (see
+	// unchangedListing).
+	uid             types.UID
+	namespace, name string
+	nameHash        uint64
+	// ptr is the address of the input pod last listed, if byPtr is kept (0 otherwise).
+	// It is not a reference: the store does not keep its inputs alive.
+	ptr uintptr
 }
 
 // entry is one stored pod.
@@ -116,9 +139,6 @@ func sameMap(a, b map[string]string) bool {
 	return a != nil && b != nil && *(*unsafe.Pointer)(unsafe.Pointer(&a)) == *(*unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
-// nameKey is a pod's full name.
-type nameKey struct{ namespace, name string }
-
 // APISource is the API server's source name, the kubelet's "api": the one source whose
 // resourceVersions a Store trusts (see StoreConfig.FullComparison).
 const APISource = "api"
@@ -138,6 +158,20 @@ type StoreConfig struct {
 	// other sources, and pods with an empty resourceVersion, are always compared. A
 	// source that sends APISource pods with an unchanged resourceVersion but changed
 	// contents (a test fixture, say) needs FullComparison.
+	//
+	// The pointer rule makes the shortcut cheaper for an informer, which lists an
+	// unchanged pod as the same object every time and never modifies it: an APISource pod
+	// at the address of the one last listed for a UID that carries the very same UID,
+	// name, namespace and resourceVersion strings (the same memory, not only equal
+	// contents) is that pod with that resourceVersion, unchanged, found without hashing its
+	// UID or name and without reading more than its header. It trusts exactly what the
+	// shortcut trusts: a pod modified in place after being passed (which the memory
+	// contract forbids) is noticed when its resourceVersion, UID, name or namespace
+	// changed, and other changes under the same resourceVersion are not, as with the
+	// shortcut alone. The store keeps the addresses as numbers, so it keeps no input alive;
+	// a source whose Sets bring new objects every time (fewer than half of its pods found
+	// by the rule) does without the rule for the next 8 Sets. FullComparison turns both
+	// off.
 	FullComparison bool
 	// SharedPods makes the store return its own pods instead of deep copies: every pod in
 	// Changes and from Pods is the stored object, shared with the store, with every
@@ -166,7 +200,8 @@ func NewStoreWithConfig(cfg StoreConfig) *Store {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{clock: c, trustVersions: !cfg.FullComparison, shared: cfg.SharedPods, sources: map[string]*sourceState{}}
+	return &Store{clock: c, trustVersions: !cfg.FullComparison, shared: cfg.SharedPods, sources: map[string]*sourceState{},
+		claims: nameClaims{seed: maphash.MakeSeed()}}
 }
 
 // SeenSource reports whether a Set of source has been merged.
@@ -213,7 +248,7 @@ func (s *Store) Apply(u PodUpdate) (Changes, []Drop, error) {
 	st := s.sources[u.Source]
 	if st == nil {
 		// Sized for the first update, which is usually the source's whole list.
-		st = &sourceState{pods: make(map[types.UID]slot, len(u.Pods))}
+		st = &sourceState{slots: make([]slot, 0, len(u.Pods)), byUID: make(map[types.UID]int, len(u.Pods))}
 		s.sources[u.Source] = st
 	}
 	s.gen++
@@ -232,26 +267,46 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		// trusted: an unchanged non-empty resourceVersion means an unchanged pod.
 		trusted = s.trustVersions && u.Source == APISource
 	)
-	if len(u.Pods) > s.namesCap {
-		s.names, s.namesCap = make(map[nameKey]struct{}, len(u.Pods)), len(u.Pods)
-	} else {
-		clear(s.names)
+	// ptrs: the pointer rule is used and byPtr kept; hits counts the pods it found, and
+	// others the other listed pods stored before.
+	ptrs := trusted && st.ptrsOff == 0
+	hits, others := 0, 0
+	if ptrs && st.byPtr == nil {
+		st.byPtr = make(map[uintptr]int, len(u.Pods))
 	}
-	allNew := len(st.pods) == 0 // every listed pod is an Add: size Adds once
+	s.claims.reset(len(u.Pods))
+	if ptrs {
+		s.warmth += warmHeaders(u.Pods)
+	}
+	allNew := len(st.slots) == 0 // every listed pod is an Add: size Adds once
 	for i, ref := range u.Pods {
+		if ptrs {
+			if j, ok := st.unchangedListing(ref); ok {
+				sl := &st.slots[j]
+				// A slot listed already by this update was listed by this very object
+				// (byPtr holds the address of the last listing), so the claim of its
+				// name, not its UID, tells the duplicate.
+				if s.claims.claim(u.Pods, i, sl.nameHash) {
+					drops = append(drops, duplicateName(u.Source, i, ref))
+					continue
+				}
+				sl.gen = s.gen
+				hits++
+				continue
+			}
+		}
 		if err := checkPod(ref); err != nil {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
 			continue
 		}
-		if s.claimName(ref) {
-			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
-				Err: fmt.Errorf("%w: %s_%s (uid %s)", ErrDuplicateName, ref.Name, ref.Namespace, ref.UID)})
+		h := s.claims.hash(ref)
+		if s.claims.claim(u.Pods, i, h) {
+			drops = append(drops, duplicateName(u.Source, i, ref))
 			continue
 		}
-		sl, known := st.pods[ref.UID]
-		if known && sl.gen == s.gen {
-			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref,
-				Err: fmt.Errorf("%w: %s (%s_%s)", ErrDuplicateUID, ref.UID, ref.Name, ref.Namespace)})
+		j, known := st.byUID[ref.UID]
+		if known && st.slots[j].gen == s.gen {
+			drops = append(drops, duplicateUID(u.Source, i, ref))
 			continue
 		}
 		if !known {
@@ -260,31 +315,32 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			}
 			e := &entry{pod: *ref, annFrom: ref.Annotations}
 			stamp(&e.pod, u.Source, seen)
-			st.pods[ref.UID] = slot{e: e, gen: s.gen, version: ref.ResourceVersion}
+			j = st.add(e)
+			st.listed(j, ref, h, s.gen, ptrs)
 			if allNew && c.Adds == nil {
 				c.Adds = make([]*v1.Pod, 0, len(u.Pods)-i)
 			}
 			c.Adds = append(c.Adds, s.out(e))
 			continue
 		}
+		others++
+		sl := &st.slots[j]
 		unchanged := trusted && ref.ResourceVersion != "" && ref.ResourceVersion == sl.version
-		sl.gen, sl.version = s.gen, ref.ResourceVersion
+		st.listed(j, ref, h, s.gen, ptrs)
 		if unchanged {
-			st.pods[ref.UID] = sl
 			continue
 		}
 		e := sl.e
 		op, changed := classify(&e.pod, ref, &s.tmp, sameMap(e.annFrom, ref.Annotations))
 		e.annFrom = ref.Annotations
-		if changed && s.shared {
+		if !changed {
+			continue
+		}
+		if s.shared {
 			// Copy on write: the stored pod may be held by receivers.
 			cp := *e
 			e = &cp
 			sl.e = e
-		}
-		st.pods[ref.UID] = sl
-		if !changed {
-			continue
 		}
 		take(&e.pod, ref, op)
 		out := s.out(e)
@@ -298,16 +354,32 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		}
 	}
 	if u.Op == Set {
-		for uid, sl := range st.pods {
-			if sl.gen != s.gen {
-				delete(st.pods, uid)
+		// Backwards, so that removeAt only moves slots already looked at.
+		for j := len(st.slots) - 1; j >= 0; j-- {
+			if sl := &st.slots[j]; sl.gen != s.gen {
 				c.Removes = append(c.Removes, s.out(sl.e))
+				st.removeAt(j)
 			}
 		}
 		sortPods(c.Removes)
 		st.seen = true
+		if trusted {
+			st.judgePointers(ptrs, hits, hits+others)
+		}
 	}
 	return c, drops, nil
+}
+
+// duplicateName is the Drop of pods[index], whose full name an earlier pod of the update has.
+func duplicateName(source string, index int, ref *v1.Pod) Drop {
+	return Drop{Source: source, Index: index, Pod: ref,
+		Err: fmt.Errorf("%w: %s_%s (uid %s)", ErrDuplicateName, ref.Name, ref.Namespace, ref.UID)}
+}
+
+// duplicateUID is the Drop of pods[index], whose UID an earlier pod of the update has.
+func duplicateUID(source string, index int, ref *v1.Pod) Drop {
+	return Drop{Source: source, Index: index, Pod: ref,
+		Err: fmt.Errorf("%w: %s (%s_%s)", ErrDuplicateUID, ref.UID, ref.Name, ref.Namespace)}
 }
 
 // remove handles Remove.
@@ -321,9 +393,9 @@ func (s *Store) remove(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 			drops = append(drops, Drop{Source: u.Source, Index: i, Pod: ref, Err: err})
 			continue
 		}
-		if sl, ok := st.pods[ref.UID]; ok {
-			delete(st.pods, ref.UID)
-			c.Removes = append(c.Removes, s.out(sl.e))
+		if j, ok := st.byUID[ref.UID]; ok {
+			c.Removes = append(c.Removes, s.out(st.slots[j].e))
+			st.removeAt(j)
 		}
 	}
 	return c, drops, nil
@@ -336,15 +408,6 @@ func (s *Store) out(e *entry) *v1.Pod {
 		return &e.pod
 	}
 	return e.pod.DeepCopy()
-}
-
-// claimName records the full name of a pod of the current update and reports whether an
-// earlier pod of it has the name already, in one map operation (a name already there
-// leaves the map's size as it was).
-func (s *Store) claimName(p *v1.Pod) (taken bool) {
-	n := len(s.names)
-	s.names[nameKey{p.Namespace, p.Name}] = struct{}{}
-	return len(s.names) == n
 }
 
 // checkPod returns why a pod cannot be stored at all, or nil.
@@ -379,11 +442,11 @@ func sortPods(pods []*v1.Pod) {
 // StoreConfig.SharedPods), sorted by namespace, name and UID (nil if there are none).
 func (s *Store) Pods(source string) []*v1.Pod {
 	st := s.sources[source]
-	if st == nil || len(st.pods) == 0 {
+	if st == nil || len(st.slots) == 0 {
 		return nil
 	}
-	out := make([]*v1.Pod, 0, len(st.pods))
-	for _, sl := range st.pods {
+	out := make([]*v1.Pod, 0, len(st.slots))
+	for _, sl := range st.slots {
 		out = append(out, s.out(sl.e))
 	}
 	sortPods(out)
