@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
@@ -40,9 +42,10 @@ const (
 
 // w5API is client-go's fake clientset as W5's API server: a reactor in front of its object
 // tracker counts the controllers' calls on pods, keeps a status update (UpdateStatus) from
-// changing anything but the status (as the API server's status subresource does), records
-// when every pod is Running and when each is deleted (and its phase then), and closes
-// running and gone. The watches of pods are its own (podWatch, fed by every write on
+// changing anything but the status (as the API server's status subresource does), gives
+// every write of a pod a new resourceVersion (the tracker keeps the object's own: without
+// it a graceful delete would look like a pod already seen), records when every pod is
+// Running and when each is deleted (and its phase then), and closes running and gone. The watches of pods are its own (podWatch, fed by every write on
 // pods, never full): the tracker's hold 100 events and panic when a consumer falls
 // behind, as on a loaded machine. The benchmark's own writes (the creates, the graceful
 // deletes) go straight to the tracker and are not counted.
@@ -51,6 +54,7 @@ type w5API struct {
 	n      int
 	// Guarded by the clientset's lock (every reactor runs under it).
 	podCalls, otherCalls int
+	version              int64 // the last resourceVersion given to a pod
 	running              map[types.UID]bool
 	deleted              map[string]time.Time // by pod name: the final delete
 	terminalAtDelete     int
@@ -62,9 +66,9 @@ type w5API struct {
 
 func newW5API(n int) *w5API {
 	a := &w5API{client: fake.NewSimpleClientset(), n: n, running: map[types.UID]bool{}, deleted: map[string]time.Time{},
-		running1: make(chan struct{}), gone: make(chan struct{})}
+		running1: make(chan struct{}), gone: make(chan struct{}), version: w5FirstVersion}
 	tracker := a.client.Tracker()
-	serve := clienttesting.ObjectReaction(tracker)
+	serve := clienttesting.ObjectReaction(versionedPatches{ObjectTracker: tracker, a: a})
 	a.client.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
 		if action.GetResource().Resource != "pods" {
 			a.otherCalls++
@@ -106,6 +110,29 @@ func newW5API(n int) *w5API {
 	return a
 }
 
+// w5FirstVersion is above every seed pod's resourceVersion.
+const w5FirstVersion = 1 << 20
+
+// nextVersion stamps p with the next resourceVersion. The clientset's lock must be held.
+func (a *w5API) nextVersion(p *v1.Pod) {
+	a.version++
+	p.ResourceVersion = strconv.FormatInt(a.version, 10)
+}
+
+// versionedPatches is the tracker as the clientset's patches reach it: the patched pod
+// (the reactor's own object, also its result) gets the next resourceVersion.
+type versionedPatches struct {
+	clienttesting.ObjectTracker
+	a *w5API
+}
+
+func (t versionedPatches) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	if p, ok := obj.(*v1.Pod); ok {
+		t.a.nextVersion(p)
+	}
+	return t.ObjectTracker.Patch(gvr, obj, ns, opts...)
+}
+
 // emit sends a pod's change to every watch. The clientset's lock must be held.
 func (a *w5API) emit(t watch.EventType, p *v1.Pod) {
 	for _, w := range a.watches {
@@ -122,6 +149,7 @@ func (a *w5API) updateStatus(act clienttesting.UpdateActionImpl) (bool, runtime.
 	}
 	p := o.(*v1.Pod).DeepCopy()
 	p.Status = *in.Status.DeepCopy()
+	a.nextVersion(p)
 	if err := a.client.Tracker().Update(podsResource, p, p.Namespace); err != nil {
 		return true, nil, err
 	}
@@ -350,7 +378,9 @@ func runW5(side string, notify bool) (result, error) {
 	c0, t0 := work.CPU(), time.Now()
 	for _, p := range pods {
 		if err := a.write(watch.Added, func(t clienttesting.ObjectTracker) (*v1.Pod, error) {
-			return p, t.Create(podsResource, p.DeepCopy(), p.Namespace)
+			q := p.DeepCopy()
+			a.nextVersion(q)
+			return q, t.Create(podsResource, q, q.Namespace)
 		}); err != nil {
 			return nil, err
 		}
@@ -362,7 +392,7 @@ func runW5(side string, notify bool) (result, error) {
 
 	c0, t0 = work.CPU(), time.Now()
 	for _, p := range pods {
-		if err := a.write(watch.Modified, func(t clienttesting.ObjectTracker) (*v1.Pod, error) { return markGracefullyDeleted(t, p) }); err != nil {
+		if err := a.write(watch.Modified, func(t clienttesting.ObjectTracker) (*v1.Pod, error) { return a.markGracefullyDeleted(t, p) }); err != nil {
 			return nil, err
 		}
 	}
@@ -411,8 +441,9 @@ func runW5(side string, notify bool) (result, error) {
 }
 
 // markGracefullyDeleted is the API server's graceful delete of p (grace 30): the object
-// stays, with deletionTimestamp and deletionGracePeriodSeconds set.
-func markGracefullyDeleted(t clienttesting.ObjectTracker, p *v1.Pod) (*v1.Pod, error) {
+// stays, with deletionTimestamp and deletionGracePeriodSeconds set and a new
+// resourceVersion. The clientset's lock must be held.
+func (a *w5API) markGracefullyDeleted(t clienttesting.ObjectTracker, p *v1.Pod) (*v1.Pod, error) {
 	o, err := t.Get(podsResource, p.Namespace, p.Name)
 	if err != nil {
 		return nil, err
@@ -420,5 +451,6 @@ func markGracefullyDeleted(t clienttesting.ObjectTracker, p *v1.Pod) (*v1.Pod, e
 	q := o.(*v1.Pod).DeepCopy()
 	now, g := metav1.Now(), int64(w5Grace)
 	q.DeletionTimestamp, q.DeletionGracePeriodSeconds = &now, &g
+	a.nextVersion(q)
 	return q, t.Update(podsResource, q, q.Namespace)
 }
