@@ -3,6 +3,7 @@ package vk_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -100,4 +101,192 @@ func TestStopPodNotFound(t *testing.T) {
 			cancel()
 		})
 	}
+}
+
+// startNotified starts pod on a notifying provider through a new adapter whose pushed
+// statuses go to push, and waits until the provider's notifications were handled.
+func startNotified(t *testing.T, ctx context.Context, p vktest.NotifyingProvider, pod *v1.Pod, push func(*pleg.PodStatus)) *vk.Adapter {
+	t.Helper()
+	ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ad.PushStatuses(ctx, push)
+	if err := ad.StartPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return ad
+}
+
+// runningContainers returns the number of running containers of the pod's runtime status.
+func runningContainers(t *testing.T, ad *vk.Adapter, pod *v1.Pod) int {
+	t.Helper()
+	rs, err := ad.PodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatalf("PodStatus = %v", err)
+	}
+	return rs.RunningContainers()
+}
+
+// TestPodStatusFromNotifications: with a provider that notifies, PodStatus answers from
+// the statuses notified since CreatePod, without a GetPod, and follows every later
+// notification; with a polled provider, every PodStatus asks GetPod.
+func TestPodStatusFromNotifications(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		np := vktest.NewNotifying(vktest.Config{RunFor: 10 * time.Second})
+		pod := namedPod("notified")
+		var pushed []*pleg.PodStatus
+		ad := startNotified(t, ctx, np, pod, func(s *pleg.PodStatus) { pushed = append(pushed, s) })
+		gets := np.Count(vktest.Get)
+		if n := runningContainers(t, ad, pod); n != 1 {
+			t.Errorf("running containers = %d, want 1", n)
+		}
+		time.Sleep(10 * time.Second) // the container exits on its own: notified
+		synctest.Wait()
+		if n := runningContainers(t, ad, pod); n != 0 {
+			t.Errorf("running containers once it exited = %d, want 0", n)
+		}
+		if n := np.Count(vktest.Get) - gets; n != 0 {
+			t.Errorf("%d GetPod calls for the notified statuses, want none", n)
+		}
+		if len(pushed) == 0 || pushed[len(pushed)-1].RunningContainers() != 0 {
+			t.Errorf("pushed statuses %v: want the exit last", pushed)
+		}
+		cancel()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := vktest.New(vktest.Config{})
+		ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := namedPod("polled")
+		if err := ad.StartPod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		gets := p.Count(vktest.Get)
+		for range 2 {
+			if n := runningContainers(t, ad, pod); n != 1 {
+				t.Errorf("running containers = %d, want 1", n)
+			}
+		}
+		if n := p.Count(vktest.Get) - gets; n != 2 {
+			t.Errorf("polled provider: %d GetPod calls for 2 PodStatus, want 2", n)
+		}
+	})
+}
+
+// mutedNotifier is a notifying provider whose notifications can be silenced (a provider
+// that fails to report a change).
+type mutedNotifier struct {
+	vktest.NotifyingProvider
+	muted atomic.Bool
+}
+
+func (m *mutedNotifier) NotifyPods(ctx context.Context, cb func(*v1.Pod)) {
+	m.NotifyingProvider.NotifyPods(ctx, func(p *v1.Pod) {
+		if !m.muted.Load() {
+			cb(p)
+		}
+	})
+}
+
+// TestPodStatusAsksAgain: PodStatus asks the provider (GetPod) instead of answering from
+// the notified statuses after an UpdatePod (a notification sent before it may arrive
+// after it) and after a relist that disagrees with them (a change the provider did not
+// notify: the pod listed in other states, or not listed).
+func TestPodStatusAsksAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// change changes the pod in the provider, muted or not, and returns the number
+		// of running containers PodStatus must then report.
+		change func(t *testing.T, ctx context.Context, m *mutedNotifier, ad *vk.Adapter, pod *v1.Pod) int
+	}{
+		{"UpdatePod", func(t *testing.T, ctx context.Context, m *mutedNotifier, ad *vk.Adapter, pod *v1.Pod) int {
+			next := pod.DeepCopy()
+			next.Labels = map[string]string{"tier": "web"}
+			if err := ad.StartPod(ctx, next); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			return 1
+		}},
+		{"listed in other states", func(t *testing.T, ctx context.Context, m *mutedNotifier, ad *vk.Adapter, pod *v1.Pod) int {
+			m.muted.Store(true)
+			time.Sleep(10 * time.Second) // the container exits on its own, not notified
+			synctest.Wait()
+			if _, err := ad.ListPods(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}},
+		{"not listed", func(t *testing.T, ctx context.Context, m *mutedNotifier, ad *vk.Adapter, pod *v1.Pod) int {
+			m.muted.Store(true)
+			m.Stop(pod.Namespace, pod.Name) // removed, not notified
+			if _, err := ad.ListPods(ctx, true); err != nil {
+				t.Fatal(err)
+			}
+			return 0
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				m := &mutedNotifier{NotifyingProvider: vktest.NewNotifying(vktest.Config{RunFor: 10 * time.Second})}
+				pod := namedPod("web")
+				ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ad.PushStatuses(ctx, func(*pleg.PodStatus) {})
+				if err := ad.StartPod(ctx, pod); err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				want := tc.change(t, ctx, m, ad, pod)
+				gets := m.Count(vktest.Get)
+				if n := runningContainers(t, ad, pod); n != want {
+					t.Errorf("running containers = %d, want %d", n, want)
+				}
+				if n := m.Count(vktest.Get) - gets; n != 1 {
+					t.Errorf("%d GetPod calls, want 1", n)
+				}
+				cancel()
+			})
+		})
+	}
+}
+
+// TestStopPodNotified: a provider that notifies the stop spares StopPod's polls: after
+// DeletePod, one GetPod (the pod is gone), the notice of the stop, and the runtime status
+// afterwards (the pod is gone) without asking again.
+func TestStopPodNotified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		np := vktest.NewNotifying(vktest.Config{})
+		pod := namedPod("stopping")
+		ad := startNotified(t, ctx, np, pod, func(*pleg.PodStatus) {})
+		gets := np.Count(vktest.Get)
+		start := time.Now()
+		if err := ad.StopPod(ctx, pod, 30*time.Second); err != nil {
+			t.Fatalf("StopPod = %v", err)
+		}
+		if took := time.Since(start); took != 0 {
+			t.Errorf("StopPod returned after %v, want at once", took)
+		}
+		rs, err := ad.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+		if err != nil || len(rs.ContainerStatuses) != 0 {
+			t.Errorf("PodStatus after the stop = %+v, %v; want no containers", rs, err)
+		}
+		if n := np.Count(vktest.Get) - gets; n != 1 {
+			t.Errorf("%d GetPod calls from StopPod to PodStatus, want 1", n)
+		}
+		cancel()
+	})
 }
