@@ -85,7 +85,9 @@ const (
 //   - ListPods and PodStatus (the PLEG's relist and re-inspection) read GetPods and GetPod
 //     (GetPodStatus when the pod carries no status), so the relist replaces
 //     virtual-kubelet's 5 s status poll; PushStatuses hands NotifyPods' statuses to the
-//     PLEG's push mode.
+//     PLEG's push mode. With a provider that notifies, PodStatus answers from the
+//     statuses notified since CreatePod (virtual-kubelet relies on them alone) and asks
+//     GetPod again after an UpdatePod or DeletePod, or once a relist disagrees with them.
 //   - APIStatus is the provider's last reported status of the pod.
 //
 // Providers key pods by namespace and name; the adapter checks the UID of what the
@@ -127,11 +129,14 @@ type podRecord struct {
 	// the pod as stopped, and its runtime view shows the containers exited (137).
 	abandoned bool
 
-	// What a provider that notifies lets the adapter know without asking (see current).
+	// What the adapter may know of the pod without asking (see current).
 	// seq is the Adapter.seq of the latest CreatePod, UpdatePod or DeletePod of the pod,
 	// calls how many of them are in progress.
 	seq   uint64
 	calls int
+	// fresh: the latest GetPod began after the pod's latest call ended; gone and created
+	// are what it found.
+	fresh bool
 	// changed: UpdatePod or DeletePod was called; a notification sent before the call may
 	// arrive after it, so notifications no longer make the status current.
 	changed bool
@@ -139,9 +144,11 @@ type podRecord struct {
 	// answers from it without a GetPod. Only for a provider that notifies (it reports
 	// every later change): set by a GetPod begun after the pod's latest call ended, and
 	// by a notification while CreatePod is the only call the pod had; cleared by every
-	// call and by a relist that disagrees.
-	current bool
-	// gone: the current view is that the provider does not hold the pod.
+	// call and by a relist that disagrees. With a polled provider, only the fresh GetPod
+	// that ended StopPod is current, for one PodStatus (once): the node's inspection of
+	// the stopped pod right after.
+	current, once bool
+	// gone: the view is that the provider does not hold the pod.
 	gone bool
 	// created is the provider pod's creationTimestamp (its sandbox's creation time).
 	created metav1.Time
@@ -242,7 +249,7 @@ func (a *Adapter) call(uid types.UID, change bool) (done func()) {
 	if r == nil {
 		return func() {}
 	}
-	r.seq, r.calls, r.current, r.gone = a.seq, r.calls+1, false, false
+	r.seq, r.calls, r.current, r.once, r.fresh, r.gone = a.seq, r.calls+1, false, false, false, false
 	r.changed = r.changed || change
 	return func() {
 		a.mu.Lock()
@@ -251,8 +258,8 @@ func (a *Adapter) call(uid types.UID, change bool) (done func()) {
 	}
 }
 
-// readMark is taken before a GetPod of a pod: the read is current if no call of the
-// pod was in progress then or began since (for a provider that notifies).
+// readMark is taken before a GetPod of a pod: the read is fresh if no call of the pod
+// was in progress then or began since.
 type readMark struct {
 	seq uint64
 	ok  bool
@@ -262,11 +269,12 @@ func (a *Adapter) markRead(uid types.UID) readMark {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.pods[uid]
-	return readMark{seq: a.seq, ok: a.notifier != nil && r != nil && r.calls == 0}
+	return readMark{seq: a.seq, ok: r != nil && r.calls == 0}
 }
 
 // observed keeps what a GetPod begun at m found of the pod: got with status st, or
-// nothing (got nil: gone). The view becomes current if the read is.
+// nothing (got nil: gone). A fresh read of a provider that notifies makes the view
+// current.
 func (a *Adapter) observed(uid types.UID, m readMark, got *v1.Pod, st *v1.PodStatus) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -277,11 +285,26 @@ func (a *Adapter) observed(uid types.UID, m readMark, got *v1.Pod, st *v1.PodSta
 	if got != nil {
 		r.status = st
 	}
-	if m.ok && r.calls == 0 && r.seq <= m.seq {
-		r.current, r.gone = true, got == nil
-		if got != nil {
-			r.created = got.CreationTimestamp
-		}
+	r.fresh = m.ok && r.calls == 0 && r.seq <= m.seq
+	if !r.fresh {
+		return
+	}
+	r.current, r.once, r.gone = a.notifier != nil, false, got == nil
+	if got != nil {
+		r.created = got.CreationTimestamp
+	}
+}
+
+// stopSeen makes the fresh GetPod that found the pod stopped current for the next
+// PodStatus, with a polled provider (the node inspects the pod right after StopPod).
+func (a *Adapter) stopSeen(uid types.UID) {
+	if a.notifier != nil {
+		return // current already, from the same read
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.pods[uid]; r != nil && r.fresh && r.calls == 0 {
+		r.current, r.once = true, true
 	}
 }
 
@@ -467,10 +490,12 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 			// one poll period to arrive, so the pod's final status is the provider's
 			// (without it, the status manager marks the containers' state unknown).
 			if a.notifier == nil || waitedForNotice || a.knownStopped(pod) {
+				a.stopSeen(pod.UID)
 				return nil
 			}
 			waitedForNotice = true
 		case err == nil && stopped(&got.Spec, st):
+			a.stopSeen(pod.UID)
 			return nil
 		case err != nil:
 			a.log.Warn("vk: polling a stopping pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
@@ -582,10 +607,7 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 		return nil, fmt.Errorf("vk: GetPods: %w", err)
 	}
 	out := make([]*pleg.Pod, 0, len(pods))
-	var uids map[types.UID]struct{} // the listed pods, for a provider that notifies
-	if a.notifier != nil {
-		uids = make(map[types.UID]struct{}, len(pods))
-	}
+	uids := make(map[types.UID]struct{}, len(pods))
 	for _, p := range pods {
 		if p == nil {
 			continue
@@ -598,9 +620,7 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 		}
 		st := &p.Status
 		a.listed(uid, st, seq)
-		if uids != nil {
-			uids[uid] = struct{}{}
-		}
+		uids[uid] = struct{}{}
 		rp := runtimePod(uid, p, st)
 		if a.isAbandoned(uid) {
 			for _, c := range append(rp.Containers[:len(rp.Containers):len(rp.Containers)], rp.Sandboxes...) {
@@ -611,9 +631,7 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 		}
 		out = append(out, rp)
 	}
-	if uids != nil {
-		a.unlisted(uids, seq)
-	}
+	a.unlisted(uids, seq)
 	return out, nil
 }
 
@@ -686,13 +704,17 @@ func (a *Adapter) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 }
 
 // currentStatus is the runtime status of the pod from what the adapter knows, if that is
-// current (podRecord.current): the provider's notifications since tell every change.
+// current (podRecord.current): the provider's notifications since tell every change,
+// or, with a polled provider, the GetPod that ended StopPod just found it (once).
 func (a *Adapter) currentStatus(uid types.UID) (*pleg.PodStatus, bool) {
 	a.mu.Lock()
 	r := a.pods[uid]
 	if r == nil || !r.current || !r.gone && (r.status == nil || r.sent == nil) {
 		a.mu.Unlock()
 		return nil, false
+	}
+	if r.once {
+		r.current, r.once = false, false
 	}
 	if r.gone {
 		defer a.mu.Unlock()

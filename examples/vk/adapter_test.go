@@ -290,3 +290,34 @@ func TestStopPodNotified(t *testing.T) {
 		cancel()
 	})
 }
+
+// TestStopPodPolledInspection: with a polled provider, the GetPod that found the pod
+// stopped at the end of StopPod answers the next PodStatus (the node inspects the pod
+// right after the kill) without asking again; the one after asks GetPod.
+func TestStopPodPolledInspection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		p := vktest.New(vktest.Config{})
+		ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pod := namedPod("polled")
+		if err := ad.StartPod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		if err := ad.StopPod(ctx, pod, 30*time.Second); err != nil {
+			t.Fatalf("StopPod = %v", err)
+		}
+		for i, wantGets := range []int{0, 1} {
+			gets := p.Count(vktest.Get)
+			rs, err := ad.PodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+			if err != nil || len(rs.ContainerStatuses) != 0 {
+				t.Errorf("PodStatus %d after the stop = %+v, %v; want no containers", i+1, rs, err)
+			}
+			if n := p.Count(vktest.Get) - gets; n != wantGets {
+				t.Errorf("PodStatus %d after the stop: %d GetPod calls, want %d", i+1, n, wantGets)
+			}
+		}
+	})
+}
