@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -42,7 +43,8 @@ const (
 
 // w5API is client-go's fake clientset as W5's API server: a reactor in front of its object
 // tracker counts the controllers' calls on pods, keeps a status update (UpdateStatus) from
-// changing anything but the status (as the API server's status subresource does), gives
+// changing anything but the status (as the API server's status subresource does), times
+// its own CPU (apiCPU: the work a real API server does in its own process), gives
 // every write of a pod a new resourceVersion (the tracker keeps the object's own: without
 // it a graceful delete would look like a pod already seen), records when every pod is
 // Running and when each is deleted (and its phase then), and closes running and gone. The watches of pods are its own (podWatch, fed by every write on
@@ -55,6 +57,7 @@ type w5API struct {
 	// Guarded by the clientset's lock (every reactor runs under it).
 	podCalls, otherCalls int
 	version              int64 // the last resourceVersion given to a pod
+	apiCPU               time.Duration
 	running              map[types.UID]bool
 	deleted              map[string]time.Time // by pod name: the final delete
 	terminalAtDelete     int
@@ -70,6 +73,7 @@ func newW5API(n int) *w5API {
 	tracker := a.client.Tracker()
 	serve := clienttesting.ObjectReaction(versionedPatches{ObjectTracker: tracker, a: a})
 	a.client.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		defer a.timed()()
 		if action.GetResource().Resource != "pods" {
 			a.otherCalls++
 			return false, nil, nil
@@ -108,6 +112,25 @@ func newW5API(n int) *w5API {
 		return true, w, nil
 	})
 	return a
+}
+
+// timed starts timing the API server's own CPU (the calling goroutine's thread, locked
+// to it meanwhile) and returns the function that adds it to apiCPU. The clientset's lock
+// must be held until then.
+func (a *w5API) timed() func() {
+	goruntime.LockOSThread()
+	t0 := threadCPU()
+	return func() {
+		a.apiCPU += threadCPU() - t0
+		goruntime.UnlockOSThread()
+	}
+}
+
+// cpu returns the API server's CPU so far.
+func (a *w5API) cpu() time.Duration {
+	a.client.Lock()
+	defer a.client.Unlock()
+	return a.apiCPU
 }
 
 // w5FirstVersion is above every seed pod's resourceVersion.
@@ -175,6 +198,7 @@ func (a *w5API) observe(p *v1.Pod) {
 func (a *w5API) write(t watch.EventType, f func(clienttesting.ObjectTracker) (*v1.Pod, error)) error {
 	a.client.Lock()
 	defer a.client.Unlock()
+	defer a.timed()()
 	p, err := f(a.client.Tracker())
 	if err != nil {
 		return err
@@ -375,7 +399,7 @@ func runW5(side string, notify bool) (result, error) {
 		}
 	}
 
-	c0, t0 := work.CPU(), time.Now()
+	c0, t0, api0 := work.CPU(), time.Now(), a.cpu()
 	for _, p := range pods {
 		if err := a.write(watch.Added, func(t clienttesting.ObjectTracker) (*v1.Pod, error) {
 			q := p.DeepCopy()
@@ -388,9 +412,9 @@ func runW5(side string, notify bool) (result, error) {
 	if err := wait(a.running1, "every pod Running"); err != nil {
 		return nil, err
 	}
-	createWall, createCPU := time.Since(t0), work.CPU()-c0
+	createWall, createCPU, createAPI := time.Since(t0), work.CPU()-c0, a.cpu()-api0
 
-	c0, t0 = work.CPU(), time.Now()
+	c0, t0, api0 = work.CPU(), time.Now(), a.cpu()
 	for _, p := range pods {
 		if err := a.write(watch.Modified, func(t clienttesting.ObjectTracker) (*v1.Pod, error) { return a.markGracefullyDeleted(t, p) }); err != nil {
 			return nil, err
@@ -399,7 +423,7 @@ func runW5(side string, notify bool) (result, error) {
 	if err := wait(a.gone, "every object gone"); err != nil {
 		return nil, err
 	}
-	deleteWall, deleteCPU := time.Since(t0), work.CPU()-c0
+	deleteWall, deleteCPU, deleteAPI := time.Since(t0), work.CPU()-c0, a.cpu()-api0
 	cancel()
 
 	a.client.Lock()
@@ -433,6 +457,9 @@ func runW5(side string, notify bool) (result, error) {
 		"terminal-at-del-%": 100 * float64(a.terminalAtDelete) / w5Pods,
 		"create-cpu-ms":     ms(createCPU),
 		"delete-cpu-ms":     ms(deleteCPU),
+		"create-api-cpu-ms": ms(createAPI),
+		"create-own-cpu-ms": ms(createCPU - createAPI),
+		"delete-own-cpu-ms": ms(deleteCPU - deleteAPI),
 		"create-ms":         ms(createWall),
 		"delete-ms":         ms(deleteWall),
 		"stop-del-p50-ms":   ms(lat[len(lat)/2]),
