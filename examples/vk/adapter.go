@@ -144,7 +144,8 @@ type podRecord struct {
 	// answers from it without a GetPod. Only for a provider that notifies (it reports
 	// every later change): set by a GetPod begun after the pod's latest call ended, and
 	// by a notification while CreatePod is the only call the pod had; cleared by every
-	// call and by a relist that disagrees. With a polled provider, only the fresh GetPod
+	// call, by a notification after an UpdatePod or DeletePod (unless a fresh GetPod
+	// found the pod gone) and by a relist that disagrees. With a polled provider, only the fresh GetPod
 	// that ended StopPod is current, for one PodStatus (once): the node's inspection of
 	// the stopped pod right after.
 	current, once bool
@@ -228,7 +229,13 @@ func (a *Adapter) notified(uid types.UID, got *v1.Pod, st *v1.PodStatus) {
 		return
 	}
 	r.status = st
-	if !r.changed && !r.gone {
+	switch {
+	case r.gone:
+		// Gone stays gone: the notice is older than the read that found the pod gone.
+	case r.changed:
+		// The notice may be older than the UpdatePod or DeletePod, or than a read since.
+		r.current = false
+	default:
 		// Every status of the pod the provider notifies follows its CreatePod.
 		r.current, r.created = true, got.CreationTimestamp
 	}

@@ -181,13 +181,16 @@ func TestPodStatusFromNotifications(t *testing.T) {
 }
 
 // mutedNotifier is a notifying provider whose notifications can be silenced (a provider
-// that fails to report a change).
+// that fails to report a change) and that can deliver a notice of its test's making
+// (one sent long ago, arriving late).
 type mutedNotifier struct {
 	vktest.NotifyingProvider
 	muted atomic.Bool
+	cb    func(*v1.Pod)
 }
 
 func (m *mutedNotifier) NotifyPods(ctx context.Context, cb func(*v1.Pod)) {
+	m.cb = cb
 	m.NotifyingProvider.NotifyPods(ctx, func(p *v1.Pod) {
 		if !m.muted.Load() {
 			cb(p)
@@ -224,6 +227,24 @@ func TestPodStatusAsksAgain(t *testing.T) {
 			}
 			return 0
 		}},
+		{"a late notice after DeletePod", func(t *testing.T, ctx context.Context, m *mutedNotifier, ad *vk.Adapter, pod *v1.Pod) int {
+			stale, err := m.GetPod(ctx, pod.Namespace, pod.Name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stale.Status.Phase = v1.PodPending
+			stale.Status.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+			stopped := make(chan error, 1)
+			go func() { stopped <- ad.StopPod(ctx, pod, 30*time.Second) }()
+			synctest.Wait() // DeletePod, then a GetPod: still running (it stops in 5 s)
+			m.cb(stale)
+			t.Cleanup(func() {
+				if err := <-stopped; err != nil {
+					t.Errorf("StopPod = %v", err)
+				}
+			})
+			return 1
+		}},
 		{"not listed", func(t *testing.T, ctx context.Context, m *mutedNotifier, ad *vk.Adapter, pod *v1.Pod) int {
 			m.muted.Store(true)
 			m.Stop(pod.Namespace, pod.Name) // removed, not notified
@@ -237,7 +258,7 @@ func TestPodStatusAsksAgain(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
-				m := &mutedNotifier{NotifyingProvider: vktest.NewNotifying(vktest.Config{RunFor: 10 * time.Second})}
+				m := &mutedNotifier{NotifyingProvider: vktest.NewNotifying(vktest.Config{RunFor: 10 * time.Second, StopDelay: 5 * time.Second})}
 				pod := namedPod("web")
 				ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: m})
 				if err != nil {
@@ -256,6 +277,7 @@ func TestPodStatusAsksAgain(t *testing.T) {
 				if n := m.Count(vktest.Get) - gets; n != 1 {
 					t.Errorf("%d GetPod calls, want 1", n)
 				}
+				time.Sleep(10 * time.Second) // a StopPod under way ends
 				cancel()
 			})
 		})
