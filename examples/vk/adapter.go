@@ -105,7 +105,8 @@ type Adapter struct {
 	mu sync.Mutex
 	// pods is what the adapter keeps per pod UID.
 	pods map[types.UID]*podRecord
-	// seq numbers the adapter's CreatePod, UpdatePod and DeletePod calls (podRecord.seq).
+	// seq numbers the adapter's CreatePod, UpdatePod and DeletePod calls (podRecord.seq),
+	// its GetPods and the notifications it gets, in the order they begin.
 	seq uint64
 }
 
@@ -114,8 +115,10 @@ type podRecord struct {
 	namespace, name string
 	// sent is the pod as last given to CreatePod or UpdatePod (nil: never sent).
 	sent *v1.Pod
-	// status is the provider's latest status of the pod (nil: none yet).
-	status *v1.PodStatus
+	// status is the provider's latest status of the pod (nil: none yet); statusSeq is the
+	// Adapter.seq when the notification brought it or the read that got it began.
+	status    *v1.PodStatus
+	statusSeq uint64
 	// wake is signalled when the provider notifies a change (for a waiting StopPod).
 	wake chan struct{}
 	// createErr is the error of the last CreatePod, if it failed ("": none): until the
@@ -228,7 +231,8 @@ func (a *Adapter) notified(uid types.UID, got *v1.Pod, st *v1.PodStatus) {
 	if r == nil {
 		return
 	}
-	r.status = st
+	a.seq++
+	r.status, r.statusSeq = st, a.seq
 	switch {
 	case r.gone:
 		// Gone stays gone: the notice is older than the read that found the pod gone.
@@ -290,7 +294,7 @@ func (a *Adapter) observed(uid types.UID, m readMark, got *v1.Pod, st *v1.PodSta
 		return
 	}
 	if got != nil {
-		r.status = st
+		r.status, r.statusSeq = st, m.seq
 	}
 	r.fresh = m.ok && r.calls == 0 && r.seq <= m.seq
 	if !r.fresh {
@@ -607,7 +611,8 @@ func (a *Adapter) forget(uid types.UID) {
 // listed under the UID of the pod the adapter sent under their name, or skipped.
 func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 	a.mu.Lock()
-	seq := a.seq // calls that begin later may not show in the list
+	a.seq++
+	seq := a.seq // calls and notifications that come later may not show in the list
 	a.mu.Unlock()
 	pods, err := a.p.GetPods(ctx)
 	if err != nil {
@@ -642,10 +647,11 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 	return out, nil
 }
 
-// listed keeps a pod's status st from a GetPods begun at seq. A current view the list
-// disagrees with (other container states, or the pod gone) is no longer current and
-// PodStatus asks the provider again; a current view keeps its status (a notification
-// may be newer than the list).
+// listed keeps a pod's status st from a GetPods begun at seq, unless a notification or
+// a read since brought a newer one. A current view the list disagrees with (other
+// container states, or the pod gone) is no longer current and PodStatus asks the
+// provider again; a current view keeps its status (a notification may be newer than the
+// list).
 func (a *Adapter) listed(uid types.UID, st *v1.PodStatus, seq uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -653,7 +659,9 @@ func (a *Adapter) listed(uid types.UID, st *v1.PodStatus, seq uint64) {
 	switch {
 	case r == nil:
 	case !r.current:
-		r.status = st
+		if r.statusSeq < seq {
+			r.status, r.statusSeq = st, seq
+		}
 	case r.seq <= seq && (r.gone || !sameStates(r.status, st)):
 		r.current = false
 	}

@@ -343,3 +343,56 @@ func TestStopPodPolledInspection(t *testing.T) {
 		}
 	})
 }
+
+// staleLister is a provider whose GetPods, once armed, runs a change after taking its
+// list and before returning it: the list is older than what the change notifies.
+type staleLister struct {
+	vktest.NotifyingProvider
+	change func()
+}
+
+func (s *staleLister) GetPods(ctx context.Context) ([]*v1.Pod, error) {
+	pods, err := s.NotifyingProvider.GetPods(ctx)
+	if s.change != nil {
+		s.change()
+		synctest.Wait() // the change's notification is handled
+	}
+	return pods, err
+}
+
+// TestListOlderThanNotification: a relist whose list was taken before a notification
+// does not replace the notified status with the older one it listed (the pod's final API
+// status stays the provider's: its container terminated), also once the notifications no
+// longer make the view current.
+func TestListOlderThanNotification(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		p := &staleLister{NotifyingProvider: vktest.NewNotifying(vktest.Config{})}
+		pod := namedPod("listed")
+		ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ad.PushStatuses(ctx, func(*pleg.PodStatus) {})
+		if err := ad.StartPod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		next := pod.DeepCopy() // an UpdatePod: notifications no longer make the view current
+		next.Labels = map[string]string{"tier": "web"}
+		if err := ad.StartPod(ctx, next); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		p.change = func() { p.Stop(pod.Namespace, pod.Name) } // terminated, notified, removed
+		if _, err := ad.ListPods(ctx, true); err != nil {
+			t.Fatal(err)
+		}
+		st := ad.APIStatus(pod, nil, v1.PodStatus{}, true)
+		if len(st.ContainerStatuses) != 1 || st.ContainerStatuses[0].State.Terminated == nil || st.Phase != v1.PodSucceeded {
+			t.Errorf("API status after a list older than the stop's notification: %s %+v; want Succeeded, the container terminated",
+				st.Phase, st.ContainerStatuses)
+		}
+		cancel()
+	})
+}

@@ -361,6 +361,7 @@ func TestGracefulDeleteKeepsObject(t *testing.T) {
 		}
 		e.wantFinal(kind, p.UID)
 		uid := string(p.UID)
+		synctest.Wait() // the agent's observer has logged the final delete the server saw
 		e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)}, []string{"delete", uid})
 
 		// A pod that ignores DeletePod: the object stays the whole grace period.
