@@ -85,7 +85,9 @@ const (
 //   - ListPods and PodStatus (the PLEG's relist and re-inspection) read GetPods and GetPod
 //     (GetPodStatus when the pod carries no status), so the relist replaces
 //     virtual-kubelet's 5 s status poll; PushStatuses hands NotifyPods' statuses to the
-//     PLEG's push mode.
+//     PLEG's push mode. With a provider that notifies, PodStatus answers from the
+//     statuses notified since CreatePod (virtual-kubelet relies on them alone) and asks
+//     GetPod again after an UpdatePod or DeletePod, or once a relist disagrees with them.
 //   - APIStatus is the provider's last reported status of the pod.
 //
 // Providers key pods by namespace and name; the adapter checks the UID of what the
@@ -103,6 +105,9 @@ type Adapter struct {
 	mu sync.Mutex
 	// pods is what the adapter keeps per pod UID.
 	pods map[types.UID]*podRecord
+	// seq numbers the adapter's CreatePod, UpdatePod and DeletePod calls (podRecord.seq),
+	// its GetPods and the notifications it gets, in the order they begin.
+	seq uint64
 }
 
 // podRecord is what the adapter knows of one pod.
@@ -110,8 +115,10 @@ type podRecord struct {
 	namespace, name string
 	// sent is the pod as last given to CreatePod or UpdatePod (nil: never sent).
 	sent *v1.Pod
-	// status is the provider's latest status of the pod (nil: none yet).
-	status *v1.PodStatus
+	// status is the provider's latest status of the pod (nil: none yet); statusSeq is the
+	// Adapter.seq when the notification brought it or the read that got it began.
+	status    *v1.PodStatus
+	statusSeq uint64
 	// wake is signalled when the provider notifies a change (for a waiting StopPod).
 	wake chan struct{}
 	// createErr is the error of the last CreatePod, if it failed ("": none): until the
@@ -124,6 +131,31 @@ type podRecord struct {
 	// stopped. A provider has no SIGKILL; like virtual-kubelet, the adapter then takes
 	// the pod as stopped, and its runtime view shows the containers exited (137).
 	abandoned bool
+
+	// What the adapter may know of the pod without asking (see current).
+	// seq is the Adapter.seq of the latest CreatePod, UpdatePod or DeletePod of the pod,
+	// calls how many of them are in progress.
+	seq   uint64
+	calls int
+	// fresh: the latest GetPod began after the pod's latest call ended; gone and created
+	// are what it found.
+	fresh bool
+	// changed: UpdatePod or DeletePod was called; a notification sent before the call may
+	// arrive after it, so notifications no longer make the status current.
+	changed bool
+	// current: status (or gone) is the provider's present view of the pod, and PodStatus
+	// answers from it without a GetPod. Only for a provider that notifies (it reports
+	// every later change): set by a GetPod begun after the pod's latest call ended, and
+	// by a notification while CreatePod is the only call the pod had; cleared by every
+	// call, by a notification after an UpdatePod or DeletePod (unless a fresh GetPod
+	// found the pod gone) and by a relist that disagrees. With a polled provider, only the fresh GetPod
+	// that ended StopPod is current, for one PodStatus (once): the node's inspection of
+	// the stopped pod right after.
+	current, once bool
+	// gone: the view is that the provider does not hold the pod.
+	gone bool
+	// created is the provider pod's creationTimestamp (its sandbox's creation time).
+	created metav1.Time
 }
 
 var (
@@ -189,22 +221,101 @@ func (a *Adapter) record(uid types.UID, namespace, name string) *podRecord {
 	return r
 }
 
-// remember keeps the provider's status of a pod the adapter knows; a notified status
-// also wakes a StopPod waiting for the pod.
-func (a *Adapter) remember(uid types.UID, st *v1.PodStatus, notified bool) {
+// notified keeps the status st of the provider's pod got, which NotifyPods reported for
+// a pod the adapter knows: it may make the pod's view current, and it wakes a StopPod
+// waiting for the pod.
+func (a *Adapter) notified(uid types.UID, got *v1.Pod, st *v1.PodStatus) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	r := a.pods[uid]
 	if r == nil {
 		return
 	}
-	r.status = st
-	if !notified {
-		return
+	a.seq++
+	r.status, r.statusSeq = st, a.seq
+	switch {
+	case r.gone:
+		// Gone stays gone: the notice is older than the read that found the pod gone.
+	case r.changed:
+		// The notice may be older than the UpdatePod or DeletePod, or than a read since.
+		r.current = false
+	default:
+		// Every status of the pod the provider notifies follows its CreatePod.
+		r.current, r.created = true, got.CreationTimestamp
 	}
 	select {
 	case r.wake <- struct{}{}:
 	default:
+	}
+}
+
+// call notes that a CreatePod, UpdatePod or DeletePod (change: one of the last two) of
+// the pod begins: what the adapter knew of it is no longer current. The returned
+// function notes its end.
+func (a *Adapter) call(uid types.UID, change bool) (done func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.seq++
+	r := a.pods[uid]
+	if r == nil {
+		return func() {}
+	}
+	r.seq, r.calls, r.current, r.once, r.fresh, r.gone = a.seq, r.calls+1, false, false, false, false
+	r.changed = r.changed || change
+	return func() {
+		a.mu.Lock()
+		r.calls--
+		a.mu.Unlock()
+	}
+}
+
+// readMark is taken before a GetPod of a pod: the read is fresh if no call of the pod
+// was in progress then or began since.
+type readMark struct {
+	seq uint64
+	ok  bool
+}
+
+func (a *Adapter) markRead(uid types.UID) readMark {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.pods[uid]
+	return readMark{seq: a.seq, ok: r != nil && r.calls == 0}
+}
+
+// observed keeps what a GetPod begun at m found of the pod: got with status st, or
+// nothing (got nil: gone). A fresh read of a provider that notifies makes the view
+// current.
+func (a *Adapter) observed(uid types.UID, m readMark, got *v1.Pod, st *v1.PodStatus) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.pods[uid]
+	if r == nil {
+		return
+	}
+	if got != nil {
+		r.status, r.statusSeq = st, m.seq
+	}
+	r.fresh = m.ok && r.calls == 0 && r.seq <= m.seq
+	if !r.fresh {
+		return
+	}
+	r.current, r.once, r.gone = a.notifier != nil, false, got == nil
+	if got != nil {
+		r.created = got.CreationTimestamp
+	}
+}
+
+// stopSeen makes the fresh GetPod that found the pod stopped current for the next
+// PodStatus, with a polled provider (the node inspects the pod right after StopPod).
+func (a *Adapter) stopSeen(uid types.UID) {
+	if a.notifier != nil {
+		return // current already, from the same read
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r := a.pods[uid]; r != nil && r.fresh && r.calls == 0 {
+		r.current, r.once = true, true
 	}
 }
 
@@ -239,7 +350,7 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 		// If it holds another pod under the name (one whose stop was given up at the end
 		// of its grace period), fail at once: the pod worker retries with its backoff,
 		// and no concurrency slot is held while the name is taken.
-		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
+		got, _, err := a.read(ctx, pod.UID, pod.Namespace, pod.Name)
 		if err != nil {
 			return err
 		}
@@ -248,7 +359,10 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 			if err != nil {
 				return err
 			}
-			if err := a.p.CreatePod(ctx, want); err != nil {
+			done := a.call(pod.UID, false)
+			err = a.p.CreatePod(ctx, want)
+			done()
+			if err != nil {
 				a.providerFailed(pod, err)
 				return fmt.Errorf("vk: CreatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 			}
@@ -272,7 +386,10 @@ func (a *Adapter) StartPod(ctx context.Context, pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := a.p.UpdatePod(ctx, want); err != nil {
+	done := a.call(pod.UID, true)
+	err = a.p.UpdatePod(ctx, want)
+	done()
+	if err != nil {
 		a.event(pod, ReasonProviderUpdateFailed, err.Error())
 		return fmt.Errorf("vk: UpdatePod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -331,9 +448,11 @@ func (a *Adapter) event(pod *v1.Pod, reason, message string) {
 
 // sameDesire reports whether the provider need not hear of next: nothing it acts on
 // changed since prev (virtual-kubelet's podsEffectivelyEqual: the spec, labels and
-// annotations; the status and the deletion fields are the agent's business).
+// annotations; the status and the deletion fields are the agent's business). The same
+// pod object (the pod workers hand the config's shared pod until it changes) is the same
+// desire without a comparison.
 func sameDesire(prev, next *v1.Pod) bool {
-	return apiequality.Semantic.DeepEqual(prev.Spec, next.Spec) &&
+	return prev == next || apiequality.Semantic.DeepEqual(prev.Spec, next.Spec) &&
 		apiequality.Semantic.DeepEqual(prev.Labels, next.Labels) &&
 		apiequality.Semantic.DeepEqual(prev.Annotations, next.Annotations)
 }
@@ -353,14 +472,17 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 	}
 	if sent == nil {
 		// Never sent by this agent: DeletePod only if the name is not another pod's.
-		if _, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name); err != nil {
+		if _, _, err := a.read(ctx, pod.UID, pod.Namespace, pod.Name); err != nil {
 			if errors.Is(err, ErrNameTaken) {
 				return nil // the provider holds nothing of this pod
 			}
 			return err
 		}
 	}
-	switch err := a.p.DeletePod(ctx, pod.DeepCopy()); {
+	done := a.call(pod.UID, true)
+	err := a.p.DeletePod(ctx, pod.DeepCopy())
+	done()
+	switch {
 	case isNotFound(err):
 		return nil // the provider holds nothing of the pod: stopped
 	case err != nil:
@@ -368,7 +490,10 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 	}
 	waitedForNotice := false
 	for {
-		got, err := a.providerPod(ctx, pod.UID, pod.Namespace, pod.Name)
+		if a.notifier != nil && a.knownStopped(pod) {
+			return nil // notified: no GetPod needed
+		}
+		got, st, err := a.read(ctx, pod.UID, pod.Namespace, pod.Name)
 		switch {
 		case errors.Is(err, ErrNameTaken), err == nil && got == nil:
 			// Gone. A provider that notifies reports the final status of a deleted pod
@@ -376,10 +501,12 @@ func (a *Adapter) StopPod(ctx context.Context, pod *v1.Pod, gracePeriod time.Dur
 			// one poll period to arrive, so the pod's final status is the provider's
 			// (without it, the status manager marks the containers' state unknown).
 			if a.notifier == nil || waitedForNotice || a.knownStopped(pod) {
+				a.stopSeen(pod.UID)
 				return nil
 			}
 			waitedForNotice = true
-		case err == nil && stopped(&got.Spec, a.statusOf(ctx, got)):
+		case err == nil && stopped(&got.Spec, st):
+			a.stopSeen(pod.UID)
 			return nil
 		case err != nil:
 			a.log.Warn("vk: polling a stopping pod", "pod", pod.Namespace+"/"+pod.Name, "err", err)
@@ -413,19 +540,27 @@ func (a *Adapter) knownStopped(pod *v1.Pod) bool {
 	return r != nil && r.status != nil && stopped(&pod.Spec, r.status)
 }
 
-// statusOf returns the status the provider gives for its pod (GetPodStatus when the pod
-// carries none) and remembers it.
-func (a *Adapter) statusOf(ctx context.Context, got *v1.Pod) *v1.PodStatus {
-	st := &got.Status
+// read is providerPod with the status the provider gives for its pod (GetPodStatus when
+// the pod carries none), kept as what the adapter knows of the pod. A pod the provider
+// does not hold (got nil, or ErrNameTaken) is kept as gone.
+func (a *Adapter) read(ctx context.Context, uid types.UID, namespace, name string) (got *v1.Pod, st *v1.PodStatus, err error) {
+	m := a.markRead(uid)
+	got, err = a.providerPod(ctx, uid, namespace, name)
+	switch {
+	case errors.Is(err, ErrNameTaken), err == nil && got == nil:
+		a.observed(uid, m, nil, nil)
+		return nil, nil, err
+	case err != nil:
+		return nil, nil, err
+	}
+	st = &got.Status
 	if st.Phase == "" {
 		if s, err := a.p.GetPodStatus(ctx, got.Namespace, got.Name); err == nil && s != nil {
 			st = s
 		}
 	}
-	if got.UID != "" {
-		a.remember(got.UID, st, false)
-	}
-	return st
+	a.observed(uid, m, got, st)
+	return got, st, nil
 }
 
 // StopRuntimePod deletes a pod the provider holds and no configuration knows of.
@@ -451,7 +586,10 @@ func (a *Adapter) deleteUnknown(ctx context.Context, rp *pleg.Pod) error {
 	if err != nil {
 		return err
 	}
-	if err := a.p.DeletePod(ctx, got.DeepCopy()); err != nil && !isNotFound(err) {
+	done := a.call(rp.ID, true)
+	err = a.p.DeletePod(ctx, got.DeepCopy())
+	done()
+	if err != nil && !isNotFound(err) {
 		return fmt.Errorf("vk: DeletePod %s/%s: %w", rp.Namespace, rp.Name, err)
 	}
 	return nil
@@ -472,11 +610,16 @@ func (a *Adapter) forget(uid types.UID) {
 // ListPods lists the provider's pods (GetPods) as runtime pods. Pods without UID are
 // listed under the UID of the pod the adapter sent under their name, or skipped.
 func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
+	a.mu.Lock()
+	a.seq++
+	seq := a.seq // calls and notifications that come later may not show in the list
+	a.mu.Unlock()
 	pods, err := a.p.GetPods(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("vk: GetPods: %w", err)
 	}
 	out := make([]*pleg.Pod, 0, len(pods))
+	uids := make(map[types.UID]struct{}, len(pods))
 	for _, p := range pods {
 		if p == nil {
 			continue
@@ -488,7 +631,8 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 			}
 		}
 		st := &p.Status
-		a.remember(uid, st, false)
+		a.listed(uid, st, seq)
+		uids[uid] = struct{}{}
 		rp := runtimePod(uid, p, st)
 		if a.isAbandoned(uid) {
 			for _, c := range append(rp.Containers[:len(rp.Containers):len(rp.Containers)], rp.Sandboxes...) {
@@ -499,7 +643,40 @@ func (a *Adapter) ListPods(ctx context.Context, _ bool) ([]*pleg.Pod, error) {
 		}
 		out = append(out, rp)
 	}
+	a.unlisted(uids, seq)
 	return out, nil
+}
+
+// listed keeps a pod's status st from a GetPods begun at seq, unless a notification or
+// a read since brought a newer one. A current view the list disagrees with (other
+// container states, or the pod gone) is no longer current and PodStatus asks the
+// provider again; a current view keeps its status (a notification may be newer than the
+// list).
+func (a *Adapter) listed(uid types.UID, st *v1.PodStatus, seq uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	r := a.pods[uid]
+	switch {
+	case r == nil:
+	case !r.current:
+		if r.statusSeq < seq {
+			r.status, r.statusSeq = st, seq
+		}
+	case r.seq <= seq && (r.gone || !sameStates(r.status, st)):
+		r.current = false
+	}
+}
+
+// unlisted ends the current view of every pod it has held by the provider that a GetPods
+// begun at seq did not list (uids: the listed ones).
+func (a *Adapter) unlisted(uids map[types.UID]struct{}, seq uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uid, r := range a.pods {
+		if _, ok := uids[uid]; !ok && r.current && !r.gone && r.seq <= seq {
+			r.current = false
+		}
+	}
 }
 
 // uidOf returns the UID of the pod the adapter knows under that namespace and name.
@@ -524,18 +701,46 @@ func (a *Adapter) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 		}
 		a.mu.Unlock()
 	}
+	if rs, ok := a.currentStatus(uid); ok {
+		return a.view(rs), nil
+	}
 	empty := &pleg.PodStatus{ID: uid, Name: name, Namespace: namespace}
 	if name == "" {
 		return empty, nil // never seen: nothing of it can be in the provider
 	}
-	got, err := a.providerPod(ctx, uid, namespace, name)
+	got, st, err := a.read(ctx, uid, namespace, name)
 	switch {
 	case errors.Is(err, ErrNameTaken), err == nil && got == nil:
 		return empty, nil
 	case err != nil:
 		return nil, err
 	}
-	return a.view(runtimeStatus(uid, got, a.statusOf(ctx, got))), nil
+	return a.view(runtimeStatus(uid, got, st)), nil
+}
+
+// currentStatus is the runtime status of the pod from what the adapter knows, if that is
+// current (podRecord.current): the provider's notifications since tell every change,
+// or, with a polled provider, the GetPod that ended StopPod just found it (once).
+func (a *Adapter) currentStatus(uid types.UID) (*pleg.PodStatus, bool) {
+	a.mu.Lock()
+	r := a.pods[uid]
+	if r == nil || !r.current || !r.gone && (r.status == nil || r.sent == nil) {
+		a.mu.Unlock()
+		return nil, false
+	}
+	if r.once {
+		r.current, r.once = false, false
+	}
+	if r.gone {
+		defer a.mu.Unlock()
+		return &pleg.PodStatus{ID: uid, Name: r.name, Namespace: r.namespace}, true
+	}
+	// The status and the sent pod are never written once kept: read them unlocked.
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: r.name, Namespace: r.namespace, CreationTimestamp: r.created},
+		Spec: r.sent.Spec}
+	st := r.status
+	a.mu.Unlock()
+	return runtimeStatus(uid, p, st), true
 }
 
 // isAbandoned reports whether StopPod gave the pod up at the end of its grace period.
@@ -580,7 +785,7 @@ func (a *Adapter) PushStatuses(ctx context.Context, push func(*pleg.PodStatus)) 
 			}
 		}
 		st := p.Status.DeepCopy()
-		a.remember(uid, st, true)
+		a.notified(uid, p, st)
 		push(a.view(runtimeStatus(uid, p, st)))
 	})
 }

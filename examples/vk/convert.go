@@ -29,6 +29,25 @@ func stopped(spec *v1.PodSpec, st *v1.PodStatus) bool {
 	return true
 }
 
+// sameStates reports whether two statuses of a pod show the same phase, IP and
+// containers in the same states (what its runtime status is made of, timestamps aside).
+func sameStates(a, b *v1.PodStatus) bool {
+	if a.Phase != b.Phase || a.PodIP != b.PodIP || len(a.InitContainerStatuses) != len(b.InitContainerStatuses) ||
+		len(a.ContainerStatuses) != len(b.ContainerStatuses) {
+		return false
+	}
+	for _, l := range [][2][]v1.ContainerStatus{{a.InitContainerStatuses, b.InitContainerStatuses}, {a.ContainerStatuses, b.ContainerStatuses}} {
+		for i := range l[0] {
+			x, y := &l[0][i], &l[1][i]
+			if x.Name != y.Name || x.ContainerID != y.ContainerID || x.RestartCount != y.RestartCount ||
+				containerState(&x.State) != containerState(&y.State) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func findStatus(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus {
 	for i := range statuses {
 		if statuses[i].Name == name {

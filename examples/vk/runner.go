@@ -56,8 +56,8 @@ type Config struct {
 	// negative disables the lease.
 	LeaseDurationSeconds int32
 	// RelistPeriod is how often the PLEG lists the provider's pods (GetPods);
-	// agent.DefaultRelistPeriod if 0. With a provider that notifies (NodeProvider's
-	// PodNotifier), a longer period is reasonable.
+	// agent.DefaultRelistPeriod if 0. With a Provider that notifies (node.PodNotifier),
+	// a longer period is reasonable: its statuses come from its notifications.
 	RelistPeriod time.Duration
 	// PollPeriod: see AdapterConfig.
 	PollPeriod time.Duration

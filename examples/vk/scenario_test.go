@@ -322,6 +322,11 @@ func TestLifecycle(t *testing.T) {
 		if n := e.provider.CountFor(p.UID, vktest.Create); n != 1 {
 			t.Errorf("CreatePod calls = %d, want 1", n)
 		}
+		// With a provider that notifies, the statuses come from its notifications: one
+		// GetPod before CreatePod (does it hold the pod already?), one after DeletePod.
+		if n := e.provider.Count(vktest.Get); kind.notify && n != 2 {
+			t.Errorf("GetPod calls = %d, want 2", n)
+		}
 		if c := e.server.Counts(); c.Deletes != 1 {
 			t.Errorf("final deletes = %d, want 1", c.Deletes)
 		}
@@ -356,6 +361,7 @@ func TestGracefulDeleteKeepsObject(t *testing.T) {
 		}
 		e.wantFinal(kind, p.UID)
 		uid := string(p.UID)
+		synctest.Wait() // the agent's observer has logged the final delete the server saw
 		e.log.ordered(t, []string{"provider DeletePod", uid}, []string{"status", uid, "phase " + string(e.finalStatus(p.UID).Phase)}, []string{"delete", uid})
 
 		// A pod that ignores DeletePod: the object stays the whole grace period.

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
@@ -40,9 +43,11 @@ const (
 
 // w5API is client-go's fake clientset as W5's API server: a reactor in front of its object
 // tracker counts the controllers' calls on pods, keeps a status update (UpdateStatus) from
-// changing anything but the status (as the API server's status subresource does), records
-// when every pod is Running and when each is deleted (and its phase then), and closes
-// running and gone. The watches of pods are its own (podWatch, fed by every write on
+// changing anything but the status (as the API server's status subresource does), times
+// its own CPU (apiCPU: the work a real API server does in its own process), gives
+// every write of a pod a new resourceVersion (the tracker keeps the object's own: without
+// it a graceful delete would look like a pod already seen), records when every pod is
+// Running and when each is deleted (and its phase then), and closes running and gone. The watches of pods are its own (podWatch, fed by every write on
 // pods, never full): the tracker's hold 100 events and panic when a consumer falls
 // behind, as on a loaded machine. The benchmark's own writes (the creates, the graceful
 // deletes) go straight to the tracker and are not counted.
@@ -51,6 +56,8 @@ type w5API struct {
 	n      int
 	// Guarded by the clientset's lock (every reactor runs under it).
 	podCalls, otherCalls int
+	version              int64 // the last resourceVersion given to a pod
+	apiCPU               time.Duration
 	running              map[types.UID]bool
 	deleted              map[string]time.Time // by pod name: the final delete
 	terminalAtDelete     int
@@ -62,10 +69,11 @@ type w5API struct {
 
 func newW5API(n int) *w5API {
 	a := &w5API{client: fake.NewSimpleClientset(), n: n, running: map[types.UID]bool{}, deleted: map[string]time.Time{},
-		running1: make(chan struct{}), gone: make(chan struct{})}
+		running1: make(chan struct{}), gone: make(chan struct{}), version: w5FirstVersion}
 	tracker := a.client.Tracker()
-	serve := clienttesting.ObjectReaction(tracker)
+	serve := clienttesting.ObjectReaction(versionedPatches{ObjectTracker: tracker, a: a})
 	a.client.PrependReactor("*", "*", func(action clienttesting.Action) (bool, runtime.Object, error) {
+		defer a.timed()()
 		if action.GetResource().Resource != "pods" {
 			a.otherCalls++
 			return false, nil, nil
@@ -106,6 +114,48 @@ func newW5API(n int) *w5API {
 	return a
 }
 
+// timed starts timing the API server's own CPU (the calling goroutine's thread, locked
+// to it meanwhile) and returns the function that adds it to apiCPU. The clientset's lock
+// must be held until then.
+func (a *w5API) timed() func() {
+	goruntime.LockOSThread()
+	t0 := threadCPU()
+	return func() {
+		a.apiCPU += threadCPU() - t0
+		goruntime.UnlockOSThread()
+	}
+}
+
+// cpu returns the API server's CPU so far.
+func (a *w5API) cpu() time.Duration {
+	a.client.Lock()
+	defer a.client.Unlock()
+	return a.apiCPU
+}
+
+// w5FirstVersion is above every seed pod's resourceVersion.
+const w5FirstVersion = 1 << 20
+
+// nextVersion stamps p with the next resourceVersion. The clientset's lock must be held.
+func (a *w5API) nextVersion(p *v1.Pod) {
+	a.version++
+	p.ResourceVersion = strconv.FormatInt(a.version, 10)
+}
+
+// versionedPatches is the tracker as the clientset's patches reach it: the patched pod
+// (the reactor's own object, also its result) gets the next resourceVersion.
+type versionedPatches struct {
+	clienttesting.ObjectTracker
+	a *w5API
+}
+
+func (t versionedPatches) Patch(gvr schema.GroupVersionResource, obj runtime.Object, ns string, opts ...metav1.PatchOptions) error {
+	if p, ok := obj.(*v1.Pod); ok {
+		t.a.nextVersion(p)
+	}
+	return t.ObjectTracker.Patch(gvr, obj, ns, opts...)
+}
+
 // emit sends a pod's change to every watch. The clientset's lock must be held.
 func (a *w5API) emit(t watch.EventType, p *v1.Pod) {
 	for _, w := range a.watches {
@@ -122,6 +172,7 @@ func (a *w5API) updateStatus(act clienttesting.UpdateActionImpl) (bool, runtime.
 	}
 	p := o.(*v1.Pod).DeepCopy()
 	p.Status = *in.Status.DeepCopy()
+	a.nextVersion(p)
 	if err := a.client.Tracker().Update(podsResource, p, p.Namespace); err != nil {
 		return true, nil, err
 	}
@@ -147,6 +198,7 @@ func (a *w5API) observe(p *v1.Pod) {
 func (a *w5API) write(t watch.EventType, f func(clienttesting.ObjectTracker) (*v1.Pod, error)) error {
 	a.client.Lock()
 	defer a.client.Unlock()
+	defer a.timed()()
 	p, err := f(a.client.Tracker())
 	if err != nil {
 		return err
@@ -347,10 +399,12 @@ func runW5(side string, notify bool) (result, error) {
 		}
 	}
 
-	c0, t0 := work.CPU(), time.Now()
+	c0, t0, api0 := work.CPU(), time.Now(), a.cpu()
 	for _, p := range pods {
 		if err := a.write(watch.Added, func(t clienttesting.ObjectTracker) (*v1.Pod, error) {
-			return p, t.Create(podsResource, p.DeepCopy(), p.Namespace)
+			q := p.DeepCopy()
+			a.nextVersion(q)
+			return q, t.Create(podsResource, q, q.Namespace)
 		}); err != nil {
 			return nil, err
 		}
@@ -358,18 +412,18 @@ func runW5(side string, notify bool) (result, error) {
 	if err := wait(a.running1, "every pod Running"); err != nil {
 		return nil, err
 	}
-	createWall, createCPU := time.Since(t0), work.CPU()-c0
+	createWall, createCPU, createAPI := time.Since(t0), work.CPU()-c0, a.cpu()-api0
 
-	c0, t0 = work.CPU(), time.Now()
+	c0, t0, api0 = work.CPU(), time.Now(), a.cpu()
 	for _, p := range pods {
-		if err := a.write(watch.Modified, func(t clienttesting.ObjectTracker) (*v1.Pod, error) { return markGracefullyDeleted(t, p) }); err != nil {
+		if err := a.write(watch.Modified, func(t clienttesting.ObjectTracker) (*v1.Pod, error) { return a.markGracefullyDeleted(t, p) }); err != nil {
 			return nil, err
 		}
 	}
 	if err := wait(a.gone, "every object gone"); err != nil {
 		return nil, err
 	}
-	deleteWall, deleteCPU := time.Since(t0), work.CPU()-c0
+	deleteWall, deleteCPU, deleteAPI := time.Since(t0), work.CPU()-c0, a.cpu()-api0
 	cancel()
 
 	a.client.Lock()
@@ -403,6 +457,9 @@ func runW5(side string, notify bool) (result, error) {
 		"terminal-at-del-%": 100 * float64(a.terminalAtDelete) / w5Pods,
 		"create-cpu-ms":     ms(createCPU),
 		"delete-cpu-ms":     ms(deleteCPU),
+		"create-api-cpu-ms": ms(createAPI),
+		"create-own-cpu-ms": ms(createCPU - createAPI),
+		"delete-own-cpu-ms": ms(deleteCPU - deleteAPI),
 		"create-ms":         ms(createWall),
 		"delete-ms":         ms(deleteWall),
 		"stop-del-p50-ms":   ms(lat[len(lat)/2]),
@@ -411,8 +468,9 @@ func runW5(side string, notify bool) (result, error) {
 }
 
 // markGracefullyDeleted is the API server's graceful delete of p (grace 30): the object
-// stays, with deletionTimestamp and deletionGracePeriodSeconds set.
-func markGracefullyDeleted(t clienttesting.ObjectTracker, p *v1.Pod) (*v1.Pod, error) {
+// stays, with deletionTimestamp and deletionGracePeriodSeconds set and a new
+// resourceVersion. The clientset's lock must be held.
+func (a *w5API) markGracefullyDeleted(t clienttesting.ObjectTracker, p *v1.Pod) (*v1.Pod, error) {
 	o, err := t.Get(podsResource, p.Namespace, p.Name)
 	if err != nil {
 		return nil, err
@@ -420,5 +478,6 @@ func markGracefullyDeleted(t clienttesting.ObjectTracker, p *v1.Pod) (*v1.Pod, e
 	q := o.(*v1.Pod).DeepCopy()
 	now, g := metav1.Now(), int64(w5Grace)
 	q.DeletionTimestamp, q.DeletionGracePeriodSeconds = &now, &g
+	a.nextVersion(q)
 	return q, t.Update(podsResource, q, q.Namespace)
 }
