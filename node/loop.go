@@ -139,12 +139,12 @@ func (n *Node) dispatch(u config.PodUpdate) {
 // does from the pod manager's newest pod: its periodic syncs and retries take that pod
 // (getPodsToSync, HandlePodSyncs), and the status manager's cached status comes first.
 func (n *Node) reconcile(p *v1.Pod) {
+	n.status.RefreshPod(p)
 	if _, known := n.workers.PodState(p.UID); known && needsReconcile(p) {
 		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
 		return
 	}
 	n.workers.RefreshPod(p)
-	n.status.RefreshPod(p)
 }
 
 // needsReconcile: the server's status of a pod whose only change is its status asks

@@ -26,9 +26,11 @@ type entry struct {
 	sentVersion uint64
 	// podIsFinished is set by TerminatePod; once true it stays true for a non-static pod.
 	podIsFinished bool
-	// server is what a later sync reads of the last pod read from (or returned by) the API
-	// server, nil when unknown (never read, or dropped after an error or conflict).
-	server *serverCopy
+	// server is the server's pod as the last sync left it, nil when unknown (never read, or
+	// dropped after an error or conflict): what a later sync reads of a GET or PATCH
+	// answer (keepServer), or, once the node agent's own object of the pod carries the
+	// same resourceVersion, that object (RefreshPod). Never modified.
+	server *v1.Pod
 	// firstUnsent is when the oldest version not yet on the server was set (zero when none).
 	firstUnsent time.Time
 	// versionAt is when the current version was set.
@@ -369,20 +371,19 @@ func (e *entry) needsUpdate() bool {
 	if e.sentVersion < e.version || e.deleteFailed {
 		return true
 	}
-	if !e.podIsFinished || e.server.isMirror() || IsStaticPod(e.pod) {
+	if !e.podIsFinished || IsMirrorPod(e.server) || IsStaticPod(e.pod) {
 		return false
 	}
 	if e.server == nil {
 		return e.pod.DeletionTimestamp != nil
 	}
-	serverTerminal := IsTerminalPhase(e.server.status.Phase)
-	if e.server.meta.DeletionTimestamp != nil && serverTerminal {
-		return true // CanBeDeleted: not a mirror pod, finished
-	}
-	if e.server.meta.DeletionTimestamp == nil && e.pod.DeletionTimestamp != nil {
+	if CanBeDeleted(e.server, *e.status, true) {
 		return true
 	}
-	return IsTerminalPhase(e.status.Phase) && !serverTerminal
+	if e.server.DeletionTimestamp == nil && e.pod.DeletionTimestamp != nil {
+		return true
+	}
+	return IsTerminalPhase(e.status.Phase) && !IsTerminalPhase(e.server.Status.Phase)
 }
 
 // snapshot is what one sync of one pod needs, copied out under the lock.
@@ -393,7 +394,7 @@ type snapshot struct {
 	status   *v1.PodStatus // shared with the entry: read only
 	version  uint64
 	finished bool
-	server   *serverCopy
+	server   *v1.Pod
 	at       time.Time // when the entry got this version
 }
 
@@ -410,69 +411,69 @@ func (e *entry) snapshot(uid types.UID) snapshot {
 //   - an own copy when s's status is the status of s's server copy (taken by an earlier
 //     sync) and the sync ended with another copy: the replaced copy is not kept alive for
 //     its status.
-func statusToKeep(s *snapshot, server *serverCopy) *v1.PodStatus {
+func statusToKeep(s *snapshot, server *v1.Pod) *v1.PodStatus {
 	switch {
-	case server != nil && server != s.server && server.meta.UID == s.uid && statusFieldsEqual(s.status, &server.status, ""):
-		return &server.status
-	case server != s.server && s.server != nil && s.status == &s.server.status:
+	case server != nil && server != s.server && server.UID == s.uid && statusFieldsEqual(s.status, &server.Status, ""):
+		return &server.Status
+	case server != s.server && s.server != nil && s.status == &s.server.Status:
 		return s.status.DeepCopy()
 	}
 	return nil
 }
 
-// serverCopy is what an entry keeps of the server's pod from a GET or a PATCH answer: what
-// a later sync reads of it (its identity, resourceVersion, generation, deletion, mirror
-// annotation and status), sharing them with the answer. The rest of the answer (its spec,
-// labels, other annotations, managed fields: an answer decoded from the API server is a
-// whole pod) is not kept alive, and the copy takes 640 bytes where a v1.Pod's own struct
-// takes 1,240. Never modified.
-type serverCopy struct {
-	meta   metav1.ObjectMeta
-	status v1.PodStatus
-}
-
-// keepServer returns what an entry keeps of p, the server's pod (nil: unknown).
-func keepServer(p *v1.Pod) *serverCopy {
+// keepServer returns what an entry keeps of p, the server's pod from a GET or a PATCH
+// answer (nil: unknown): what a later sync reads of it (its identity, resourceVersion,
+// generation, deletion, mirror annotation and status), sharing them with p. The rest of p
+// (its spec, labels, other annotations, managed fields: an answer decoded from the API
+// server is a whole pod) is not kept alive with the entry.
+func keepServer(p *v1.Pod) *v1.Pod {
 	if p == nil {
 		return nil
 	}
-	sc := &serverCopy{
-		meta: metav1.ObjectMeta{
+	k := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Generation: p.Generation, DeletionTimestamp: p.DeletionTimestamp,
 			DeletionGracePeriodSeconds: p.DeletionGracePeriodSeconds,
 		},
-		status: p.Status,
+		Status: p.Status,
 	}
 	if v, ok := p.Annotations[v1.MirrorPodAnnotationKey]; ok {
-		sc.meta.Annotations = map[string]string{v1.MirrorPodAnnotationKey: v}
+		k.Annotations = map[string]string{v1.MirrorPodAnnotationKey: v}
 	}
-	return sc
+	return k
 }
 
-// pod returns the server's pod as a sync reads it (PodSyncInput.Server): a new object that
-// shares sc's fields; nil for nil.
-func (sc *serverCopy) pod() *v1.Pod {
-	if sc == nil {
-		return nil
-	}
-	return &v1.Pod{ObjectMeta: sc.meta, Status: sc.status}
+// sameServerState reports whether pod, the node agent's newest object of a pod, says what
+// server, the entry's copy of the server's pod, says to a sync: the same UID, deletion and
+// status (StatusPatch's comparisons: a patch from one to the other is empty). The node's
+// object can then stand for the copy. Called without the lock.
+func sameServerState(server, pod *v1.Pod) bool {
+	return server != nil && pod != nil && server != pod && server.UID == pod.UID &&
+		(server.DeletionTimestamp == nil) == (pod.DeletionTimestamp == nil) &&
+		IsMirrorPod(server) == IsMirrorPod(pod) &&
+		statusFieldsEqual(&server.Status, &pod.Status, "")
 }
 
-// isMirror reports whether the server's pod is a mirror pod (IsMirrorPod); false for nil.
-func (sc *serverCopy) isMirror() bool {
-	if sc == nil {
-		return false
+// takeServer makes pod the entry's copy of the server's pod in place of server
+// (sameServerState), if the entry still holds server, and its status if the entry's
+// status was server's: the manager then holds no object or status of its own for the pod
+// beyond the node's.
+func (e *entry) takeServer(server, pod *v1.Pod) {
+	if e.server != server {
+		return // a sync replaced it meanwhile
 	}
-	_, ok := sc.meta.Annotations[v1.MirrorPodAnnotationKey]
-	return ok
+	if e.status == &server.Status {
+		e.status = &pod.Status
+	}
+	e.server = pod
 }
 
 // commit records the outcome of a sync: the server has s.version (when sent) and server is
 // its current copy (nil: unknown); keep, if not nil, replaces s's status as the entry's
 // (statusToKeep). It returns whether the entry needs another sync now, and when the oldest
 // version just written was set (zero if nothing new was written).
-func (c *cache) commit(s snapshot, sent bool, server *serverCopy, keep *v1.PodStatus) (again bool, setAt time.Time) {
+func (c *cache) commit(s snapshot, sent bool, server *v1.Pod, keep *v1.PodStatus) (again bool, setAt time.Time) {
 	e := c.entries[s.uid]
 	if e != s.e {
 		return false, time.Time{} // forgotten or replaced meanwhile
@@ -490,12 +491,12 @@ func (c *cache) commit(s snapshot, sent bool, server *serverCopy, keep *v1.PodSt
 	}
 	e.server = server
 	e.deleteFailed = false
-	if server != nil && server.meta.UID != e.mirrorUID && server.isMirror() && IsStaticPod(e.pod) {
+	if server != nil && server.UID != e.mirrorUID && IsMirrorPod(server) && IsStaticPod(e.pod) {
 		if e.mirrorUID != "" && c.mirrors[e.mirrorUID] == s.uid {
 			delete(c.mirrors, e.mirrorUID)
 		}
-		e.mirrorUID = server.meta.UID
-		c.mirrors[server.meta.UID] = s.uid
+		e.mirrorUID = server.UID
+		c.mirrors[server.UID] = s.uid
 	}
 	return e.sentVersion < e.version, setAt
 }

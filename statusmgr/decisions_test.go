@@ -80,7 +80,7 @@ func TestCanBeDeleted(t *testing.T) {
 
 func TestNeedsUpdate(t *testing.T) {
 	deletingPod := podWith(withDeletion)
-	server := func(f func(p *v1.Pod)) *serverCopy { return keepServer(podWith(f)) }
+	server := func(f func(p *v1.Pod)) *v1.Pod { return keepServer(podWith(f)) }
 	tests := []struct {
 		name string
 		e    entry
@@ -728,7 +728,7 @@ func TestStatusToKeep(t *testing.T) {
 			Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
 			ContainerStatuses: []v1.ContainerStatus{running("a")}}
 	}
-	server := func(f func(p *v1.Pod)) *serverCopy {
+	server := func(f func(p *v1.Pod)) *v1.Pod {
 		return keepServer(podWith(func(p *v1.Pod) {
 			p.Status = status()
 			if f != nil {
@@ -746,7 +746,7 @@ func TestStatusToKeep(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		s      snapshot
-		server *serverCopy
+		server *v1.Pod
 		want   string
 	}{
 		{"server unknown", snapshot{uid: "u1", status: &own}, nil, keepOwn},
@@ -760,11 +760,11 @@ func TestStatusToKeep(t *testing.T) {
 			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
 		}), keepOwn},
 		{"phase held back", snapshot{uid: "u1", status: &own}, server(func(p *v1.Pod) { p.Status.Phase = v1.PodPending }), keepOwn},
-		{"shared, the same copy again (no call made)", snapshot{uid: "u1", status: &shared.status, server: shared}, shared, keepOwn},
-		{"shared, replaced by an equal copy", snapshot{uid: "u1", status: &shared.status, server: shared}, server(nil), keepServers},
-		{"shared, replaced by a differing copy", snapshot{uid: "u1", status: &shared.status, server: shared},
+		{"shared, the same copy again (no call made)", snapshot{uid: "u1", status: &shared.Status, server: shared}, shared, keepOwn},
+		{"shared, replaced by an equal copy", snapshot{uid: "u1", status: &shared.Status, server: shared}, server(nil), keepServers},
+		{"shared, replaced by a differing copy", snapshot{uid: "u1", status: &shared.Status, server: shared},
 			server(func(p *v1.Pod) { p.Status.Phase = v1.PodPending }), keepCopy},
-		{"shared, the server now unknown", snapshot{uid: "u1", status: &shared.status, server: shared}, nil, keepCopy},
+		{"shared, the server now unknown", snapshot{uid: "u1", status: &shared.Status, server: shared}, nil, keepCopy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.s.status.DeepCopy()
@@ -775,17 +775,100 @@ func TestStatusToKeep(t *testing.T) {
 					t.Errorf("statusToKeep = %p, want nil (the snapshot's)", got)
 				}
 			case keepServers:
-				if got != &tc.server.status {
-					t.Errorf("statusToKeep = %p, want the server copy's status %p", got, &tc.server.status)
+				if got != &tc.server.Status {
+					t.Errorf("statusToKeep = %p, want the server copy's status %p", got, &tc.server.Status)
 				}
 			case keepCopy:
-				if got == nil || got == tc.s.status || tc.server != nil && got == &tc.server.status || !equality.Semantic.DeepEqual(got, before) ||
+				if got == nil || got == tc.s.status || tc.server != nil && got == &tc.server.Status || !equality.Semantic.DeepEqual(got, before) ||
 					&got.ContainerStatuses[0] == &tc.s.status.ContainerStatuses[0] {
 					t.Errorf("statusToKeep = %+v, want a copy of the snapshot's status of its own", got)
 				}
 			}
 			if diff := cmp.Diff(before, tc.s.status); diff != "" {
 				t.Errorf("the snapshot's status changed:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSameServerState: the node's object stands for the entry's copy of the server's pod
+// only when it says the same to a sync: UID, deletion, mirror annotation and status.
+func TestSameServerState(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	base := func(f func(p *v1.Pod)) *v1.Pod {
+		return podWith(func(p *v1.Pod) {
+			p.ResourceVersion = "5"
+			p.Status = v1.PodStatus{Phase: v1.PodRunning, StartTime: &at, ContainerStatuses: []v1.ContainerStatus{running("a")}}
+			if f != nil {
+				f(p)
+			}
+		})
+	}
+	server := base(nil)
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{"the same state (an older resourceVersion, as the config merge keeps on a Reconcile)", base(func(p *v1.Pod) { p.ResourceVersion = "4" }), true},
+		{"times in another zone", base(func(p *v1.Pod) {
+			st := metav1.NewTime(at.In(time.FixedZone("x", 3600)))
+			p.Status.StartTime = &st
+		}), true},
+		{"the copy itself", server, false},
+		{"nil", nil, false},
+		{"another status", base(func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }), false},
+		{"another UID", base(func(p *v1.Pod) { p.UID = "u2" }), false},
+		{"deleted on one side", base(withDeletion), false},
+		{"a mirror pod on one side", base(func(p *v1.Pod) { p.Annotations[ConfigMirrorAnnotationKey] = "h" }), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameServerState(server, tc.pod); got != tc.want {
+				t.Errorf("sameServerState = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if sameServerState(nil, server) {
+		t.Error("sameServerState(nil, pod) = true, want false")
+	}
+}
+
+// TestEntryTakeServer: the node's object replaces the entry's copy of the server's pod
+// only if the entry still holds that copy, and the entry's status follows only if it was
+// the copy's.
+func TestEntryTakeServer(t *testing.T) {
+	own := &v1.PodStatus{Phase: v1.PodRunning}
+	for _, tc := range []struct {
+		name                     string
+		sharedStatus, replaced   bool // the entry's status is the copy's; a sync replaced the copy
+		wantServer, wantFollowed bool
+	}{
+		{"shared status", true, false, true, true},
+		{"own status (newer, not written yet)", false, false, true, false},
+		{"copy replaced meanwhile", true, true, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			server, pod, other := podWith(nil), podWith(nil), podWith(nil)
+			e := &entry{pod: pod, status: own, server: server}
+			if tc.sharedStatus {
+				e.status = &server.Status
+			}
+			if tc.replaced {
+				e.server = other
+			}
+			before, held := e.status, e.server
+			e.takeServer(server, pod)
+			if got := e.server == pod; got != tc.wantServer {
+				t.Errorf("server copy is the pod: %v, want %v", got, tc.wantServer)
+			}
+			if !tc.wantServer && e.server != held {
+				t.Error("the entry's server copy changed")
+			}
+			switch {
+			case tc.wantFollowed && e.status != &pod.Status:
+				t.Error("the entry's status is not the pod's, though it was the replaced copy's")
+			case !tc.wantFollowed && e.status != before:
+				t.Error("the entry's status changed")
 			}
 		})
 	}

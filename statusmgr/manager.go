@@ -335,18 +335,33 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 // RefreshPod records pod as the node agent's newest object of a pod whose status is
 // cached, without a new status: what the full sync's reconcile takes from the PodLookup
 // (its deletionTimestamp, annotations), taken at once. A node agent calls it when its pod
-// changed only in its status and no sync follows (a Reconcile), so that the manager does
-// not keep an older object alive until its next setter or full sync. Nothing is written
-// because of it. nil, an empty UID and a pod without a cached status are ignored.
+// changed only in its status (a Reconcile), so that the manager does not keep an older
+// object alive until its next setter or full sync. When pod says what the manager's copy
+// of the server's pod says to a sync (the same UID, deletion and status: typically the
+// object its last PATCH answered, come back through the node's watch), the manager keeps
+// pod instead of that copy and shares its status, so that it holds no object or status
+// of its own for the pod; the comparison runs without the manager's lock. Nothing is written because of it. nil, an empty UID and a pod
+// without a cached status are ignored; pod is not modified afterwards by the manager, nor
+// may it be by the caller.
 func (m *Manager) RefreshPod(pod *v1.Pod) {
 	if pod == nil || pod.UID == "" {
 		return
 	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if e := m.c.entries[pod.UID]; e != nil {
-		e.pod = pod
+	e := m.c.entries[pod.UID]
+	var server *v1.Pod
+	if e != nil {
+		e.pod, server = pod, e.server
 	}
+	m.mu.Unlock()
+	if !sameServerState(server, pod) {
+		return
+	}
+	m.mu.Lock()
+	if m.c.entries[pod.UID] == e {
+		e.takeServer(server, pod)
+	}
+	m.mu.Unlock()
 }
 
 // SetContainerReadiness sets the Ready flag of the container with the runtime ID

@@ -713,3 +713,55 @@ func podSummary(p *v1.Pod) string {
 	}
 	return fmt.Sprintf("%s phase=%s conditions=%v", p.UID, p.Status.Phase, p.Status.Conditions)
 }
+
+// TestManagerRefreshPodTakesTheServersObject: once the node's own object of the pod says
+// what the last PATCH answered (its watch brought it back), the manager keeps that object
+// instead of what it kept of the answer: the answer's status is no longer held, and the
+// next sync still needs no GET.
+func TestManagerRefreshPodTakesTheServersObject(t *testing.T) {
+	pod := testPod("p", "u1")
+	api := statusmgrtest.NewFakeAPI(pod)
+	var answered weak.Pointer[v1.ContainerStatus]
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgr.StatusPatcherFuncs{
+		GetPodFunc: api.GetPod,
+		PatchPodStatusFunc: func(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
+			p, err := api.PatchPodStatus(ctx, namespace, name, patch)
+			if err != nil {
+				return nil, err
+			}
+			decoded := p.DeepCopy() // as a client returns it
+			decoded.Status.ContainerStatuses = append([]v1.ContainerStatus(nil), decoded.Status.ContainerStatuses...)
+			answered = weak.Make(&decoded.Status.ContainerStatuses[0])
+			return decoded, nil
+		},
+		DeletePodFunc: api.DeletePod,
+	}})
+	must(t, err)
+	must(t, m.SetPodStatus(pod, runningStatus(true)))
+	must(t, m.Sync(t.Context()))
+	watched, _ := api.Pod(pod.Namespace, pod.Name)
+	watched = watched.DeepCopy() // the node's own object, from its watch
+
+	older := watched.DeepCopy()
+	older.ResourceVersion, older.Status.Phase = "1", v1.PodPending
+	m.RefreshPod(older) // another status: what the manager kept of the answer stays
+	runtime.GC()
+	if answered.Value() == nil {
+		t.Fatal("the manager dropped the answer's status for an object with another status")
+	}
+	m.RefreshPod(watched)
+	runtime.GC()
+	if answered.Value() != nil {
+		t.Error("the manager still holds the answer's status after RefreshPod of an object with the same state")
+	}
+	if view, _ := m.PodStatusView("u1"); len(view.ContainerStatuses) == 0 || &view.ContainerStatuses[0] != &watched.Status.ContainerStatuses[0] {
+		t.Error("the cached status is not the node's object's")
+	}
+	gets := api.Counts().Gets
+	must(t, m.SetPodStatus(watched, runningStatus(false)))
+	must(t, m.Sync(t.Context()))
+	if c := api.Counts(); c.Gets != gets || c.Patches != 2 {
+		t.Errorf("the second sync made %d GETs and %d PATCHes in all, want no GET and a second PATCH", c.Gets-gets, c.Patches)
+	}
+	runtime.KeepAlive(m)
+}

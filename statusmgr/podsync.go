@@ -97,7 +97,8 @@ type PodSyncInput struct {
 	CouldRunContainers bool
 	// Server is the runner's copy of the server's pod from its last call; nil when unknown:
 	// the sync reads the pod first. It needs only the pod's identity, resourceVersion,
-	// generation, deletion, mirror annotation and status (the Manager keeps no more of it).
+	// generation, deletion, mirror annotation and status (what the Manager passes may hold
+	// no more than those).
 	Server *v1.Pod
 	// Target and MirrorUID say which server pod may be written (TargetOf).
 	Target    Target

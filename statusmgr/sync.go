@@ -89,7 +89,7 @@ func (m *Manager) podSync(s snapshot) *PodSync {
 // (CouldHaveRunningContainers, the PodLookup) what it needs; no lock held.
 func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 	in := PodSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
-		Server: s.server.pod(), MaxConflictRetries: m.maxConflict}
+		Server: s.server, MaxConflictRetries: m.maxConflict}
 	if m.couldRun != nil {
 		in.CouldRunContainers = m.couldRun(s.uid)
 	}
@@ -147,9 +147,9 @@ func (m *Manager) finish(ps *PodSync) error {
 	var again bool
 	var setAt time.Time
 	var keep *v1.PodStatus
-	server := s.server
-	if o.Server != ps.in.Server { // a call answered with another copy (or none)
-		server = keepServer(o.Server)
+	server := o.Server
+	if server != s.server { // a call answered with another copy (or none)
+		server = keepServer(server)
 	}
 	if o.Result != ResultForgotten {
 		keep = statusToKeep(&s, server)
