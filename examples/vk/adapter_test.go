@@ -18,6 +18,22 @@ import (
 	"github.com/podlife/podlife/pleg"
 )
 
+// startPolled returns an adapter over a provider that does not notify, and the pod
+// "polled" it started.
+func startPolled(t *testing.T, ctx context.Context) (*vktest.Provider, *vk.Adapter, *v1.Pod) {
+	t.Helper()
+	p := vktest.New(vktest.Config{})
+	ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := namedPod("polled")
+	if err := ad.StartPod(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return p, ad, pod
+}
+
 func namedPod(uid types.UID) *v1.Pod {
 	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: uid},
 		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "app", Image: "busybox"}}}}
@@ -159,15 +175,7 @@ func TestPodStatusFromNotifications(t *testing.T) {
 	})
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		p := vktest.New(vktest.Config{})
-		ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod := namedPod("polled")
-		if err := ad.StartPod(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
+		p, ad, pod := startPolled(t, ctx)
 		gets := p.Count(vktest.Get)
 		for range 2 {
 			if n := runningContainers(t, ad, pod); n != 1 {
@@ -329,15 +337,7 @@ func TestStopPodNotified(t *testing.T) {
 func TestStopPodPolledInspection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		p := vktest.New(vktest.Config{})
-		ad, err := vk.NewAdapter(vk.AdapterConfig{Provider: p})
-		if err != nil {
-			t.Fatal(err)
-		}
-		pod := namedPod("polled")
-		if err := ad.StartPod(ctx, pod); err != nil {
-			t.Fatal(err)
-		}
+		p, ad, pod := startPolled(t, ctx)
 		if err := ad.StopPod(ctx, pod, 30*time.Second); err != nil {
 			t.Fatalf("StopPod = %v", err)
 		}
