@@ -148,10 +148,10 @@ func (m *Manager) finish(ps *PodSync) error {
 	var setAt time.Time
 	var keep *v1.PodStatus
 	server := o.Server
-	if server != s.server { // a call answered with another copy (or none)
-		server = keepServer(server)
-	}
 	if o.Result != ResultForgotten {
+		if server != s.server { // a call answered with another copy (or none)
+			server = keepServer(server)
+		}
 		keep = statusToKeep(&s, server)
 	}
 	m.mu.Lock()
