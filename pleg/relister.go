@@ -205,17 +205,10 @@ func (r *Relister) newRecord(uid types.UID) *podRecord {
 	return rec
 }
 
-// setView replaces rec's view with the view of cur, a pod with rec's UID. r.mu must be
-// held.
+// setView replaces rec's view with the view of cur, a pod with rec's UID, built in the
+// relist's scratch buffer. r.mu must be held.
 func (r *Relister) setView(rec *podRecord, cur *Pod) {
-	r.scratch = r.setViewWith(rec, cur, r.scratch)
-}
-
-// setViewWith is setView with the given scratch buffer, returned grown (an apply's own,
-// under r.mu held for reading and r.shared).
-func (r *Relister) setViewWith(rec *podRecord, cur *Pod, scratch []viewEntry) []viewEntry {
-	rec.view, scratch = rec.view.rebuild(cur, scratch)
-	return scratch
+	rec.view, r.scratch = rec.view.rebuild(cur, r.scratch)
 }
 
 // New validates cfg and returns a relister. It starts nothing: call Run, or Relist. A nil

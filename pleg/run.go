@@ -234,7 +234,7 @@ func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace strin
 		rec = r.newRecord(uid)
 	}
 	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
-	sc.view = r.setViewWith(rec, cur, sc.view)
+	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
 	rec.epoch = r.epoch
 	delete(r.reinspect, uid)
 	r.emit(uid, sc.changes, &rec.view)
