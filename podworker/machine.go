@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	utilptr "k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/grace"
 	"github.com/podlife/podlife/internal/podfacts"
@@ -336,10 +337,8 @@ func (m *Machine) RefreshPod(pod *v1.Pod) bool {
 // namespace, deletionTimestamp set on both or neither, same deletion grace period, both
 // terminal or neither.
 func sameDecisions(a, b *v1.Pod) bool {
-	sameGrace := a.DeletionGracePeriodSeconds == nil && b.DeletionGracePeriodSeconds == nil ||
-		a.DeletionGracePeriodSeconds != nil && b.DeletionGracePeriodSeconds != nil &&
-			*a.DeletionGracePeriodSeconds == *b.DeletionGracePeriodSeconds
-	return a.Name == b.Name && a.Namespace == b.Namespace && sameGrace &&
+	return a.Name == b.Name && a.Namespace == b.Namespace &&
+		utilptr.Equal(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) &&
 		(a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil) &&
 		podfacts.IsTerminal(a) == podfacts.IsTerminal(b)
 }
