@@ -439,10 +439,11 @@ func TestRecordMemory(t *testing.T) {
 		t.Helper()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if len(r.records) != len(wantInline) {
-			t.Fatalf("%s: %d records, want %d", when, len(r.records), len(wantInline))
+		records := r.allRecords()
+		if len(records) != len(wantInline) {
+			t.Fatalf("%s: %d records, want %d", when, len(records), len(wantInline))
 		}
-		for key, rec := range r.records {
+		for key, rec := range records {
 			if key != rec.uid {
 				t.Errorf("%s: record %q has uid %q", when, key, rec.uid)
 			}
@@ -510,7 +511,7 @@ func TestRecordKeepsListedStrings(t *testing.T) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var out []*byte
-		for _, e := range r.records["a"].view.entries {
+		for _, e := range r.recordFor("a").view.entries {
 			out = append(out, unsafe.StringData(e.id))
 		}
 		return out

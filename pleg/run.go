@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -150,15 +149,17 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 		return cached, nil
 	}
 	r.mu.Lock()
-	if r.records[uid] == nil {
+	s := r.stripe(uid)
+	rec := s.record(uid)
+	if rec == nil {
 		// Never listed: remember it, so that a relist that does not list it deletes the
 		// cache entry made here like any vanished pod's.
-		r.newRecord(uid)
+		rec = s.newRecord(uid)
 	}
 	r.cache.Set(uid, status, err, ts)
-	r.reinspect[uid] = struct{}{}
-	dropped := r.takeDrops()
+	rec.reinspect = true
 	r.mu.Unlock()
+	dropped := r.takeDrops()
 	err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
 	r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
 	r.reportDrops(ctx, "refresh", dropped)
@@ -167,23 +168,15 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 
 // recordName returns the name and namespace of uid's record; "" for a pod without one.
 func (r *Relister) recordName(uid types.UID) (name, namespace string) {
+	s := r.stripe(uid)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	r.shared.Lock()
-	defer r.shared.Unlock()
-	if rec := r.records[uid]; rec != nil {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	if rec := s.record(uid); rec != nil {
 		return rec.view.name, rec.view.namespace
 	}
 	return "", ""
-}
-
-// podLockStripes is how many pod locks a relister has: enough that refreshes of different
-// pods rarely share one.
-const podLockStripes = 1024
-
-// podLock returns the lock of pod uid (see Relister.mu).
-func (r *Relister) podLock(uid types.UID) *sync.Mutex {
-	return &r.podLocks[maphash.String(r.podSeed, string(uid))%podLockStripes]
 }
 
 // PushStatus is the push mode: a caller whose runtime emits container events (like the
@@ -210,33 +203,31 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 // events of the difference. name and namespace complete a status that lacks them. The
 // record keeps the current epoch: a relist whose list was taken meanwhile leaves the pod
 // alone. It returns the status cached, nil if the cache kept a newer one, and how many
-// events were dropped (takeDrops). It holds r.mu for reading and the pod's lock: applies
-// of different pods run in parallel.
+// events were dropped (takeDrops). It holds r.mu for reading and the lock of the pod's
+// stripe: applies of pods of different stripes run in parallel.
 func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace string, ts time.Time) (cached *PodStatus, dropped int) {
 	sc := scratchPool.Get().(*applyScratch)
 	defer sc.release()
 	cur := sc.podOf(uid, status, name, namespace)
+	s := r.stripe(uid)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	mu := r.podLock(uid)
-	mu.Lock()
-	defer mu.Unlock()
+	s.lock.Lock()
+	defer s.lock.Unlock()
 	status = r.prepare(uid, status, ts)
 	if !r.cache.Set(uid, status, nil, ts) {
 		return nil, 0
 	}
-	r.shared.Lock()
-	defer r.shared.Unlock()
-	rec := r.records[uid]
+	rec := s.record(uid)
 	if rec == nil {
-		// Not listed yet (or never): remember it; a relist that does not list it deletes the
-		// record and the cache entry like any vanished pod's.
-		rec = r.newRecord(uid)
+		// Not listed yet (or never): remember it; a relist that does not list it deletes
+		// the record and the cache entry like any vanished pod's.
+		rec = s.newRecord(uid)
 	}
 	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
 	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
 	rec.epoch = r.epoch
-	delete(r.reinspect, uid)
+	rec.reinspect = false
 	r.emit(uid, sc.changes, &rec.view)
 	return status, r.takeDrops()
 }
