@@ -30,17 +30,19 @@ type Cache struct {
 }
 
 // cacheShards is how many shards a cache has: enough that the pod workers' calls rarely
-// share one.
-const cacheShards = 16
+// share one (two goroutines that wait for each other's shard cost the pod workers a
+// goroutine switch each time).
+const cacheShards = 256
 
 // cacheShard holds the pods whose UID hashes to it.
 type cacheShard struct {
 	mu sync.Mutex
-	// pods maps a pod UID to its entry. Invariant: no entry has an empty UID key.
+	// pods maps a pod UID to its entry; nil until the first. Invariant: no entry has an
+	// empty UID key.
 	pods map[types.UID]cacheEntry
 	// waiters holds, per pod, the blocked GetNewerThan calls. Invariant: every waiter
 	// listed here has not been answered; a waiter is removed when it is answered or when
-	// its context ends, and an empty list is deleted from the map.
+	// its context ends, and an empty list is deleted from the map. Nil until the first.
 	waiters map[types.UID][]*cacheWaiter
 	// pad keeps each shard on its own cache line, so that locking one does not slow its
 	// neighbours.
@@ -68,12 +70,7 @@ type cacheAnswer struct {
 
 // NewCache returns an empty cache with a zero global timestamp.
 func NewCache() *Cache {
-	c := &Cache{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].pods = make(map[types.UID]cacheEntry)
-		c.shards[i].waiters = make(map[types.UID][]*cacheWaiter)
-	}
-	return c
+	return &Cache{seed: maphash.MakeSeed()}
 }
 
 // shard returns the shard of pod uid.
@@ -122,6 +119,9 @@ func (c *Cache) Set(uid types.UID, status *PodStatus, err error, timestamp time.
 	defer s.mu.Unlock()
 	if e, ok := s.pods[uid]; ok && e.modified.After(timestamp) {
 		return false
+	}
+	if s.pods == nil {
+		s.pods = make(map[types.UID]cacheEntry)
 	}
 	s.pods[uid] = cacheEntry{status: status, err: err, modified: timestamp}
 	s.notifyLocked(uid, timestamp)
@@ -175,6 +175,9 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Ti
 		return nil, err
 	}
 	w := &cacheWaiter{minTime: minTime, ch: make(chan cacheAnswer, 1)}
+	if s.waiters == nil {
+		s.waiters = make(map[types.UID][]*cacheWaiter)
+	}
 	s.waiters[uid] = append(s.waiters[uid], w)
 	s.mu.Unlock()
 

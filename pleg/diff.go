@@ -316,9 +316,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 		r.setView(rec, p)
 	}
 	if len(r.changes) == 0 {
-		e := r.newEvent()
-		*e = PodLifecycleEvent{ID: p.ID, Type: PodSync}
-		r.send(e)
+		r.send(p.ID, PodSync, nil)
 		return nil
 	}
 	r.emit(p.ID, r.changes, &rec.view)

@@ -441,13 +441,15 @@ func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 			if !r.delivers(t) {
 				continue
 			}
+			if len(r.events) == cap(r.events) { // dropped by send: no need to box the ID
+				r.drop()
+				continue
+			}
 			data := c.data
 			if data == nil {
 				data = view.dataOf(c.id)
 			}
-			e := r.newEvent()
-			*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
-			r.send(e)
+			r.send(uid, t, data)
 		}
 	}
 }
@@ -484,14 +486,26 @@ func (r *Relister) delivers(t EventType) bool {
 	return t != ContainerChanged || r.deliverChanged
 }
 
-// send puts e on the channel, or drops and counts it when the channel is full.
-func (r *Relister) send(e *PodLifecycleEvent) {
-	select {
-	case r.events <- e:
-	default:
-		r.dropped.Add(1)
-		r.unloggedDrops.Add(1)
+// send puts the event on the channel, or drops and counts it when the channel is full
+// (then the event is not even made: the pod workers of a busy node may leave the channel
+// full for long).
+func (r *Relister) send(uid types.UID, t EventType, data any) {
+	if len(r.events) < cap(r.events) {
+		e := r.newEvent()
+		*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
+		select {
+		case r.events <- e:
+			return
+		default:
+		}
 	}
+	r.drop()
+}
+
+// drop counts an event dropped because the channel was full.
+func (r *Relister) drop() {
+	r.dropped.Add(1)
+	r.unloggedDrops.Add(1)
 }
 
 // takeDrops returns how many events were dropped since the last call, for reportDrops.
