@@ -12,6 +12,7 @@
 package plegtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,13 +72,15 @@ type PodSpec struct {
 }
 
 // Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
-// pods run in parallel, each holding its pod's lock (and, briefly, the lock of the shard
-// that finds it, or the runtime's to add or remove it); ListPods waits for them and holds
-// them off while it lists. The zero value is not usable; call NewRuntime.
+// pods run in parallel, each holding its pod's lock (and, briefly, the lock of its shard,
+// to find, add or remove it); ListPods waits for them and holds them off while it lists.
+// The zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
 	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
 	nextID atomic.Int64
+	// added numbers the pods in the order they were added (pod.seq).
+	added atomic.Int64
 	// listCalls and statusCalls count the RuntimeService calls (Calls).
 	listCalls, statusCalls atomic.Int64
 
@@ -86,17 +89,13 @@ type Runtime struct {
 	// or change its state.
 	world sync.RWMutex
 	// shards hold the pods and status errors by a hash of the UID with seed, so that
-	// finding a pod rarely waits for another call; a pod is added or removed holding mu
-	// too.
+	// finding, adding or removing a pod rarely waits for another call.
 	shards [podShards]podShard
 	seed   maphash.Seed
-	// mu guards the fields below; it is held only to read or change them.
-	mu sync.Mutex
-	// order holds the pods in creation order, for stable listings; a removed pod stays
-	// in it (no longer in its shard, marked removed) until compact drops it, so removing a pod
-	// does not scan every pod. removed counts those.
-	order   []*pod
-	removed int
+	// listed is ListPods' buffer of the pods in creation order (world held for writing).
+	listed []*pod
+	// mu guards listErr.
+	mu      sync.Mutex
 	listErr error
 }
 
@@ -108,8 +107,13 @@ type podShard struct {
 	mu      sync.Mutex
 	pods    map[types.UID]*pod
 	statErr map[types.UID]error
+	// order holds the shard's pods in the order they were added, for stable listings; a
+	// removed pod stays in it (no longer in pods, marked removed) until compact drops it,
+	// so removing a pod does not scan the others. removed counts those.
+	order   []*pod
+	removed int
 	// pad keeps each shard on its own cache line.
-	pad [40]byte
+	pad [8]byte
 }
 
 // shard returns the shard of uid.
@@ -127,6 +131,8 @@ type pod struct {
 	name, namespace string
 	createdAt       time.Time
 	ip              string
+	// seq orders the pods by when they were added (Runtime.added).
+	seq int64
 
 	// removed is set by RemovePod: no longer in its shard.
 	removed atomic.Bool
@@ -134,9 +140,13 @@ type pod struct {
 	mu         sync.Mutex
 	sandboxes  []*sandbox // newest first
 	containers []*container
-	// firstSandbox and firstContainer hold the first of each, in the pod's memory.
+	// firstSandbox and firstContainer hold the first of each, and sandbox0 and
+	// container0 are those first ones, in the pod's memory: a pod with one sandbox and
+	// one container is one allocation.
 	firstSandbox   [1]*sandbox
 	firstContainer [1]*container
+	sandbox0       sandbox
+	container0     container
 }
 
 type sandbox struct {
@@ -259,16 +269,15 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 		ip: newPodIP(r.nextID.Load())}
 	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
 	r.start(p, spec, now)
-	r.mu.Lock()
 	sh := r.shard(spec.UID)
 	sh.mu.Lock()
 	known := sh.pods[spec.UID]
 	if known == nil {
+		p.seq = r.added.Add(1)
 		sh.pods[spec.UID] = p
-		r.order = append(r.order, p)
+		sh.order = append(sh.order, p)
 	}
 	sh.mu.Unlock()
-	r.mu.Unlock()
 	if known != nil { // added meanwhile by another call
 		known.mu.Lock()
 		defer known.mu.Unlock()
@@ -290,7 +299,11 @@ func (r *Runtime) find(uid types.UID) *pod {
 func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
 	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
-		sb := &sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
+		sb := &p.sandbox0
+		if len(p.sandboxes) > 0 {
+			sb = new(sandbox)
+		}
+		*sb = sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
 		p.sandboxes = slices.Insert(p.sandboxes, 0, sb)
 	}
 	for _, cs := range spec.Containers {
@@ -298,7 +311,11 @@ func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 		if latest != nil && (latest.running || !spec.RestartExited) {
 			continue
 		}
-		c := &container{spec: cs, id: r.newID("container"), createdAt: now, startedAt: now, running: true}
+		c := &p.container0
+		if len(p.containers) > 0 {
+			c = new(container)
+		}
+		*c = container{spec: cs, id: r.newID("container"), createdAt: now, startedAt: now, running: true}
 		if latest != nil {
 			c.restartCount = latest.restartCount + 1
 		}
@@ -398,29 +415,27 @@ func (p *pod) requestStop(now, killAt time.Time) {
 func (r *Runtime) RemovePod(uid types.UID) {
 	r.world.RLock()
 	defer r.world.RUnlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	sh := r.shard(uid)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	p := sh.pods[uid]
-	delete(sh.pods, uid)
-	sh.mu.Unlock()
 	if p == nil {
 		return
 	}
+	delete(sh.pods, uid)
 	p.removed.Store(true)
-	if r.removed++; r.removed > len(r.order)/2 {
-		r.compact()
+	if sh.removed++; sh.removed > len(sh.order)/2 {
+		sh.compact()
 	}
 }
 
-// compact drops the removed pods from r.order. Callers hold r.mu.
-func (r *Runtime) compact() {
-	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed.Load() })
-	if len(r.order) == 0 {
-		r.order = nil // a burst does not pin memory
+// compact drops the removed pods from sh.order. Callers hold sh.mu.
+func (sh *podShard) compact() {
+	sh.order = slices.DeleteFunc(sh.order, func(p *pod) bool { return p.removed.Load() })
+	if len(sh.order) == 0 {
+		sh.order = nil // a burst does not pin memory
 	}
-	r.removed = 0
+	sh.removed = 0
 }
 
 // SetListError makes ListPods fail with err (nil restores it).
@@ -468,18 +483,17 @@ func (r *Runtime) IsRunning(uid types.UID) bool {
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 	r.world.Lock()
 	defer r.world.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.listCalls.Add(1)
-	if r.listErr != nil {
-		return nil, r.listErr
+	r.mu.Lock()
+	err := r.listErr
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	now := r.clock.Now()
+	order := r.creationOrder()
 	n, parts := 0, 0
-	for _, p := range r.order {
-		if p.removed.Load() {
-			continue
-		}
+	for _, p := range order {
 		p.advance(now)
 		if all || p.active() {
 			n++
@@ -492,8 +506,8 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 		ptrs[i] = &cs[i]
 	}
 	i := 0
-	for _, p := range r.order {
-		if p.removed.Load() || !(all || p.active()) {
+	for _, p := range order {
+		if !all && !p.active() {
 			continue
 		}
 		rp := &pods[i]
@@ -521,7 +535,24 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 		out[i] = rp
 		i++
 	}
+	clear(order) // the buffer must not keep removed pods alive
 	return out, nil
+}
+
+// creationOrder returns every pod, in the order they were added, in r.listed. Callers
+// hold r.world for writing.
+func (r *Runtime) creationOrder() []*pod {
+	order := r.listed[:0]
+	for i := range r.shards {
+		for _, p := range r.shards[i].order {
+			if !p.removed.Load() {
+				order = append(order, p)
+			}
+		}
+	}
+	slices.SortFunc(order, func(a, b *pod) int { return cmp.Compare(a.seq, b.seq) })
+	r.listed = order
+	return order
 }
 
 // active reports whether a container runs or a sandbox is ready.
