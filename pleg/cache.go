@@ -197,6 +197,15 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Ti
 	return nil, ctx.Err()
 }
 
+// newerThan is GetNewerThan's immediate check alone: the answer, and true, if
+// GetNewerThan would answer at once; false otherwise.
+func (c *Cache) newerThan(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
+	s := c.shard(uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.newerThanLocked(s, uid, minTime)
+}
+
 // newerThanLocked is GetNewerThan's immediate check; s is uid's shard, locked.
 func (c *Cache) newerThanLocked(s *cacheShard, uid types.UID, minTime time.Time) (cacheAnswer, bool) {
 	e, ok := s.pods[uid]

@@ -435,14 +435,15 @@ func hasReadySandbox(s *PodStatus) bool {
 // emit sends the events of changes for pod uid, ContainerChanged only if configured.
 // Their Data comes boxed from the change or from view, the pod's view that has the new IDs.
 func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
+	full := 0 // events dropped before they were made, counted at once
 	for _, c := range changes {
 		ts, k := transition(c.old, c.new)
 		for _, t := range ts[:k] {
 			if !r.delivers(t) {
 				continue
 			}
-			if len(r.events) == cap(r.events) { // dropped by send: no need to box the ID
-				r.drop()
+			if len(r.events) == cap(r.events) { // send would drop it: no need to box the ID
+				full++
 				continue
 			}
 			data := c.data
@@ -451,6 +452,9 @@ func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 			}
 			r.send(uid, t, data)
 		}
+	}
+	if full > 0 {
+		r.drop(full)
 	}
 }
 
@@ -499,16 +503,19 @@ func (r *Relister) send(uid types.UID, t EventType, data any) {
 		default:
 		}
 	}
-	r.drop()
+	r.drop(1)
 }
 
-// drop counts an event dropped because the channel was full.
-func (r *Relister) drop() {
-	r.dropped.Add(1)
-	r.unloggedDrops.Add(1)
+// drop counts n events dropped because the channel was full.
+func (r *Relister) drop(n int) {
+	r.dropped.Add(uint64(n))
+	r.unloggedDrops.Add(int64(n))
 }
 
 // takeDrops returns how many events were dropped since the last call, for reportDrops.
 func (r *Relister) takeDrops() int {
+	if r.unloggedDrops.Load() == 0 { // no write: the counter's cache line stays shared
+		return 0
+	}
 	return int(r.unloggedDrops.Swap(0))
 }

@@ -2,7 +2,6 @@ package pleg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -97,9 +96,8 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 // runtime) or not. If the inspection fails, it waits for the cache (Cache.GetNewerThan)
 // until ctx ends.
 func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, _ bool) (*PodStatus, error) {
-	s, err := r.cache.GetNewerThan(expired, uid, minTime)
-	if !errors.Is(err, context.Canceled) {
-		return s, err
+	if a, ok := r.cache.newerThan(uid, minTime); ok {
+		return a.status, a.err
 	}
 	if s, err := r.Refresh(ctx, uid); err == nil {
 		return s, nil
@@ -109,13 +107,6 @@ func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.
 
 // LastStatus returns the pod's last cached status without waiting (Cache.Get).
 func (r *Relister) LastStatus(uid types.UID) (*PodStatus, error) { return r.cache.Get(uid) }
-
-// expired is an ended context: Cache.GetNewerThan given it answers without waiting.
-var expired = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
 
 // refreshPending refreshes every pod whose refresh was requested, in request order.
 func (r *Relister) refreshPending(ctx context.Context) {
