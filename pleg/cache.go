@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -20,11 +21,11 @@ import (
 // Statuses are stored and returned by pointer, not copied: a status handed to Set, or
 // returned by Get or GetNewerThan, must not be modified afterwards.
 type Cache struct {
-	// tsMu guards timestamp, the global timestamp (zero until the first UpdateTime).
-	// UpdateTime sets it before it visits the shards' waiters, so a GetNewerThan that
-	// registers a waiter after that visit finds the new timestamp.
-	tsMu      sync.RWMutex
-	timestamp time.Time
+	// timestamp is the global timestamp, nil until the first UpdateTime. UpdateTime sets
+	// it before it visits the shards' waiters, so a GetNewerThan that registers a waiter
+	// after that visit finds the new timestamp. Atomic, so that reading it (every
+	// GetNewerThan) writes no memory that other cores read.
+	timestamp atomic.Pointer[time.Time]
 	seed      maphash.Seed
 	shards    [cacheShards]cacheShard
 }
@@ -80,9 +81,10 @@ func (c *Cache) shard(uid types.UID) *cacheShard {
 
 // globalTime returns the global timestamp; zero before the first UpdateTime.
 func (c *Cache) globalTime() time.Time {
-	c.tsMu.RLock()
-	defer c.tsMu.RUnlock()
-	return c.timestamp
+	if t := c.timestamp.Load(); t != nil {
+		return *t
+	}
+	return time.Time{}
 }
 
 // Get returns the cached status of a pod and the error recorded with it (the error of the
@@ -141,9 +143,7 @@ func (c *Cache) Delete(uid types.UID) {
 // without an entry had nothing in the runtime at t). It wakes every waiter whose minTime
 // is not after t. The relister calls it with the start time of each successful relist.
 func (c *Cache) UpdateTime(t time.Time) {
-	c.tsMu.Lock()
-	c.timestamp = t
-	c.tsMu.Unlock()
+	c.timestamp.Store(&t)
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
