@@ -72,27 +72,24 @@ type PodSpec struct {
 }
 
 // Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
-// pods run in parallel, each holding its pod's lock (and, briefly, the lock of its shard,
-// to find, add or remove it); ListPods waits for them and holds them off while it lists.
-// The zero value is not usable; call NewRuntime.
+// pods run in parallel, each holding its shard's world lock for reading and its pod's lock
+// (and, briefly, its shard's lock, to find, add or remove it); ListPods waits for them and
+// holds them off while it lists. The zero value is not usable; call NewRuntime.
 type Runtime struct {
 	clock clock.Clock
 	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
 	nextID atomic.Int64
 	// added numbers the pods in the order they were added (pod.seq).
 	added atomic.Int64
-	// listCalls and statusCalls count the RuntimeService calls (Calls).
-	listCalls, statusCalls atomic.Int64
+	// listCalls counts the ListPods calls (Calls).
+	listCalls atomic.Int64
 
-	// world is held for writing by ListPods, so that a list is one instant of every pod,
-	// and for reading by every other call about pods; those lock the pod (pod.mu) to read
-	// or change its state.
-	world sync.RWMutex
 	// shards hold the pods and status errors by a hash of the UID with seed, so that
 	// finding, adding or removing a pod rarely waits for another call.
 	shards [podShards]podShard
 	seed   maphash.Seed
-	// listed is ListPods' buffer of the pods in creation order (world held for writing).
+	// listed is ListPods' buffer of the pods in creation order (every shard's world held
+	// for writing).
 	listed []*pod
 	// mu guards listErr.
 	mu      sync.Mutex
@@ -104,16 +101,25 @@ const podShards = 64
 
 // podShard holds the pods and the status errors of the UIDs that hash to it.
 type podShard struct {
+	// world is held for writing by ListPods (every shard's), so that a list is one
+	// instant of every pod, and for reading by every other call about one of the shard's
+	// pods; those lock the pod (pod.mu) to read or change its state. A lock per shard, so
+	// that calls about different pods write no memory in common.
+	world sync.RWMutex
+	// mu guards the fields below; it is held only to read or change them.
 	mu      sync.Mutex
 	pods    map[types.UID]*pod
 	statErr map[types.UID]error
+	// statusCalls counts the PodStatus calls about the shard's UIDs (Calls).
+	statusCalls int
 	// order holds the shard's pods in the order they were added, for stable listings; a
 	// removed pod stays in it (no longer in pods, marked removed) until compact drops it,
 	// so removing a pod does not scan the others. removed counts those.
 	order   []*pod
 	removed int
-	// pad keeps each shard on its own cache line.
-	pad [8]byte
+	// pad makes a shard two cache lines, so that locking one does not slow its
+	// neighbours.
+	pad [40]byte
 }
 
 // shard returns the shard of uid.
@@ -136,7 +142,7 @@ type pod struct {
 
 	// removed is set by RemovePod: no longer in its shard.
 	removed atomic.Bool
-	// mu guards the fields below (see Runtime.world).
+	// mu guards the fields below (see podShard.world).
 	mu         sync.Mutex
 	sandboxes  []*sandbox // newest first
 	containers []*container
@@ -208,7 +214,7 @@ func newPodIP(n int64) string {
 	return string(strconv.AppendInt(b, n%250+1, 10))
 }
 
-// advance applies every exit and kill due at now. Callers hold p.mu (see Runtime.world).
+// advance applies every exit and kill due at now. Callers hold p.mu (see podShard.world).
 func (p *pod) advance(now time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -255,9 +261,10 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	if spec.UID == "" || spec.Name == "" {
 		return fmt.Errorf("%w: UID %q, name %q", ErrInvalidPod, spec.UID, spec.Name)
 	}
-	r.world.RLock()
-	defer r.world.RUnlock()
-	if p := r.find(spec.UID); p != nil {
+	sh := r.shard(spec.UID)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
+	if p := sh.find(spec.UID); p != nil {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		r.start(p, spec, r.clock.Now())
@@ -269,7 +276,6 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 		ip: newPodIP(r.nextID.Load())}
 	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
 	r.start(p, spec, now)
-	sh := r.shard(spec.UID)
 	sh.mu.Lock()
 	known := sh.pods[spec.UID]
 	if known == nil {
@@ -286,15 +292,14 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	return nil
 }
 
-// find returns the pod uid, nil if unknown.
-func (r *Runtime) find(uid types.UID) *pod {
-	sh := r.shard(uid)
+// find returns the shard's pod uid, nil if unknown.
+func (sh *podShard) find(uid types.UID) *pod {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.pods[uid]
 }
 
-// start is StartPod on p at now. Callers hold p.mu (see Runtime.world), or p is not yet
+// start is StartPod on p at now. Callers hold p.mu (see podShard.world), or p is not yet
 // in its shard.
 func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
@@ -343,15 +348,16 @@ func (p *pod) latest(name string) *container {
 // never postpones it). An unknown pod is already stopped. It returns ctx.Err() when ctx ends
 // first, leaving the containers on their way to stopping.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.Duration) error {
-	r.world.RLock()
-	p := r.find(uid)
-	r.world.RUnlock()
+	sh := r.shard(uid)
+	sh.world.RLock()
+	p := sh.find(uid)
+	sh.world.RUnlock()
 	if p == nil {
 		return nil
 	}
 	killAt := r.clock.Now().Add(max(gracePeriod, 0))
 	for {
-		stopped, wait := r.stopStep(p, killAt)
+		stopped, wait := r.stopStep(sh, p, killAt)
 		if stopped {
 			return nil
 		}
@@ -365,11 +371,12 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 	}
 }
 
-// stopStep is one step of KillPod: it requests p's stop and reports whether p stopped
-// (or was removed meanwhile: nothing left to stop), else how long until its next change.
-func (r *Runtime) stopStep(p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
-	r.world.RLock()
-	defer r.world.RUnlock()
+// stopStep is one step of KillPod: it requests the stop of p, of shard sh, and reports
+// whether p stopped (or was removed meanwhile: nothing left to stop), else how long until
+// its next change.
+func (r *Runtime) stopStep(sh *podShard, p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
+	sh.world.RLock()
+	defer sh.world.RUnlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.removed.Load() {
@@ -413,9 +420,9 @@ func (p *pod) requestStop(now, killAt time.Time) {
 // RemovePod removes the pod and everything of it from the runtime (the kubelet's cleanup of a
 // terminated pod's containers and sandbox). Running containers are removed too.
 func (r *Runtime) RemovePod(uid types.UID) {
-	r.world.RLock()
-	defer r.world.RUnlock()
 	sh := r.shard(uid)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	p := sh.pods[uid]
@@ -459,14 +466,22 @@ func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
 
 // Calls returns how many RuntimeService calls the runtime answered.
 func (r *Runtime) Calls() Calls {
-	return Calls{ListPods: int(r.listCalls.Load()), PodStatus: int(r.statusCalls.Load())}
+	c := Calls{ListPods: int(r.listCalls.Load())}
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		c.PodStatus += sh.statusCalls
+		sh.mu.Unlock()
+	}
+	return c
 }
 
 // IsRunning reports whether any container of the pod runs.
 func (r *Runtime) IsRunning(uid types.UID) bool {
-	r.world.RLock()
-	defer r.world.RUnlock()
-	p := r.find(uid)
+	sh := r.shard(uid)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
+	p := sh.find(uid)
 	if p == nil {
 		return false
 	}
@@ -481,8 +496,14 @@ func (r *Runtime) IsRunning(uid types.UID) bool {
 // allocation of each kind. It waits for the calls in progress and holds off new ones: the
 // list is one instant of every pod.
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
-	r.world.Lock()
-	defer r.world.Unlock()
+	for i := range r.shards {
+		r.shards[i].world.Lock()
+	}
+	defer func() {
+		for i := range r.shards {
+			r.shards[i].world.Unlock()
+		}
+	}()
 	r.listCalls.Add(1)
 	r.mu.Lock()
 	err := r.listErr
@@ -540,7 +561,7 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 }
 
 // creationOrder returns every pod, in the order they were added, in r.listed. Callers
-// hold r.world for writing.
+// hold every shard's world for writing.
 func (r *Runtime) creationOrder() []*pod {
 	order := r.listed[:0]
 	for i := range r.shards {
@@ -564,11 +585,11 @@ func (p *pod) active() bool {
 // an empty status. The status of a pod with at most one sandbox and one container is one
 // allocation, and its IPs another.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
-	r.statusCalls.Add(1)
-	r.world.RLock()
-	defer r.world.RUnlock()
 	sh := r.shard(uid)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
 	sh.mu.Lock()
+	sh.statusCalls++
 	err, p := sh.statErr[uid], sh.pods[uid]
 	sh.mu.Unlock()
 	if err != nil {

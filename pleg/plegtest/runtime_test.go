@@ -264,8 +264,9 @@ func TestRemovePodKeepsCreationOrder(t *testing.T) {
 
 // TestConcurrentPods drives many pods at once (for the race detector): each goroutine
 // starts its pods, reads their status, kills and removes every other one, while another
-// reads the pods of the first and another lists; then each pod is in the state its calls left it in, the IDs are all distinct and
-// every call was counted.
+// reads the pods of the first and another lists (each list in creation order); then each
+// pod is in the state its calls left it in, the IDs are all distinct and every call was
+// counted.
 func TestConcurrentPods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := NewRuntime(clock.RealClock{})
@@ -298,10 +299,23 @@ func TestConcurrentPods(t *testing.T) {
 				r.IsRunning(uid(0, i))
 			}
 		})
-		wg.Go(func() {
+		wg.Go(func() { // lists: each worker's pods in the order it started them
 			for range 20 {
-				if _, err := r.ListPods(ctx, true); err != nil {
+				pods, err := r.ListPods(ctx, true)
+				if err != nil {
 					t.Error(err)
+				}
+				last := map[int]int{}
+				for _, p := range pods {
+					var w, i int
+					if _, err := fmt.Sscanf(string(p.ID), "p-%d-%d", &w, &i); err != nil {
+						t.Error(err)
+						continue
+					}
+					if prev, ok := last[w]; ok && prev >= i {
+						t.Errorf("pod %s listed after p-%d-%d", p.ID, w, prev)
+					}
+					last[w] = i
 				}
 			}
 		})
