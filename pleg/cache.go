@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -21,13 +20,11 @@ import (
 // Statuses are stored and returned by pointer, not copied: a status handed to Set, or
 // returned by Get or GetNewerThan, must not be modified afterwards.
 type Cache struct {
-	// timestamp is the global timestamp, nil until the first UpdateTime. UpdateTime sets
-	// it before it visits the shards' waiters, so a GetNewerThan that registers a waiter
-	// after that visit finds the new timestamp. Atomic, so that reading it (every
-	// GetNewerThan) writes no memory that other cores read.
-	timestamp atomic.Pointer[time.Time]
-	seed      maphash.Seed
-	shards    [cacheShards]cacheShard
+	// updateMu serializes UpdateTime calls, so that every shard ends with the global
+	// timestamp of the last one.
+	updateMu sync.Mutex
+	seed     maphash.Seed
+	shards   [cacheShards]cacheShard
 }
 
 // cacheShards is how many shards a cache has: enough that the pod workers' calls rarely
@@ -45,9 +42,14 @@ type cacheShard struct {
 	// listed here has not been answered; a waiter is removed when it is answered or when
 	// its context ends, and an empty list is deleted from the map. Nil until the first.
 	waiters map[types.UID][]*cacheWaiter
+	// global is the global timestamp (zero until the first UpdateTime), kept in every
+	// shard: UpdateTime sets it and wakes the shard's waiters under the same lock, so a
+	// GetNewerThan that registers a waiter afterwards finds the new timestamp, and reading
+	// it costs a call nothing more than its shard's lock.
+	global time.Time
 	// pad keeps each shard on its own cache line, so that locking one does not slow its
 	// neighbours.
-	pad [40]byte
+	pad [16]byte
 }
 
 // cacheEntry is one pod's cached status.
@@ -77,14 +79,6 @@ func NewCache() *Cache {
 // shard returns the shard of pod uid.
 func (c *Cache) shard(uid types.UID) *cacheShard {
 	return &c.shards[maphash.String(c.seed, string(uid))%cacheShards]
-}
-
-// globalTime returns the global timestamp; zero before the first UpdateTime.
-func (c *Cache) globalTime() time.Time {
-	if t := c.timestamp.Load(); t != nil {
-		return *t
-	}
-	return time.Time{}
 }
 
 // Get returns the cached status of a pod and the error recorded with it (the error of the
@@ -143,10 +137,12 @@ func (c *Cache) Delete(uid types.UID) {
 // without an entry had nothing in the runtime at t). It wakes every waiter whose minTime
 // is not after t. The relister calls it with the start time of each successful relist.
 func (c *Cache) UpdateTime(t time.Time) {
-	c.timestamp.Store(&t)
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
+		s.global = t
 		for uid := range s.waiters {
 			s.notifyLocked(uid, t)
 		}
@@ -166,7 +162,7 @@ func (c *Cache) UpdateTime(t time.Time) {
 func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*PodStatus, error) {
 	s := c.shard(uid)
 	s.mu.Lock()
-	if a, ok := c.newerThanLocked(s, uid, minTime); ok {
+	if a, ok := s.newerThanLocked(uid, minTime); ok {
 		s.mu.Unlock()
 		return a.status, a.err
 	}
@@ -203,14 +199,13 @@ func (c *Cache) newerThan(uid types.UID, minTime time.Time) (cacheAnswer, bool) 
 	s := c.shard(uid)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return c.newerThanLocked(s, uid, minTime)
+	return s.newerThanLocked(uid, minTime)
 }
 
-// newerThanLocked is GetNewerThan's immediate check; s is uid's shard, locked.
-func (c *Cache) newerThanLocked(s *cacheShard, uid types.UID, minTime time.Time) (cacheAnswer, bool) {
+// newerThanLocked is GetNewerThan's immediate check in s, uid's shard, locked.
+func (s *cacheShard) newerThanLocked(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
 	e, ok := s.pods[uid]
-	global := c.globalTime()
-	globalNewer := !global.IsZero() && global.After(minTime)
+	globalNewer := !s.global.IsZero() && s.global.After(minTime)
 	if (ok && e.modified.After(minTime)) || globalNewer {
 		return s.getLocked(uid), true
 	}
