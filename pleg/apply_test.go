@@ -407,3 +407,38 @@ func drainEvents(ch <-chan *PodLifecycleEvent) []*PodLifecycleEvent {
 		}
 	}
 }
+
+// TestConcurrentDropsCounted: pushes of different pods from several goroutines into a full
+// channel; every event but the one that fits is counted once by DroppedEvents and reported
+// once to Hooks.EventsDropped, whichever stripe's count it went to.
+func TestConcurrentDropsCounted(t *testing.T) {
+	const pushers, pushes = 8, 40
+	var reported atomic.Int64
+	r, _, _ := newTestRelister(t, newFakeRuntime(), func(c *Config) {
+		c.EventChannelCapacity = 1
+		c.Hooks.EventsDropped = func(n int) { reported.Add(int64(n)) }
+	})
+	var wg sync.WaitGroup
+	for g := range pushers {
+		wg.Go(func() {
+			u := types.UID(fmt.Sprint("pod-", g))
+			for n := range pushes { // one event each: the container starts or dies
+				st := statusOf(mkPod(u, "c:c-"+string(u)+":"+[]string{"r", "e"}[n%2]))
+				if _, err := r.PushStatus(st, t0.Add(time.Duration(n)*time.Second)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want := uint64(pushers*pushes - 1)
+	if got := r.DroppedEvents(); got != want {
+		t.Errorf("DroppedEvents = %d, want %d", got, want)
+	}
+	if got := reported.Load(); got != int64(want) {
+		t.Errorf("EventsDropped reported %d, want %d", got, want)
+	}
+	if got := len(drainEvents(r.Events())); got != 1 {
+		t.Errorf("%d events delivered, want 1", got)
+	}
+}

@@ -316,10 +316,12 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 		r.setView(rec, p)
 	}
 	if len(r.changes) == 0 {
-		r.send(p.ID, PodSync, nil)
+		if !r.send(p.ID, PodSync, nil) {
+			r.relistDrops++
+		}
 		return nil
 	}
-	r.emit(p.ID, r.changes, &rec.view)
+	r.relistDrops += r.emit(p.ID, r.changes, &rec.view)
 	return nil
 }
 
@@ -327,7 +329,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 // gone (its events are sent), then its cache entry and record (in stripe s) are deleted.
 func (r *Relister) handleVanished(s *podStripe, uid types.UID, rec *podRecord) {
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
-	r.emit(uid, r.changes, &rec.view)
+	r.relistDrops += r.emit(uid, r.changes, &rec.view)
 	r.cache.Delete(uid)
 	delete(s.records, uid)
 }

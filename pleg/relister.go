@@ -113,11 +113,12 @@ type Relister struct {
 	log            *slog.Logger
 	hooks          Hooks
 
-	// events is the bounded output channel; it is never closed.
+	// events is the bounded output channel; it is never closed. dropped counts the
+	// events relists dropped because it was full; applies count theirs in their pods'
+	// stripes (podStripe.dropped), so that they share no counter (DroppedEvents adds
+	// them up).
 	events  chan *PodLifecycleEvent
 	dropped atomic.Uint64
-	// unloggedDrops counts the events dropped since the last log line about drops.
-	unloggedDrops atomic.Int64
 	// chunk is the chunk that events are carved from (see newEvent).
 	chunk atomic.Pointer[eventChunk]
 
@@ -142,6 +143,8 @@ type Relister struct {
 	// notes are the log records of the running relist, written once it released its
 	// locks (the logger's handler is the caller's code).
 	notes []logNote
+	// relistDrops counts the events the running relist dropped.
+	relistDrops int
 
 	// mu guards every field below. It is never held across a runtime call: a refresh
 	// or push waits for one pod's bookkeeping, never for a whole relist. A relist holds
@@ -176,6 +179,9 @@ type podStripe struct {
 	// reading. An apply of one of the stripe's pods holds it from its cache write until
 	// its record and events are done.
 	lock sync.Mutex
+	// dropped counts the events that applies of the stripe's pods dropped (see
+	// Relister.events).
+	dropped atomic.Uint64
 	// records maps each pod UID of the stripe to the pod as last seen and handled; nil
 	// until the first. Invariant: a record's view is the one that was diffed into events
 	// and whose status reached the cache, except for a record marked reinspect, whose
@@ -312,7 +318,13 @@ func New(cfg Config) (*Relister, error) {
 func (r *Relister) Events() <-chan *PodLifecycleEvent { return r.events }
 
 // DroppedEvents returns how many events were dropped because the channel was full.
-func (r *Relister) DroppedEvents() uint64 { return r.dropped.Load() }
+func (r *Relister) DroppedEvents() uint64 {
+	n := r.dropped.Load()
+	for i := range r.stripes {
+		n += r.stripes[i].dropped.Load()
+	}
+	return n
+}
 
 // Healthy reports whether the last successful relist started no longer than
 // RelistThreshold ago. It is false, with an error wrapping ErrNotHealthy, before the first
@@ -344,7 +356,9 @@ func (r *Relister) Relist(ctx context.Context) error {
 	prev := r.relistTime
 	r.healthMu.Unlock()
 	err := r.relist(ctx, start)
-	dropped := r.takeDrops()
+	dropped := r.relistDrops
+	r.relistDrops = 0
+	r.dropped.Add(uint64(dropped))
 	notes := r.notes
 	r.notes = nil
 	r.relistMu.Unlock()
@@ -379,7 +393,7 @@ func (r *Relister) note(level slog.Level, msg string, args ...any) {
 	r.notes = append(r.notes, logNote{level: level, msg: msg, args: args})
 }
 
-// reportDrops logs, once, the n events dropped (takeDrops) during a relist, refresh or
+// reportDrops logs, once, the n events dropped during a relist, refresh or
 // push, and reports them to the hook; outside the locks, as the logger's handler and the
 // hook are the caller's code.
 func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
@@ -387,7 +401,7 @@ func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
 		return
 	}
 	if r.log.Enabled(ctx, slog.LevelWarn) { // the arguments cost allocations
-		r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
+		r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.DroppedEvents())
 	}
 	if r.hooks.EventsDropped != nil {
 		r.hooks.EventsDropped(n)
@@ -432,10 +446,10 @@ func hasReadySandbox(s *PodStatus) bool {
 	return false
 }
 
-// emit sends the events of changes for pod uid, ContainerChanged only if configured.
-// Their Data comes boxed from the change or from view, the pod's view that has the new IDs.
-func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
-	full := 0 // events dropped before they were made, counted at once
+// emit sends the events of changes for pod uid, ContainerChanged only if configured, and
+// returns how many it dropped because the channel was full. Their Data comes boxed from
+// the change or from view, the pod's view that has the new IDs.
+func (r *Relister) emit(uid types.UID, changes []change, view *podView) (dropped int) {
 	for _, c := range changes {
 		ts, k := transition(c.old, c.new)
 		for _, t := range ts[:k] {
@@ -443,19 +457,19 @@ func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
 				continue
 			}
 			if len(r.events) == cap(r.events) { // send would drop it: no need to box the ID
-				full++
+				dropped++
 				continue
 			}
 			data := c.data
 			if data == nil {
 				data = view.dataOf(c.id)
 			}
-			r.send(uid, t, data)
+			if !r.send(uid, t, data) {
+				dropped++
+			}
 		}
 	}
-	if full > 0 {
-		r.drop(full)
-	}
+	return dropped
 }
 
 // eventChunkSize is how many events one allocation provides.
@@ -490,32 +504,19 @@ func (r *Relister) delivers(t EventType) bool {
 	return t != ContainerChanged || r.deliverChanged
 }
 
-// send puts the event on the channel, or drops and counts it when the channel is full
-// (then the event is not even made: the pod workers of a busy node may leave the channel
-// full for long).
-func (r *Relister) send(uid types.UID, t EventType, data any) {
-	if len(r.events) < cap(r.events) {
-		e := r.newEvent()
-		*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
-		select {
-		case r.events <- e:
-			return
-		default:
-		}
+// send puts the event on the channel and reports whether it did: it drops it when the
+// channel is full (then the event is not even made: the pod workers of a busy node may
+// leave the channel full for long). The caller counts the drop.
+func (r *Relister) send(uid types.UID, t EventType, data any) bool {
+	if len(r.events) == cap(r.events) {
+		return false
 	}
-	r.drop(1)
-}
-
-// drop counts n events dropped because the channel was full.
-func (r *Relister) drop(n int) {
-	r.dropped.Add(uint64(n))
-	r.unloggedDrops.Add(int64(n))
-}
-
-// takeDrops returns how many events were dropped since the last call, for reportDrops.
-func (r *Relister) takeDrops() int {
-	if r.unloggedDrops.Load() == 0 { // no write: the counter's cache line stays shared
-		return 0
+	e := r.newEvent()
+	*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
+	select {
+	case r.events <- e:
+		return true
+	default:
+		return false
 	}
-	return int(r.unloggedDrops.Swap(0))
 }

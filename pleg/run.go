@@ -150,10 +150,8 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 	r.cache.Set(uid, status, err, ts)
 	rec.reinspect = true
 	r.mu.Unlock()
-	dropped := r.takeDrops()
 	err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
 	r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
-	r.reportDrops(ctx, "refresh", dropped)
 	return nil, err
 }
 
@@ -194,7 +192,7 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 // events of the difference. name and namespace complete a status that lacks them. The
 // record keeps the current epoch: a relist whose list was taken meanwhile leaves the pod
 // alone. It returns the status cached, nil if the cache kept a newer one, and how many
-// events were dropped (takeDrops). It holds r.mu for reading and the lock of the pod's
+// of its events were dropped. It holds r.mu for reading and the lock of the pod's
 // stripe: applies of pods of different stripes run in parallel.
 func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace string, ts time.Time) (cached *PodStatus, dropped int) {
 	sc := scratchPool.Get().(*applyScratch)
@@ -219,8 +217,10 @@ func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace strin
 	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
 	rec.epoch = r.epoch
 	rec.reinspect = false
-	r.emit(uid, sc.changes, &rec.view)
-	return status, r.takeDrops()
+	if dropped = r.emit(uid, sc.changes, &rec.view); dropped > 0 {
+		s.dropped.Add(uint64(dropped))
+	}
+	return status, dropped
 }
 
 // applyScratch is the memory an apply reuses: the pod of the status, its changes and the
