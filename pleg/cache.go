@@ -20,11 +20,12 @@ import (
 // Statuses are stored and returned by pointer, not copied: a status handed to Set, or
 // returned by Get or GetNewerThan, must not be modified afterwards.
 type Cache struct {
+	// shards come first, so that each is on its own cache line (see cacheShard.pad).
+	shards [cacheShards]cacheShard
+	seed   maphash.Seed
 	// updateMu serializes UpdateTime calls, so that every shard ends with the global
 	// timestamp of the last one.
 	updateMu sync.Mutex
-	seed     maphash.Seed
-	shards   [cacheShards]cacheShard
 }
 
 // cacheShards is how many shards a cache has: enough that the pod workers' calls rarely

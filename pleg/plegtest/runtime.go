@@ -76,24 +76,28 @@ type PodSpec struct {
 // (and, briefly, its shard's lock, to find, add or remove it); ListPods waits for them and
 // holds them off while it lists. The zero value is not usable; call NewRuntime.
 type Runtime struct {
-	clock clock.Clock
-	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
-	nextID atomic.Int64
-	// added numbers the pods in the order they were added (pod.seq).
-	added atomic.Int64
-	// listCalls counts the ListPods calls (Calls).
-	listCalls atomic.Int64
-
 	// shards hold the pods and status errors by a hash of the UID with seed, so that
-	// finding, adding or removing a pod rarely waits for another call.
+	// finding, adding or removing a pod rarely waits for another call. They come first,
+	// so that each is on cache lines of its own (see podShard.pad).
 	shards [podShards]podShard
 	seed   maphash.Seed
+	clock  clock.Clock
 	// listed is ListPods' buffer of the pods in creation order (every shard's world held
 	// for writing).
 	listed []*pod
 	// mu guards listErr.
 	mu      sync.Mutex
 	listErr error
+
+	// The counters, written by calls on every core, are last: away from the fields
+	// every call reads.
+
+	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
+	nextID atomic.Int64
+	// added numbers the pods in the order they were added (pod.seq).
+	added atomic.Int64
+	// listCalls counts the ListPods calls (Calls).
+	listCalls atomic.Int64
 }
 
 // podShards is how many shards hold a runtime's pods.
