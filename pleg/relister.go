@@ -134,7 +134,7 @@ type Relister struct {
 	// wake has capacity 1: a pending signal means "the refresh queue may be non-empty".
 	wake chan struct{}
 
-	// relistMu serializes relists, and guards prev, next and notes.
+	// relistMu serializes relists, and guards prev, next, notes and relistDrops.
 	relistMu sync.Mutex
 	// prev and next are, by position, the records of the previous and the current list
 	// (nil where the list had no valid pod): a pod listed at the same position as before
