@@ -19,6 +19,7 @@ import (
 	"hash/maphash"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,25 +198,61 @@ func NewRuntime(clk clock.Clock) *Runtime {
 
 var _ pleg.RuntimeService = (*Runtime)(nil)
 
-// newID returns the next ID of the kind: "kind-000042".
-func (r *Runtime) newID(kind string) string {
-	n := r.nextID.Add(1)
-	b := make([]byte, 0, 32)
-	b = append(b, kind...)
-	b = append(b, '-')
-	for d := int64(100000); d > 1 && n < d; d /= 10 {
-		b = append(b, '0')
+// newIDs reserves the IDs of a sandbox (if sandbox) and of n containers, in that order,
+// and makes them, and the IP of a new pod if ip, in one string: the IP of a pod created
+// after k IDs were given out, and "kind-000042" IDs (see idBlock).
+func (r *Runtime) newIDs(ip, sandbox bool, n int) (podIP string, ids idBlock) {
+	if sandbox {
+		n++
 	}
-	return string(strconv.AppendInt(b, n, 10))
+	first := r.nextID.Add(int64(n)) - int64(n) + 1
+	var b strings.Builder
+	b.Grow(16 + n*18)
+	var num [20]byte
+	if ip {
+		k := first - 1
+		b.WriteString("10.88.")
+		b.Write(strconv.AppendInt(num[:0], (k/250)%250, 10))
+		b.WriteByte('.')
+		b.Write(strconv.AppendInt(num[:0], k%250+1, 10))
+	}
+	ipLen := b.Len()
+	for i := range int64(n) {
+		kind := "container"
+		if sandbox && i == 0 {
+			kind = "sandbox"
+		}
+		b.WriteString(kind)
+		b.WriteByte('-')
+		digits := strconv.AppendInt(num[:0], first+i, 10)
+		for range idDigits - len(digits) {
+			b.WriteByte('0')
+		}
+		b.Write(digits)
+	}
+	all := b.String()
+	return all[:ipLen], idBlock{ids: all[ipLen:], next: first}
 }
 
-// newPodIP returns the IP of a pod created after n IDs were given out.
-func newPodIP(n int64) string {
-	b := make([]byte, 0, 16)
-	b = append(b, "10.88."...)
-	b = strconv.AppendInt(b, (n/250)%250, 10)
-	b = append(b, '.')
-	return string(strconv.AppendInt(b, n%250+1, 10))
+// idDigits is how many digits an ID number has at least (zero-padded).
+const idDigits = 6
+
+// idBlock hands out, in order, the IDs newIDs made, each a substring of one string.
+type idBlock struct {
+	ids  string
+	next int64
+}
+
+// take returns the next ID, of the kind it was made for.
+func (ib *idBlock) take(kind string) string {
+	digits := 1
+	for k := ib.next; k >= 10; k /= 10 {
+		digits++
+	}
+	n := len(kind) + 1 + max(idDigits, digits)
+	id := ib.ids[:n]
+	ib.ids, ib.next = ib.ids[n:], ib.next+1
+	return id
 }
 
 // advance applies every exit and kill due at now. Callers hold p.mu (see podShard.world).
@@ -276,8 +313,7 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	}
 	// A new pod is started before it is added, so that no call sees it half started.
 	now := r.clock.Now()
-	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
-		ip: newPodIP(r.nextID.Load())}
+	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now}
 	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
 	r.start(p, spec, now)
 	sh.mu.Lock()
@@ -303,28 +339,46 @@ func (sh *podShard) find(uid types.UID) *pod {
 	return sh.pods[uid]
 }
 
-// start is StartPod on p at now. Callers hold p.mu (see podShard.world), or p is not yet
-// in its shard.
+// start is StartPod on p at now; a new pod (without IP) gets its IP. Callers hold p.mu
+// (see podShard.world), or p is not yet in its shard.
 func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
-	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
-		sb := &p.sandbox0
-		if len(p.sandboxes) > 0 {
-			sb = new(sandbox)
-		}
-		*sb = sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
-		p.sandboxes = slices.Insert(p.sandboxes, 0, sb)
-	}
-	for _, cs := range spec.Containers {
+	newSandbox := len(p.sandboxes) == 0 || !p.sandboxes[0].ready
+	var buf [8]int
+	starting := buf[:0] // the spec's containers to start, by index
+	for i, cs := range spec.Containers {
 		latest := p.latest(cs.Name)
 		if latest != nil && (latest.running || !spec.RestartExited) {
 			continue
 		}
+		if slices.ContainsFunc(starting, func(j int) bool { return spec.Containers[j].Name == cs.Name }) {
+			continue // started by an earlier entry of the same name
+		}
+		starting = append(starting, i)
+	}
+	if !newSandbox && len(starting) == 0 && p.ip != "" {
+		return
+	}
+	ip, ids := r.newIDs(p.ip == "", newSandbox, len(starting))
+	if p.ip == "" {
+		p.ip = ip
+	}
+	if newSandbox {
+		sb := &p.sandbox0
+		if len(p.sandboxes) > 0 {
+			sb = new(sandbox)
+		}
+		*sb = sandbox{id: ids.take("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
+		p.sandboxes = slices.Insert(p.sandboxes, 0, sb)
+	}
+	for _, i := range starting {
+		cs := spec.Containers[i]
+		latest := p.latest(cs.Name)
 		c := &p.container0
 		if len(p.containers) > 0 {
 			c = new(container)
 		}
-		*c = container{spec: cs, id: r.newID("container"), createdAt: now, startedAt: now, running: true}
+		*c = container{spec: cs, id: ids.take("container"), createdAt: now, startedAt: now, running: true}
 		if latest != nil {
 			c.restartCount = latest.restartCount + 1
 		}

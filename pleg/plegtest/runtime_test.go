@@ -385,3 +385,44 @@ func TestPodStatusParts(t *testing.T) {
 		}
 	})
 }
+
+// TestStartPodIDs: a start numbers the new sandbox, then the new containers in the spec's
+// order (a name listed twice starts once), and gives the pod the IP of the IDs given out
+// before it; a start with nothing to start gives out no ID.
+func TestStartPodIDs(t *testing.T) {
+	ctx := context.Background()
+	r := NewRuntime(nil)
+	ids := func(uid types.UID) []string {
+		t.Helper()
+		st, err := r.PodStatus(ctx, uid, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := st.IPs
+		for _, sb := range st.SandboxStatuses {
+			out = append(out, sb.ID)
+		}
+		for _, cs := range st.ContainerStatuses {
+			out = append(out, cs.Name+"="+cs.ID)
+		}
+		return out
+	}
+	spec := PodSpec{UID: "a", Name: "a", Containers: []ContainerSpec{{Name: "x"}, {Name: "x"}, {Name: "y"}}}
+	for range 2 { // the second start has nothing to start
+		if err := r.StartPod(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.StartPod(ctx, PodSpec{UID: "b", Name: "b", Containers: []ContainerSpec{{Name: "z"}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[types.UID][]string{
+		"a": {"10.88.0.1", "sandbox-000001", "y=container-000003", "x=container-000002"},
+		"b": {"10.88.0.4", "sandbox-000004", "z=container-000005"},
+	}
+	for uid, w := range want {
+		if diff := cmp.Diff(w, ids(uid)); diff != "" {
+			t.Errorf("pod %s (-want +got):\n%s", uid, diff)
+		}
+	}
+}
