@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,9 +21,9 @@ func (r *Relister) locksFree() bool {
 	locks := []interface {
 		TryLock() bool
 		Unlock()
-	}{&r.mu, &r.relistMu, &r.shared}
-	for i := range r.podLocks {
-		locks = append(locks, &r.podLocks[i])
+	}{&r.mu, &r.relistMu}
+	for i := range r.stripes {
+		locks = append(locks, &r.stripes[i].lock)
 	}
 	for i := range r.cache.shards {
 		locks = append(locks, &r.cache.shards[i].mu)
@@ -216,7 +216,7 @@ func TestConcurrentRefreshes(t *testing.T) {
 		if err != nil || st.FindContainerStatusByName("n-"+c).State != ContainerStateExited || len(st.IPs) != 1 {
 			t.Errorf("cache of %s = %+v, %v; want %s exited and the IP", u, st, err, c)
 		}
-		rec := r.records[u]
+		rec := r.recordFor(u)
 		if rec == nil || rec.uid != u || len(rec.view.entries) != 2 {
 			t.Fatalf("record of %s = %+v", u, rec)
 		}
@@ -226,36 +226,219 @@ func TestConcurrentRefreshes(t *testing.T) {
 	}
 }
 
-// TestPushesOfOnePodChangeCacheAndRecordTogether: while the relister's shared lock is
-// taken, a push of a pod stops on it after caching its status; a newer push of the same
-// pod must then wait for the first to finish (the pod's lock) instead of caching its own
-// status too, after which either may update the record first and the record would no
-// longer match the cache.
+// TestPushesOfOnePodChangeCacheAndRecordTogether: pushes of one pod from several
+// goroutines, each a status newer than the one before, the container running and exited
+// by turns. A push caches its status and updates the record holding the pod's lock, so
+// that no newer push caches its own in between: then either may update the record last,
+// and the record would no longer match the cache (and the race detector sees two pushes
+// write the record at once). Once they are done, the record has the cached state.
 func TestPushesOfOnePodChangeCacheAndRecordTogether(t *testing.T) {
 	r, cache, _ := newTestRelister(t, newFakeRuntime(), nil)
+	const pushers, rounds = 4, 50
+	var tick atomic.Int64
 	for k := range 20 {
-		at := t0.Add(time.Duration(2*k) * time.Second)
-		first, second := statusOf(mkPod("a", "c:a1:r")), statusOf(mkPod("a", "c:a1:e"))
-		first.TimeStamp, second.TimeStamp = at, at.Add(time.Second) // cached as they are
-		r.shared.Lock()
 		var wg sync.WaitGroup
-		wg.Go(func() { _, _ = r.PushStatus(first, at) })
-		for st, _ := cache.Get("a"); st != first; st, _ = cache.Get("a") {
-			runtime.Gosched() // until the first push cached its status
+		for range pushers {
+			wg.Go(func() {
+				for range rounds {
+					n := tick.Add(1)
+					st := statusOf(mkPod("a", "c:a1:"+[]string{"r", "e"}[n%2]))
+					at := t0.Add(time.Duration(n) * time.Second)
+					st.TimeStamp = at // cached as it is
+					_, _ = r.PushStatus(st, at)
+				}
+			})
 		}
-		wg.Go(func() { _, _ = r.PushStatus(second, at.Add(time.Second)) })
-		for range 100 { // time for the second push to cache its status, if it could
-			runtime.Gosched()
-		}
-		if st, _ := cache.Get("a"); st != first {
-			t.Errorf("round %d: a newer push cached its status while an older one was applied", k)
-		}
-		r.shared.Unlock()
 		wg.Wait()
 		st, _ := cache.Get("a")
-		rec := r.records["a"]
-		if got := rec.view.entries[rec.view.index("a1")].state.state(); st != second || got != ContainerStateExited {
-			t.Fatalf("round %d: cache has the status of the second push: %v; record has a1 %s, want exited", k, st == second, got)
+		rec := r.recordFor("a")
+		want := st.FindContainerStatusByName("n-a1").State
+		if got := rec.view.entries[rec.view.index("a1")].state.state(); got != want {
+			t.Fatalf("round %d: record has a1 %s, the cache %s", k, got, want)
 		}
+		if st.TimeStamp != t0.Add(time.Duration(tick.Load())*time.Second) {
+			t.Fatalf("round %d: the cache has the status of %v, not of the last push", k, st.TimeStamp)
+		}
+	}
+}
+
+// recordFor returns the record of uid, nil if none. r.mu must be held for writing, or no
+// call may be in progress.
+func (r *Relister) recordFor(uid types.UID) *podRecord { return r.stripe(uid).record(uid) }
+
+// allRecords returns every record by UID; r.mu must be held for writing.
+func (r *Relister) allRecords() map[types.UID]*podRecord {
+	all := make(map[types.UID]*podRecord)
+	for i := range r.stripes {
+		maps.Copy(all, r.stripes[i].records)
+	}
+	return all
+}
+
+// TestConcurrentAppliesAcrossStripes runs refreshes and pushes of many pods at once, pods
+// that share a stripe of the relister and pods that do not, while relists run and pods
+// vanish and come back (for the race detector: records of one stripe are added, read and
+// deleted by applies of different pods and by relists). Each pod's container starts and
+// dies by turns; every event of a container must follow from its previous one, and once
+// the last refresh of each pod has run, its record, its cache entry and its last event
+// agree with the runtime.
+func TestConcurrentAppliesAcrossStripes(t *testing.T) {
+	const rounds = 30
+	fake := newFakeRuntime()
+	clk := &tickingClock{FakeClock: testingclock.NewFakeClock(t0)}
+	r, cache, _ := newTestRelister(t, fake, func(c *Config) {
+		c.Clock = clk
+		c.EventChannelCapacity = 100000
+	})
+	// Pods four by four in the same stripes, and as many alone in theirs.
+	byStripe := map[*podStripe][]types.UID{}
+	var order []*podStripe
+	for i := range 4 * podStripes {
+		u := types.UID(fmt.Sprint("pod-", i))
+		s := r.stripe(u)
+		if byStripe[s] == nil {
+			order = append(order, s)
+		}
+		byStripe[s] = append(byStripe[s], u)
+	}
+	var shared, alone []types.UID
+	for _, s := range order {
+		if us := byStripe[s]; len(us) >= 4 && len(shared) < 16 {
+			shared = append(shared, us[:4]...)
+		} else if len(alone) < 16 {
+			alone = append(alone, us[0])
+		}
+	}
+	uids := append(shared, alone...)
+	podAt := func(u types.UID, state string) *Pod {
+		return mkPod(u, fmt.Sprintf("s:sb-%s:r", u), fmt.Sprintf("c:c-%s:%s", u, state))
+	}
+	for _, u := range uids[:len(uids)/2] { // the others appear during the test
+		fake.setPod(podAt(u, "r"))
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := r.Relist(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	var appliers sync.WaitGroup
+	for k, u := range uids {
+		appliers.Go(func() {
+			for n := range rounds {
+				if n%10 == 5 && n < rounds-1 {
+					fake.removePod(u) // a relist may forget it; the next round brings it back
+					continue
+				}
+				state := []string{"r", "e"}[n%2]
+				p := podAt(u, state)
+				fake.setPod(p)
+				if (n+k)%3 == 0 {
+					if _, err := r.PushStatus(statusOf(p), clk.Now()); err != nil {
+						t.Errorf("PushStatus(%s): %v", u, err)
+					}
+					continue
+				}
+				if s, err := r.Refresh(ctx, u); err != nil || s.ID != u {
+					t.Errorf("Refresh(%s) = %+v, %v", u, s, err)
+				}
+			}
+		})
+	}
+	appliers.Wait()
+	close(stop)
+	wg.Wait()
+	for _, u := range uids {
+		if _, err := r.Refresh(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	last := map[string]EventType{}
+	for _, e := range drainEvents(r.Events()) {
+		id, _ := e.Data.(string)
+		if prev, ok := last[id]; ok && prev == e.Type {
+			t.Errorf("pod %s: %s %s twice in a row", e.ID, e.Type, id)
+		}
+		last[id] = e.Type
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if got := r.recordCount(); got != len(uids) {
+		t.Errorf("%d records, want %d", got, len(uids))
+	}
+	for _, u := range uids {
+		c := "c-" + string(u)
+		want := []ContainerState{ContainerStateRunning, ContainerStateExited}[(rounds-1)%2]
+		if got := last[c]; got != map[ContainerState]EventType{ContainerStateRunning: ContainerStarted, ContainerStateExited: ContainerDied}[want] {
+			t.Errorf("pod %s: last event of %s is %q, want the one of %s", u, c, got, want)
+		}
+		if st, err := cache.Get(u); err != nil || st.FindContainerStatusByName("n-"+c).State != want {
+			t.Errorf("cache of %s = %+v, %v; want %s %s", u, st, err, c, want)
+		}
+		rec := r.recordFor(u)
+		if rec == nil || rec.uid != u || len(rec.view.entries) != 2 {
+			t.Fatalf("record of %s = %+v", u, rec)
+		}
+		if got := rec.view.entries[rec.view.index(c)].state.state(); got != want {
+			t.Errorf("record of %s: %s is %s, want %s", u, c, got, want)
+		}
+	}
+}
+
+// drainEvents returns the events waiting on ch, in order.
+func drainEvents(ch <-chan *PodLifecycleEvent) []*PodLifecycleEvent {
+	var out []*PodLifecycleEvent
+	for {
+		select {
+		case e := <-ch:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// TestConcurrentDropsCounted: pushes of different pods from several goroutines into a full
+// channel; every event but the one that fits is counted once by DroppedEvents and reported
+// once to Hooks.EventsDropped, whichever stripe's count it went to.
+func TestConcurrentDropsCounted(t *testing.T) {
+	const pushers, pushes = 8, 40
+	var reported atomic.Int64
+	r, _, _ := newTestRelister(t, newFakeRuntime(), func(c *Config) {
+		c.EventChannelCapacity = 1
+		c.Hooks.EventsDropped = func(n int) { reported.Add(int64(n)) }
+	})
+	var wg sync.WaitGroup
+	for g := range pushers {
+		wg.Go(func() {
+			u := types.UID(fmt.Sprint("pod-", g))
+			for n := range pushes { // one event each: the container starts or dies
+				st := statusOf(mkPod(u, "c:c-"+string(u)+":"+[]string{"r", "e"}[n%2]))
+				if _, err := r.PushStatus(st, t0.Add(time.Duration(n)*time.Second)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	want := uint64(pushers*pushes - 1)
+	if got := r.DroppedEvents(); got != want {
+		t.Errorf("DroppedEvents = %d, want %d", got, want)
+	}
+	if got := reported.Load(); got != int64(want) {
+		t.Errorf("EventsDropped reported %d, want %d", got, want)
+	}
+	if got := len(drainEvents(r.Events())); got != 1 {
+		t.Errorf("%d events delivered, want 1", got)
 	}
 }

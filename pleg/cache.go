@@ -20,31 +20,37 @@ import (
 // Statuses are stored and returned by pointer, not copied: a status handed to Set, or
 // returned by Get or GetNewerThan, must not be modified afterwards.
 type Cache struct {
-	// tsMu guards timestamp, the global timestamp (zero until the first UpdateTime).
-	// UpdateTime sets it before it visits the shards' waiters, so a GetNewerThan that
-	// registers a waiter after that visit finds the new timestamp.
-	tsMu      sync.RWMutex
-	timestamp time.Time
-	seed      maphash.Seed
-	shards    [cacheShards]cacheShard
+	// shards come first, so that each is on its own cache line (see cacheShard.pad).
+	shards [cacheShards]cacheShard
+	seed   maphash.Seed
+	// updateMu serializes UpdateTime calls, so that every shard ends with the global
+	// timestamp of the last one.
+	updateMu sync.Mutex
 }
 
 // cacheShards is how many shards a cache has: enough that the pod workers' calls rarely
-// share one.
-const cacheShards = 16
+// share one (two goroutines that wait for each other's shard cost the pod workers a
+// goroutine switch each time).
+const cacheShards = 256
 
 // cacheShard holds the pods whose UID hashes to it.
 type cacheShard struct {
 	mu sync.Mutex
-	// pods maps a pod UID to its entry. Invariant: no entry has an empty UID key.
+	// pods maps a pod UID to its entry; nil until the first. Invariant: no entry has an
+	// empty UID key.
 	pods map[types.UID]cacheEntry
 	// waiters holds, per pod, the blocked GetNewerThan calls. Invariant: every waiter
 	// listed here has not been answered; a waiter is removed when it is answered or when
-	// its context ends, and an empty list is deleted from the map.
+	// its context ends, and an empty list is deleted from the map. Nil until the first.
 	waiters map[types.UID][]*cacheWaiter
+	// global is the global timestamp (zero until the first UpdateTime), kept in every
+	// shard: UpdateTime sets it and wakes the shard's waiters under the same lock, so a
+	// GetNewerThan that registers a waiter afterwards finds the new timestamp, and reading
+	// it costs a call nothing more than its shard's lock.
+	global time.Time
 	// pad keeps each shard on its own cache line, so that locking one does not slow its
 	// neighbours.
-	pad [40]byte
+	pad [16]byte
 }
 
 // cacheEntry is one pod's cached status.
@@ -68,24 +74,12 @@ type cacheAnswer struct {
 
 // NewCache returns an empty cache with a zero global timestamp.
 func NewCache() *Cache {
-	c := &Cache{seed: maphash.MakeSeed()}
-	for i := range c.shards {
-		c.shards[i].pods = make(map[types.UID]cacheEntry)
-		c.shards[i].waiters = make(map[types.UID][]*cacheWaiter)
-	}
-	return c
+	return &Cache{seed: maphash.MakeSeed()}
 }
 
 // shard returns the shard of pod uid.
 func (c *Cache) shard(uid types.UID) *cacheShard {
 	return &c.shards[maphash.String(c.seed, string(uid))%cacheShards]
-}
-
-// globalTime returns the global timestamp; zero before the first UpdateTime.
-func (c *Cache) globalTime() time.Time {
-	c.tsMu.RLock()
-	defer c.tsMu.RUnlock()
-	return c.timestamp
 }
 
 // Get returns the cached status of a pod and the error recorded with it (the error of the
@@ -123,6 +117,9 @@ func (c *Cache) Set(uid types.UID, status *PodStatus, err error, timestamp time.
 	if e, ok := s.pods[uid]; ok && e.modified.After(timestamp) {
 		return false
 	}
+	if s.pods == nil {
+		s.pods = make(map[types.UID]cacheEntry)
+	}
 	s.pods[uid] = cacheEntry{status: status, err: err, modified: timestamp}
 	s.notifyLocked(uid, timestamp)
 	return true
@@ -141,12 +138,12 @@ func (c *Cache) Delete(uid types.UID) {
 // without an entry had nothing in the runtime at t). It wakes every waiter whose minTime
 // is not after t. The relister calls it with the start time of each successful relist.
 func (c *Cache) UpdateTime(t time.Time) {
-	c.tsMu.Lock()
-	c.timestamp = t
-	c.tsMu.Unlock()
+	c.updateMu.Lock()
+	defer c.updateMu.Unlock()
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
+		s.global = t
 		for uid := range s.waiters {
 			s.notifyLocked(uid, t)
 		}
@@ -166,7 +163,7 @@ func (c *Cache) UpdateTime(t time.Time) {
 func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Time) (*PodStatus, error) {
 	s := c.shard(uid)
 	s.mu.Lock()
-	if a, ok := c.newerThanLocked(s, uid, minTime); ok {
+	if a, ok := s.newerThanLocked(uid, minTime); ok {
 		s.mu.Unlock()
 		return a.status, a.err
 	}
@@ -175,6 +172,9 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Ti
 		return nil, err
 	}
 	w := &cacheWaiter{minTime: minTime, ch: make(chan cacheAnswer, 1)}
+	if s.waiters == nil {
+		s.waiters = make(map[types.UID][]*cacheWaiter)
+	}
 	s.waiters[uid] = append(s.waiters[uid], w)
 	s.mu.Unlock()
 
@@ -194,11 +194,19 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Ti
 	return nil, ctx.Err()
 }
 
-// newerThanLocked is GetNewerThan's immediate check; s is uid's shard, locked.
-func (c *Cache) newerThanLocked(s *cacheShard, uid types.UID, minTime time.Time) (cacheAnswer, bool) {
+// newerThan is GetNewerThan's immediate check alone: the answer, and true, if
+// GetNewerThan would answer at once; false otherwise.
+func (c *Cache) newerThan(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
+	s := c.shard(uid)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newerThanLocked(uid, minTime)
+}
+
+// newerThanLocked is GetNewerThan's immediate check in s, uid's shard, locked.
+func (s *cacheShard) newerThanLocked(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
 	e, ok := s.pods[uid]
-	global := c.globalTime()
-	globalNewer := !global.IsZero() && global.After(minTime)
+	globalNewer := !s.global.IsZero() && s.global.After(minTime)
 	if (ok && e.modified.After(minTime)) || globalNewer {
 		return s.getLocked(uid), true
 	}

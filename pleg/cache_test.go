@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -84,7 +85,7 @@ func TestCacheGetNewerThanImmediate(t *testing.T) {
 			}
 			s := c.shard("a")
 			s.mu.Lock()
-			a, ready := c.newerThanLocked(s, "a", t0)
+			a, ready := s.newerThanLocked("a", t0)
 			s.mu.Unlock()
 			if ready != tc.wantReady {
 				t.Fatalf("ready = %v, want %v", ready, tc.wantReady)
@@ -240,6 +241,15 @@ func TestCacheWaiterDeadline(t *testing.T) {
 	})
 }
 
+// globalTime returns the global timestamp (every shard has it once UpdateTime returned);
+// zero before the first UpdateTime.
+func (c *Cache) globalTime() time.Time {
+	s := &c.shards[0]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.global
+}
+
 // has reports whether the cache holds an entry for uid.
 func (c *Cache) has(uid types.UID) bool {
 	s := c.shard(uid)
@@ -283,4 +293,37 @@ func TestCacheConcurrentWaiters(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCacheUpdateTimeSerialized: an UpdateTime waits for one in progress (stopped here on
+// a shard's lock), so that every shard ends with the global timestamp of the last one.
+func TestCacheUpdateTimeSerialized(t *testing.T) {
+	c := NewCache()
+	global := func(i int) time.Time {
+		s := &c.shards[i]
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.global
+	}
+	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
+	c.shards[1].mu.Lock()
+	var wg sync.WaitGroup
+	wg.Go(func() { c.UpdateTime(t1) })
+	for !global(0).Equal(t1) {
+		runtime.Gosched() // until the first call set shard 0 and waits for shard 1
+	}
+	wg.Go(func() { c.UpdateTime(t2) })
+	for range 100 { // time for the second call to set shard 0, if it could
+		runtime.Gosched()
+	}
+	if got := global(0); !got.Equal(t1) {
+		t.Errorf("shard 0 has %v while the first UpdateTime was in progress, want %v", got, t1)
+	}
+	c.shards[1].mu.Unlock()
+	wg.Wait()
+	for i := range c.shards {
+		if got := global(i); !got.Equal(t2) {
+			t.Fatalf("shard %d has global timestamp %v, want the last call's %v", i, got, t2)
+		}
+	}
 }

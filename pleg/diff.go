@@ -215,10 +215,13 @@ func (r *Relister) relist(ctx context.Context, start time.Time) error {
 	r.prev, r.next = next, r.prev
 	clear(r.next)
 
-	if seen < len(r.records) {
-		for uid, rec := range r.records {
-			if rec.gen != r.gen && rec.epoch != r.epoch {
-				r.handleVanished(uid, rec)
+	if seen < r.recordCount() {
+		for i := range r.stripes {
+			s := &r.stripes[i]
+			for uid, rec := range s.records {
+				if rec.gen != r.gen && rec.epoch != r.epoch {
+					r.handleVanished(s, uid, rec)
+				}
 			}
 		}
 	}
@@ -260,8 +263,9 @@ func (r *Relister) lookup(ctx context.Context, i int, p *Pod, byPosition *positi
 	}
 	rec := byPosition.guess(i, p.ID)
 	if rec == nil {
-		if rec = r.records[p.ID]; rec == nil {
-			rec = r.newRecord(p.ID)
+		s := r.stripe(p.ID)
+		if rec = s.record(p.ID); rec == nil {
+			rec = s.newRecord(p.ID)
 		}
 	}
 	if rec.gen == r.gen {
@@ -281,8 +285,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	}
 	var same bool
 	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
-	_, again := r.reinspect[p.ID]
-	if len(r.changes) == 0 && !again {
+	if len(r.changes) == 0 && !rec.reinspect {
 		if !same { // e.g. reordered containers: remember the new layout
 			r.setView(rec, p)
 		}
@@ -300,34 +303,33 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	if err != nil {
 		// Keep the old record: the same differences come back at the next relist.
 		r.cache.Set(p.ID, status, err, ts)
-		r.reinspect[p.ID] = struct{}{}
+		rec.reinspect = true
 		r.note(slog.LevelWarn, "pleg: relist: pod status failed; events dropped until the next relist",
 			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
 		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
 	}
 	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
-	delete(r.reinspect, p.ID)
+	rec.reinspect = false
 	if same {
 		rec.view.setStates(p)
 	} else {
 		r.setView(rec, p)
 	}
 	if len(r.changes) == 0 {
-		e := r.newEvent()
-		*e = PodLifecycleEvent{ID: p.ID, Type: PodSync}
-		r.send(e)
+		if !r.send(p.ID, PodSync, nil) {
+			r.relistDrops++
+		}
 		return nil
 	}
-	r.emit(p.ID, r.changes, &rec.view)
+	r.relistDrops += r.emit(p.ID, r.changes, &rec.view)
 	return nil
 }
 
 // handleVanished handles a pod the list no longer has: every container of its record is
-// gone (its events are sent), then its cache entry and record are deleted.
-func (r *Relister) handleVanished(uid types.UID, rec *podRecord) {
+// gone (its events are sent), then its cache entry and record (in stripe s) are deleted.
+func (r *Relister) handleVanished(s *podStripe, uid types.UID, rec *podRecord) {
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
-	r.emit(uid, r.changes, &rec.view)
+	r.relistDrops += r.emit(uid, r.changes, &rec.view)
 	r.cache.Delete(uid)
-	delete(r.records, uid)
-	delete(r.reinspect, uid)
+	delete(s.records, uid)
 }

@@ -34,6 +34,26 @@ func (f *fakeRuntime) set(pods ...*Pod) {
 	f.pods = pods
 }
 
+// setPod replaces the pod with p's UID, or adds p.
+func (f *fakeRuntime) setPod(p *Pod) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, q := range f.pods {
+		if q != nil && q.ID == p.ID {
+			f.pods[i] = p
+			return
+		}
+	}
+	f.pods = append(f.pods, p)
+}
+
+// removePod removes the pod uid.
+func (f *fakeRuntime) removePod(uid types.UID) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods = slices.DeleteFunc(f.pods, func(p *Pod) bool { return p != nil && p.ID == uid })
+}
+
 func (f *fakeRuntime) failStatus(uid types.UID, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

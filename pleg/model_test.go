@@ -155,7 +155,7 @@ func FuzzRelistModel(f *testing.F) {
 				clk.Step(1)
 				publish()
 				r.mu.Lock()
-				_, known := r.records[types.UID(fmt.Sprint("pod", int(low)%pods))]
+				known := r.recordFor(types.UID(fmt.Sprint("pod", int(low)%pods))) != nil
 				r.mu.Unlock()
 				if known { // a refresh of a pod the runtime lists; it must not break the model
 					_, _ = r.refresh(context.Background(), types.UID(fmt.Sprint("pod", int(low)%pods)))

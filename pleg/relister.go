@@ -113,9 +113,14 @@ type Relister struct {
 	log            *slog.Logger
 	hooks          Hooks
 
-	// events is the bounded output channel; it is never closed.
+	// events is the bounded output channel; it is never closed. dropped counts the
+	// events relists dropped because it was full; applies count theirs in their pods'
+	// stripes (podStripe.dropped), so that they share no counter (DroppedEvents adds
+	// them up).
 	events  chan *PodLifecycleEvent
 	dropped atomic.Uint64
+	// chunk is the chunk that events are carved from (see newEvent).
+	chunk atomic.Pointer[eventChunk]
 
 	healthMu sync.Mutex
 	// relistTime is the start of the last relist whose ListPods succeeded; zero before.
@@ -129,7 +134,7 @@ type Relister struct {
 	// wake has capacity 1: a pending signal means "the refresh queue may be non-empty".
 	wake chan struct{}
 
-	// relistMu serializes relists, and guards prev, next and notes.
+	// relistMu serializes relists, and guards prev, next, notes and relistDrops.
 	relistMu sync.Mutex
 	// prev and next are, by position, the records of the previous and the current list
 	// (nil where the list had no valid pod): a pod listed at the same position as before
@@ -138,44 +143,55 @@ type Relister struct {
 	// notes are the log records of the running relist, written once it released its
 	// locks (the logger's handler is the caller's code).
 	notes []logNote
+	// relistDrops counts the events the running relist dropped.
+	relistDrops int
 
 	// mu guards every field below. It is never held across a runtime call: a refresh
 	// or push waits for one pod's bookkeeping, never for a whole relist. A relist holds
 	// it for writing. A refresh or push (apply) holds it for reading, so that those of
-	// different pods run in parallel (their runtime calls, statuses and cache writes);
-	// it then holds the pod's lock (podLock), so that the pod's cache entry and record
-	// change together, and, to change the record, shared.
+	// different pods run in parallel (their runtime calls, statuses, cache writes,
+	// records and events), and then the lock of the pod's stripe (podStripe.lock), so
+	// that the pod's cache entry and record change together. Applies of different pods
+	// share nothing else but the cache's shards, the event channel and atomics.
 	mu sync.RWMutex
-	// shared guards, while mu is held for reading, every field below mu (the records,
-	// their views, the events); it is held briefly, and never across another lock.
-	shared sync.Mutex
-	// podLocks are the pods' locks, by a hash of the UID with podSeed (see mu).
-	podLocks [podLockStripes]sync.Mutex
-	podSeed  maphash.Seed
-	// records maps each pod UID to the pod as last seen and handled. Invariant: a record's
-	// view is the one that was diffed into events and whose status reached the cache,
-	// except for pods in reinspect, whose view is the older one their events will be
-	// computed from again.
-	records map[types.UID]*podRecord
-	// reinspect holds the pods whose last status fetch failed.
-	reinspect map[types.UID]struct{}
+	// stripes hold the pods' records and locks, by a hash of the UID with podSeed.
+	stripes [podStripes]podStripe
+	podSeed maphash.Seed
 	// gen counts successful ListPods calls; a record listed by the current one has it.
 	gen uint64
 	// epoch counts the ListPods calls started; a record applied by a refresh or push
 	// keeps the epoch it was applied in (see podRecord.epoch).
 	epoch uint64
-	// changes is a scratch buffer of appendChanges, scratch one of podView.rebuild.
+	// changes is a scratch buffer of appendChanges, scratch one of podView.rebuild, both
+	// a relist's.
 	changes []change
 	scratch []viewEntry
-	// eventPool is the unused rest of the last chunk of events (see newEvent).
-	eventPool []PodLifecycleEvent
-	// unloggedDrops counts the events dropped since the last log line about drops.
-	unloggedDrops int
+}
+
+// podStripes is how many stripes hold a relister's pods: enough that refreshes of
+// different pods rarely share one.
+const podStripes = 1024
+
+// podStripe holds the records of the pods whose UID hashes to it, and their lock (see
+// Relister.mu).
+type podStripe struct {
+	// lock guards records, the map and the records in it, while Relister.mu is held for
+	// reading. An apply of one of the stripe's pods holds it from its cache write until
+	// its record and events are done.
+	lock sync.Mutex
+	// dropped counts the events that applies of the stripe's pods dropped (see
+	// Relister.events).
+	dropped atomic.Uint64
+	// records maps each pod UID of the stripe to the pod as last seen and handled; nil
+	// until the first. Invariant: a record's view is the one that was diffed into events
+	// and whose status reached the cache, except for a record marked reinspect, whose
+	// view is the older one its events will be computed from again.
+	records map[types.UID]*podRecord
 }
 
 // podRecord is the relister's memory of one pod.
 type podRecord struct {
-	// uid is the key of the record in Relister.records.
+	// uid is the key of the record in its stripe's records.
 	uid types.UID
 	// view is the last handled view of the pod; the zero view before the first. Its
 	// entries are inline while they fit, in the record's memory.
@@ -187,6 +203,9 @@ type podRecord struct {
 	// progress (it may be newer), which then leaves the pod alone (no diff, not
 	// vanished): the next relist compares them again.
 	epoch uint64
+	// reinspect is set while the pod's last status fetch failed: the next relist
+	// fetches it again.
+	reinspect bool
 	// inline holds the view's entries of a pod with at most inlineEntries containers
 	// and sandboxes.
 	inline [inlineEntries]viewEntry
@@ -196,13 +215,34 @@ type podRecord struct {
 // most pods' containers and sandbox (a larger array costs every pod memory).
 const inlineEntries = 4
 
+// stripe returns the stripe of pod uid.
+func (r *Relister) stripe(uid types.UID) *podStripe {
+	return &r.stripes[maphash.String(r.podSeed, string(uid))%podStripes]
+}
+
+// record returns the record of uid, nil if none. r.mu must be held for writing, or
+// s.lock.
+func (s *podStripe) record(uid types.UID) *podRecord { return s.records[uid] }
+
 // newRecord records pod uid, with an empty view whose entries are inline. r.mu must be
-// held for writing, or r.shared.
-func (r *Relister) newRecord(uid types.UID) *podRecord {
+// held for writing, or s.lock.
+func (s *podStripe) newRecord(uid types.UID) *podRecord {
 	rec := &podRecord{uid: uid}
 	rec.view.entries = rec.inline[:0]
-	r.records[uid] = rec
+	if s.records == nil {
+		s.records = make(map[types.UID]*podRecord)
+	}
+	s.records[uid] = rec
 	return rec
+}
+
+// recordCount returns how many records the relister has. r.mu must be held for writing.
+func (r *Relister) recordCount() int {
+	n := 0
+	for i := range r.stripes {
+		n += len(r.stripes[i].records)
+	}
+	return n
 }
 
 // setView replaces rec's view with the view of cur, a pod with rec's UID, built in the
@@ -251,8 +291,6 @@ func New(cfg Config) (*Relister, error) {
 		hooks:          cfg.Hooks,
 		refreshSet:     make(map[types.UID]struct{}),
 		wake:           make(chan struct{}, 1),
-		records:        make(map[types.UID]*podRecord),
-		reinspect:      make(map[types.UID]struct{}),
 		podSeed:        maphash.MakeSeed(),
 	}
 	if r.clock == nil {
@@ -280,7 +318,13 @@ func New(cfg Config) (*Relister, error) {
 func (r *Relister) Events() <-chan *PodLifecycleEvent { return r.events }
 
 // DroppedEvents returns how many events were dropped because the channel was full.
-func (r *Relister) DroppedEvents() uint64 { return r.dropped.Load() }
+func (r *Relister) DroppedEvents() uint64 {
+	n := r.dropped.Load()
+	for i := range r.stripes {
+		n += r.stripes[i].dropped.Load()
+	}
+	return n
+}
 
 // Healthy reports whether the last successful relist started no longer than
 // RelistThreshold ago. It is false, with an error wrapping ErrNotHealthy, before the first
@@ -312,9 +356,9 @@ func (r *Relister) Relist(ctx context.Context) error {
 	prev := r.relistTime
 	r.healthMu.Unlock()
 	err := r.relist(ctx, start)
-	r.mu.Lock()
-	dropped := r.takeDrops()
-	r.mu.Unlock()
+	dropped := r.relistDrops
+	r.relistDrops = 0
+	r.dropped.Add(uint64(dropped))
 	notes := r.notes
 	r.notes = nil
 	r.relistMu.Unlock()
@@ -349,7 +393,7 @@ func (r *Relister) note(level slog.Level, msg string, args ...any) {
 	r.notes = append(r.notes, logNote{level: level, msg: msg, args: args})
 }
 
-// reportDrops logs, once, the n events dropped (takeDrops) during a relist, refresh or
+// reportDrops logs, once, the n events dropped during a relist, refresh or
 // push, and reports them to the hook; outside the locks, as the logger's handler and the
 // hook are the caller's code.
 func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
@@ -357,7 +401,7 @@ func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
 		return
 	}
 	if r.log.Enabled(ctx, slog.LevelWarn) { // the arguments cost allocations
-		r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.dropped.Load())
+		r.log.WarnContext(ctx, "pleg: event channel full; events dropped", "during", during, "dropped", n, "droppedTotal", r.DroppedEvents())
 	}
 	if r.hooks.EventsDropped != nil {
 		r.hooks.EventsDropped(n)
@@ -402,60 +446,77 @@ func hasReadySandbox(s *PodStatus) bool {
 	return false
 }
 
-// emit sends the events of changes for pod uid, ContainerChanged only if configured.
-// Their Data comes boxed from the change or from view, the pod's view that has the new IDs.
-// r.mu must be held for writing, or r.shared.
-func (r *Relister) emit(uid types.UID, changes []change, view *podView) {
+// emit sends the events of changes for pod uid, ContainerChanged only if configured, and
+// returns how many it dropped because the channel was full. Their Data comes boxed from
+// the change or from view, the pod's view that has the new IDs.
+func (r *Relister) emit(uid types.UID, changes []change, view *podView) (dropped int) {
 	for _, c := range changes {
 		ts, k := transition(c.old, c.new)
 		for _, t := range ts[:k] {
 			if !r.delivers(t) {
 				continue
 			}
+			if len(r.events) == cap(r.events) { // send would drop it: no need to box the ID
+				dropped++
+				continue
+			}
 			data := c.data
 			if data == nil {
 				data = view.dataOf(c.id)
 			}
-			e := r.newEvent()
-			*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
-			r.send(e)
+			if !r.send(uid, t, data) {
+				dropped++
+			}
 		}
 	}
+	return dropped
 }
 
-// eventChunk is how many events one allocation provides.
-const eventChunk = 32
+// eventChunkSize is how many events one allocation provides.
+const eventChunkSize = 32
+
+// eventChunk is one allocation of events, handed out in order.
+type eventChunk struct {
+	// taken counts the events handed out (it goes past eventChunkSize once all are).
+	taken  atomic.Int32
+	events [eventChunkSize]PodLifecycleEvent
+}
 
 // newEvent returns a zero event carved from a chunk, so events cost one allocation per
-// eventChunk. r.mu must be held for writing, or r.shared.
+// eventChunkSize. Safe for concurrent use.
 func (r *Relister) newEvent() *PodLifecycleEvent {
-	if len(r.eventPool) == 0 {
-		r.eventPool = make([]PodLifecycleEvent, eventChunk)
+	for {
+		c := r.chunk.Load()
+		if c != nil {
+			if i := c.taken.Add(1) - 1; i < eventChunkSize {
+				return &c.events[i]
+			}
+		}
+		fresh := new(eventChunk)
+		fresh.taken.Store(1)
+		if r.chunk.CompareAndSwap(c, fresh) {
+			return &fresh.events[0]
+		}
 	}
-	e := &r.eventPool[0]
-	r.eventPool = r.eventPool[1:]
-	return e
 }
 
 func (r *Relister) delivers(t EventType) bool {
 	return t != ContainerChanged || r.deliverChanged
 }
 
-// send puts e on the channel, or drops and counts it when the channel is full. r.mu must
-// be held for writing, or r.shared.
-func (r *Relister) send(e *PodLifecycleEvent) {
+// send puts the event on the channel and reports whether it did: it drops it when the
+// channel is full (then the event is not even made: the pod workers of a busy node may
+// leave the channel full for long). The caller counts the drop.
+func (r *Relister) send(uid types.UID, t EventType, data any) bool {
+	if len(r.events) == cap(r.events) {
+		return false
+	}
+	e := r.newEvent()
+	*e = PodLifecycleEvent{ID: uid, Type: t, Data: data}
 	select {
 	case r.events <- e:
+		return true
 	default:
-		r.dropped.Add(1)
-		r.unloggedDrops++
+		return false
 	}
-}
-
-// takeDrops returns how many events were dropped since the last call, for reportDrops.
-// r.mu must be held for writing, or r.shared.
-func (r *Relister) takeDrops() int {
-	n := r.unloggedDrops
-	r.unloggedDrops = 0
-	return n
 }

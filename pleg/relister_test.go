@@ -366,6 +366,49 @@ func TestRelistChannelFull(t *testing.T) {
 	}
 }
 
+// TestEventDataAfterDrops: a container whose first events were dropped (its ID never
+// boxed) gets its ID as the Data of its next delivered event, from a relist and from a
+// refresh, and two delivered events of one container share the boxed ID.
+func TestEventDataAfterDrops(t *testing.T) {
+	rt := newFakeRuntime(mkPod("a", "c:a1:r", "c:a2:r", "s:sa:r"))
+	r, _, clk := newTestRelister(t, rt, func(c *Config) { c.EventChannelCapacity = 1 })
+	ctx := context.Background()
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(r.Events()); len(got) != 1 || r.DroppedEvents() != 2 {
+		t.Fatalf("delivered %v, dropped %d; want 1 and 2", got, r.DroppedEvents())
+	}
+	var data []any
+	for _, step := range []struct {
+		pod     *Pod
+		refresh bool
+		want    string
+	}{
+		{pod: mkPod("a", "c:a1:r", "c:a2:e", "s:sa:r"), want: "a ContainerDied a2"},
+		{pod: mkPod("a", "c:a1:r", "c:a2:r", "s:sa:r"), refresh: true, want: "a ContainerStarted a2"},
+	} {
+		clk.Step(time.Second)
+		rt.set(step.pod)
+		if step.refresh {
+			if _, err := r.Refresh(ctx, "a"); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := r.Relist(ctx); err != nil {
+			t.Fatal(err)
+		}
+		e := <-r.Events()
+		if got := fmt.Sprintf("%s %s %v", e.ID, e.Type, e.Data); got != step.want || e.Data != any("a2") {
+			t.Fatalf("event %q (Data %#v), want %q", got, e.Data, step.want)
+		}
+		data = append(data, e.Data)
+	}
+	box := func(v *any) unsafe.Pointer { return (*[2]unsafe.Pointer)(unsafe.Pointer(v))[1] }
+	if box(&data[0]) != box(&data[1]) {
+		t.Errorf("the events of a2 carry two boxes of its ID")
+	}
+}
+
 func TestHealthy(t *testing.T) {
 	rt := newFakeRuntime()
 	r, _, clk := newTestRelister(t, rt, func(c *Config) { c.RelistThreshold = time.Minute })
@@ -439,10 +482,11 @@ func TestRecordMemory(t *testing.T) {
 		t.Helper()
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		if len(r.records) != len(wantInline) {
-			t.Fatalf("%s: %d records, want %d", when, len(r.records), len(wantInline))
+		records := r.allRecords()
+		if len(records) != len(wantInline) {
+			t.Fatalf("%s: %d records, want %d", when, len(records), len(wantInline))
 		}
-		for key, rec := range r.records {
+		for key, rec := range records {
 			if key != rec.uid {
 				t.Errorf("%s: record %q has uid %q", when, key, rec.uid)
 			}
@@ -510,7 +554,7 @@ func TestRecordKeepsListedStrings(t *testing.T) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		var out []*byte
-		for _, e := range r.records["a"].view.entries {
+		for _, e := range r.recordFor("a").view.entries {
 			out = append(out, unsafe.StringData(e.id))
 		}
 		return out

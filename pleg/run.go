@@ -2,9 +2,7 @@ package pleg
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -98,9 +96,8 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 // runtime) or not. If the inspection fails, it waits for the cache (Cache.GetNewerThan)
 // until ctx ends.
 func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, _ bool) (*PodStatus, error) {
-	s, err := r.cache.GetNewerThan(expired, uid, minTime)
-	if !errors.Is(err, context.Canceled) {
-		return s, err
+	if a, ok := r.cache.newerThan(uid, minTime); ok {
+		return a.status, a.err
 	}
 	if s, err := r.Refresh(ctx, uid); err == nil {
 		return s, nil
@@ -110,13 +107,6 @@ func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.
 
 // LastStatus returns the pod's last cached status without waiting (Cache.Get).
 func (r *Relister) LastStatus(uid types.UID) (*PodStatus, error) { return r.cache.Get(uid) }
-
-// expired is an ended context: Cache.GetNewerThan given it answers without waiting.
-var expired = func() context.Context {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	return ctx
-}()
 
 // refreshPending refreshes every pod whose refresh was requested, in request order.
 func (r *Relister) refreshPending(ctx context.Context) {
@@ -150,40 +140,32 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 		return cached, nil
 	}
 	r.mu.Lock()
-	if r.records[uid] == nil {
+	s := r.stripe(uid)
+	rec := s.record(uid)
+	if rec == nil {
 		// Never listed: remember it, so that a relist that does not list it deletes the
 		// cache entry made here like any vanished pod's.
-		r.newRecord(uid)
+		rec = s.newRecord(uid)
 	}
 	r.cache.Set(uid, status, err, ts)
-	r.reinspect[uid] = struct{}{}
-	dropped := r.takeDrops()
+	rec.reinspect = true
 	r.mu.Unlock()
 	err = fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, namespace, name, uid, err)
 	r.log.WarnContext(ctx, "pleg: refresh: pod status failed", "pod", podName(namespace, name), "podUID", uid, "err", err)
-	r.reportDrops(ctx, "refresh", dropped)
 	return nil, err
 }
 
 // recordName returns the name and namespace of uid's record; "" for a pod without one.
 func (r *Relister) recordName(uid types.UID) (name, namespace string) {
+	s := r.stripe(uid)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	r.shared.Lock()
-	defer r.shared.Unlock()
-	if rec := r.records[uid]; rec != nil {
+	s.lock.Lock()
+	defer s.lock.Unlock()
+	if rec := s.record(uid); rec != nil {
 		return rec.view.name, rec.view.namespace
 	}
 	return "", ""
-}
-
-// podLockStripes is how many pod locks a relister has: enough that refreshes of different
-// pods rarely share one.
-const podLockStripes = 1024
-
-// podLock returns the lock of pod uid (see Relister.mu).
-func (r *Relister) podLock(uid types.UID) *sync.Mutex {
-	return &r.podLocks[maphash.String(r.podSeed, string(uid))%podLockStripes]
 }
 
 // PushStatus is the push mode: a caller whose runtime emits container events (like the
@@ -210,35 +192,35 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 // events of the difference. name and namespace complete a status that lacks them. The
 // record keeps the current epoch: a relist whose list was taken meanwhile leaves the pod
 // alone. It returns the status cached, nil if the cache kept a newer one, and how many
-// events were dropped (takeDrops). It holds r.mu for reading and the pod's lock: applies
-// of different pods run in parallel.
+// of its events were dropped. It holds r.mu for reading and the lock of the pod's
+// stripe: applies of pods of different stripes run in parallel.
 func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace string, ts time.Time) (cached *PodStatus, dropped int) {
 	sc := scratchPool.Get().(*applyScratch)
 	defer sc.release()
 	cur := sc.podOf(uid, status, name, namespace)
+	s := r.stripe(uid)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	mu := r.podLock(uid)
-	mu.Lock()
-	defer mu.Unlock()
+	s.lock.Lock()
+	defer s.lock.Unlock()
 	status = r.prepare(uid, status, ts)
 	if !r.cache.Set(uid, status, nil, ts) {
 		return nil, 0
 	}
-	r.shared.Lock()
-	defer r.shared.Unlock()
-	rec := r.records[uid]
+	rec := s.record(uid)
 	if rec == nil {
-		// Not listed yet (or never): remember it; a relist that does not list it deletes the
-		// record and the cache entry like any vanished pod's.
-		rec = r.newRecord(uid)
+		// Not listed yet (or never): remember it; a relist that does not list it deletes
+		// the record and the cache entry like any vanished pod's.
+		rec = s.newRecord(uid)
 	}
 	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
 	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
 	rec.epoch = r.epoch
-	delete(r.reinspect, uid)
-	r.emit(uid, sc.changes, &rec.view)
-	return status, r.takeDrops()
+	rec.reinspect = false
+	if dropped = r.emit(uid, sc.changes, &rec.view); dropped > 0 {
+		s.dropped.Add(uint64(dropped))
+	}
+	return status, dropped
 }
 
 // applyScratch is the memory an apply reuses: the pod of the status, its changes and the

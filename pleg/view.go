@@ -17,7 +17,8 @@ type podView struct {
 type viewEntry struct {
 	id string
 	// data is id boxed once for PodLifecycleEvent.Data, so that the events of a known
-	// container allocate no interface value.
+	// container allocate no interface value; nil until the first event that is sent
+	// (dataOf), as most events of a busy node are not.
 	data  any
 	state stateCode
 }
@@ -31,8 +32,8 @@ func viewOf(p *Pod) podView {
 }
 
 // rebuild returns the view of cur (see viewOf), reusing v's memory: its entries array
-// when large enough, and the strings and boxed IDs of the containers cur keeps, so only
-// new IDs cost a box each. v must not be used afterwards. scratch is a reusable buffer,
+// when large enough, and the strings and boxed IDs of the containers cur keeps (new IDs
+// are boxed by dataOf when needed). v must not be used afterwards. scratch is a reusable buffer,
 // returned grown.
 func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) {
 	if cur == nil {
@@ -78,8 +79,6 @@ func (v *podView) rebuild(cur *Pod, scratch []viewEntry) (podView, []viewEntry) 
 			}
 			if j >= 0 {
 				e.id, e.data = v.entries[j].id, v.entries[j].data
-			} else {
-				e.data = e.id
 			}
 			scratch = append(scratch, e)
 			if k == 0 {
@@ -135,10 +134,16 @@ func (v *podView) index(id string) int {
 	return -1
 }
 
-// dataOf returns the boxed form of id from v, or a new box.
+// dataOf returns the boxed form of id from v, boxing it there the first time, or a new
+// box for an ID v lacks.
 func (v *podView) dataOf(id string) any {
-	if i := v.index(id); i >= 0 {
-		return v.entries[i].data
+	i := v.index(id)
+	if i < 0 {
+		return id
 	}
-	return id
+	e := &v.entries[i]
+	if e.data == nil {
+		e.data = e.id
+	}
+	return e.data
 }

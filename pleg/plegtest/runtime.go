@@ -12,12 +12,14 @@
 package plegtest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,33 +73,32 @@ type PodSpec struct {
 }
 
 // Runtime is an in-memory container runtime. Safe for concurrent use: calls about different
-// pods run in parallel, each holding its pod's lock (and, briefly, the lock of the shard
-// that finds it, or the runtime's to add or remove it); ListPods waits for them and holds
-// them off while it lists. The zero value is not usable; call NewRuntime.
+// pods run in parallel, each holding its shard's world lock for reading and its pod's lock
+// (and, briefly, its shard's lock, to find, add or remove it); ListPods waits for them and
+// holds them off while it lists. The zero value is not usable; call NewRuntime.
 type Runtime struct {
-	clock clock.Clock
-	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
-	nextID atomic.Int64
-	// listCalls and statusCalls count the RuntimeService calls (Calls).
-	listCalls, statusCalls atomic.Int64
-
-	// world is held for writing by ListPods, so that a list is one instant of every pod,
-	// and for reading by every other call about pods; those lock the pod (pod.mu) to read
-	// or change its state.
-	world sync.RWMutex
 	// shards hold the pods and status errors by a hash of the UID with seed, so that
-	// finding a pod rarely waits for another call; a pod is added or removed holding mu
-	// too.
+	// finding, adding or removing a pod rarely waits for another call. They come first,
+	// so that each is on cache lines of its own (see podShard.pad).
 	shards [podShards]podShard
 	seed   maphash.Seed
-	// mu guards the fields below; it is held only to read or change them.
-	mu sync.Mutex
-	// order holds the pods in creation order, for stable listings; a removed pod stays
-	// in it (no longer in its shard, marked removed) until compact drops it, so removing a pod
-	// does not scan every pod. removed counts those.
-	order   []*pod
-	removed int
+	clock  clock.Clock
+	// listed is ListPods' buffer of the pods in creation order (every shard's world held
+	// for writing).
+	listed []*pod
+	// mu guards listErr.
+	mu      sync.Mutex
 	listErr error
+
+	// The counters, written by calls on every core, are last: away from the fields
+	// every call reads.
+
+	// nextID numbers the IDs of sandboxes and containers (and the pods' IPs).
+	nextID atomic.Int64
+	// added numbers the pods in the order they were added (pod.seq).
+	added atomic.Int64
+	// listCalls counts the ListPods calls (Calls).
+	listCalls atomic.Int64
 }
 
 // podShards is how many shards hold a runtime's pods.
@@ -105,10 +106,24 @@ const podShards = 64
 
 // podShard holds the pods and the status errors of the UIDs that hash to it.
 type podShard struct {
+	// world is held for writing by ListPods (every shard's), so that a list is one
+	// instant of every pod, and for reading by every other call about one of the shard's
+	// pods; those lock the pod (pod.mu) to read or change its state. A lock per shard, so
+	// that calls about different pods write no memory in common.
+	world sync.RWMutex
+	// mu guards the fields below; it is held only to read or change them.
 	mu      sync.Mutex
 	pods    map[types.UID]*pod
 	statErr map[types.UID]error
-	// pad keeps each shard on its own cache line.
+	// statusCalls counts the PodStatus calls about the shard's UIDs (Calls).
+	statusCalls int
+	// order holds the shard's pods in the order they were added, for stable listings; a
+	// removed pod stays in it (no longer in pods, marked removed) until compact drops it,
+	// so removing a pod does not scan the others. removed counts those.
+	order   []*pod
+	removed int
+	// pad makes a shard two cache lines, so that locking one does not slow its
+	// neighbours.
 	pad [40]byte
 }
 
@@ -127,16 +142,22 @@ type pod struct {
 	name, namespace string
 	createdAt       time.Time
 	ip              string
+	// seq orders the pods by when they were added (Runtime.added).
+	seq int64
 
 	// removed is set by RemovePod: no longer in its shard.
 	removed atomic.Bool
-	// mu guards the fields below (see Runtime.world).
+	// mu guards the fields below (see podShard.world).
 	mu         sync.Mutex
 	sandboxes  []*sandbox // newest first
 	containers []*container
-	// firstSandbox and firstContainer hold the first of each, in the pod's memory.
+	// firstSandbox and firstContainer hold the first of each, and sandbox0 and
+	// container0 are those first ones, in the pod's memory: a pod with one sandbox and
+	// one container is one allocation.
 	firstSandbox   [1]*sandbox
 	firstContainer [1]*container
+	sandbox0       sandbox
+	container0     container
 }
 
 type sandbox struct {
@@ -177,28 +198,64 @@ func NewRuntime(clk clock.Clock) *Runtime {
 
 var _ pleg.RuntimeService = (*Runtime)(nil)
 
-// newID returns the next ID of the kind: "kind-000042".
-func (r *Runtime) newID(kind string) string {
-	n := r.nextID.Add(1)
-	b := make([]byte, 0, 32)
-	b = append(b, kind...)
-	b = append(b, '-')
-	for d := int64(100000); d > 1 && n < d; d /= 10 {
-		b = append(b, '0')
+// newIDs reserves the IDs of a sandbox (if sandbox) and of n containers, in that order,
+// and makes them, and the IP of a new pod if ip, in one string: the IP of a pod created
+// after k IDs were given out, and "kind-000042" IDs (see idBlock).
+func (r *Runtime) newIDs(ip, sandbox bool, n int) (podIP string, ids idBlock) {
+	if sandbox {
+		n++
 	}
-	return string(strconv.AppendInt(b, n, 10))
+	first := r.nextID.Add(int64(n)) - int64(n) + 1
+	var b strings.Builder
+	b.Grow(16 + n*18)
+	var num [20]byte
+	if ip {
+		k := first - 1
+		b.WriteString("10.88.")
+		b.Write(strconv.AppendInt(num[:0], (k/250)%250, 10))
+		b.WriteByte('.')
+		b.Write(strconv.AppendInt(num[:0], k%250+1, 10))
+	}
+	ipLen := b.Len()
+	for i := range int64(n) {
+		kind := "container"
+		if sandbox && i == 0 {
+			kind = "sandbox"
+		}
+		b.WriteString(kind)
+		b.WriteByte('-')
+		digits := strconv.AppendInt(num[:0], first+i, 10)
+		for range idDigits - len(digits) {
+			b.WriteByte('0')
+		}
+		b.Write(digits)
+	}
+	all := b.String()
+	return all[:ipLen], idBlock{ids: all[ipLen:], next: first}
 }
 
-// newPodIP returns the IP of a pod created after n IDs were given out.
-func newPodIP(n int64) string {
-	b := make([]byte, 0, 16)
-	b = append(b, "10.88."...)
-	b = strconv.AppendInt(b, (n/250)%250, 10)
-	b = append(b, '.')
-	return string(strconv.AppendInt(b, n%250+1, 10))
+// idDigits is how many digits an ID number has at least (zero-padded).
+const idDigits = 6
+
+// idBlock hands out, in order, the IDs newIDs made, each a substring of one string.
+type idBlock struct {
+	ids  string
+	next int64
 }
 
-// advance applies every exit and kill due at now. Callers hold p.mu (see Runtime.world).
+// take returns the next ID, of the kind it was made for.
+func (ib *idBlock) take(kind string) string {
+	digits := 1
+	for k := ib.next; k >= 10; k /= 10 {
+		digits++
+	}
+	n := len(kind) + 1 + max(idDigits, digits)
+	id := ib.ids[:n]
+	ib.ids, ib.next = ib.ids[n:], ib.next+1
+	return id
+}
+
+// advance applies every exit and kill due at now. Callers hold p.mu (see podShard.world).
 func (p *pod) advance(now time.Time) {
 	for _, c := range p.containers {
 		if !c.running {
@@ -245,9 +302,10 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	if spec.UID == "" || spec.Name == "" {
 		return fmt.Errorf("%w: UID %q, name %q", ErrInvalidPod, spec.UID, spec.Name)
 	}
-	r.world.RLock()
-	defer r.world.RUnlock()
-	if p := r.find(spec.UID); p != nil {
+	sh := r.shard(spec.UID)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
+	if p := sh.find(spec.UID); p != nil {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		r.start(p, spec, r.clock.Now())
@@ -255,20 +313,17 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	}
 	// A new pod is started before it is added, so that no call sees it half started.
 	now := r.clock.Now()
-	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now,
-		ip: newPodIP(r.nextID.Load())}
+	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now}
 	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
 	r.start(p, spec, now)
-	r.mu.Lock()
-	sh := r.shard(spec.UID)
 	sh.mu.Lock()
 	known := sh.pods[spec.UID]
 	if known == nil {
+		p.seq = r.added.Add(1)
 		sh.pods[spec.UID] = p
-		r.order = append(r.order, p)
+		sh.order = append(sh.order, p)
 	}
 	sh.mu.Unlock()
-	r.mu.Unlock()
 	if known != nil { // added meanwhile by another call
 		known.mu.Lock()
 		defer known.mu.Unlock()
@@ -277,28 +332,53 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	return nil
 }
 
-// find returns the pod uid, nil if unknown.
-func (r *Runtime) find(uid types.UID) *pod {
-	sh := r.shard(uid)
+// find returns the shard's pod uid, nil if unknown.
+func (sh *podShard) find(uid types.UID) *pod {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return sh.pods[uid]
 }
 
-// start is StartPod on p at now. Callers hold p.mu (see Runtime.world), or p is not yet
-// in its shard.
+// start is StartPod on p at now; a new pod (without IP) gets its IP. Callers hold p.mu
+// (see podShard.world), or p is not yet in its shard.
 func (r *Runtime) start(p *pod, spec PodSpec, now time.Time) {
 	p.advance(now)
-	if len(p.sandboxes) == 0 || !p.sandboxes[0].ready {
-		sb := &sandbox{id: r.newID("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
-		p.sandboxes = slices.Insert(p.sandboxes, 0, sb)
-	}
-	for _, cs := range spec.Containers {
+	newSandbox := len(p.sandboxes) == 0 || !p.sandboxes[0].ready
+	var buf [8]int
+	starting := buf[:0] // the spec's containers to start, by index
+	for i, cs := range spec.Containers {
 		latest := p.latest(cs.Name)
 		if latest != nil && (latest.running || !spec.RestartExited) {
 			continue
 		}
-		c := &container{spec: cs, id: r.newID("container"), createdAt: now, startedAt: now, running: true}
+		if slices.ContainsFunc(starting, func(j int) bool { return spec.Containers[j].Name == cs.Name }) {
+			continue // started by an earlier entry of the same name
+		}
+		starting = append(starting, i)
+	}
+	if !newSandbox && len(starting) == 0 && p.ip != "" {
+		return
+	}
+	ip, ids := r.newIDs(p.ip == "", newSandbox, len(starting))
+	if p.ip == "" {
+		p.ip = ip
+	}
+	if newSandbox {
+		sb := &p.sandbox0
+		if len(p.sandboxes) > 0 {
+			sb = new(sandbox)
+		}
+		*sb = sandbox{id: ids.take("sandbox"), createdAt: now, ready: true, attempt: uint32(len(p.sandboxes))}
+		p.sandboxes = slices.Insert(p.sandboxes, 0, sb)
+	}
+	for _, i := range starting {
+		cs := spec.Containers[i]
+		latest := p.latest(cs.Name)
+		c := &p.container0
+		if len(p.containers) > 0 {
+			c = new(container)
+		}
+		*c = container{spec: cs, id: ids.take("container"), createdAt: now, startedAt: now, running: true}
 		if latest != nil {
 			c.restartCount = latest.restartCount + 1
 		}
@@ -326,15 +406,16 @@ func (p *pod) latest(name string) *container {
 // never postpones it). An unknown pod is already stopped. It returns ctx.Err() when ctx ends
 // first, leaving the containers on their way to stopping.
 func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.Duration) error {
-	r.world.RLock()
-	p := r.find(uid)
-	r.world.RUnlock()
+	sh := r.shard(uid)
+	sh.world.RLock()
+	p := sh.find(uid)
+	sh.world.RUnlock()
 	if p == nil {
 		return nil
 	}
 	killAt := r.clock.Now().Add(max(gracePeriod, 0))
 	for {
-		stopped, wait := r.stopStep(p, killAt)
+		stopped, wait := r.stopStep(sh, p, killAt)
 		if stopped {
 			return nil
 		}
@@ -348,11 +429,12 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 	}
 }
 
-// stopStep is one step of KillPod: it requests p's stop and reports whether p stopped
-// (or was removed meanwhile: nothing left to stop), else how long until its next change.
-func (r *Runtime) stopStep(p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
-	r.world.RLock()
-	defer r.world.RUnlock()
+// stopStep is one step of KillPod: it requests the stop of p, of shard sh, and reports
+// whether p stopped (or was removed meanwhile: nothing left to stop), else how long until
+// its next change.
+func (r *Runtime) stopStep(sh *podShard, p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
+	sh.world.RLock()
+	defer sh.world.RUnlock()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.removed.Load() {
@@ -396,31 +478,29 @@ func (p *pod) requestStop(now, killAt time.Time) {
 // RemovePod removes the pod and everything of it from the runtime (the kubelet's cleanup of a
 // terminated pod's containers and sandbox). Running containers are removed too.
 func (r *Runtime) RemovePod(uid types.UID) {
-	r.world.RLock()
-	defer r.world.RUnlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	sh := r.shard(uid)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	p := sh.pods[uid]
-	delete(sh.pods, uid)
-	sh.mu.Unlock()
 	if p == nil {
 		return
 	}
+	delete(sh.pods, uid)
 	p.removed.Store(true)
-	if r.removed++; r.removed > len(r.order)/2 {
-		r.compact()
+	if sh.removed++; sh.removed > len(sh.order)/2 {
+		sh.compact()
 	}
 }
 
-// compact drops the removed pods from r.order. Callers hold r.mu.
-func (r *Runtime) compact() {
-	r.order = slices.DeleteFunc(r.order, func(p *pod) bool { return p.removed.Load() })
-	if len(r.order) == 0 {
-		r.order = nil // a burst does not pin memory
+// compact drops the removed pods from sh.order. Callers hold sh.mu.
+func (sh *podShard) compact() {
+	sh.order = slices.DeleteFunc(sh.order, func(p *pod) bool { return p.removed.Load() })
+	if len(sh.order) == 0 {
+		sh.order = nil // a burst does not pin memory
 	}
-	r.removed = 0
+	sh.removed = 0
 }
 
 // SetListError makes ListPods fail with err (nil restores it).
@@ -444,14 +524,22 @@ func (r *Runtime) SetPodStatusError(uid types.UID, err error) {
 
 // Calls returns how many RuntimeService calls the runtime answered.
 func (r *Runtime) Calls() Calls {
-	return Calls{ListPods: int(r.listCalls.Load()), PodStatus: int(r.statusCalls.Load())}
+	c := Calls{ListPods: int(r.listCalls.Load())}
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		c.PodStatus += sh.statusCalls
+		sh.mu.Unlock()
+	}
+	return c
 }
 
 // IsRunning reports whether any container of the pod runs.
 func (r *Runtime) IsRunning(uid types.UID) bool {
-	r.world.RLock()
-	defer r.world.RUnlock()
-	p := r.find(uid)
+	sh := r.shard(uid)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
+	p := sh.find(uid)
 	if p == nil {
 		return false
 	}
@@ -466,20 +554,25 @@ func (r *Runtime) IsRunning(uid types.UID) bool {
 // allocation of each kind. It waits for the calls in progress and holds off new ones: the
 // list is one instant of every pod.
 func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
-	r.world.Lock()
-	defer r.world.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	for i := range r.shards {
+		r.shards[i].world.Lock()
+	}
+	defer func() {
+		for i := range r.shards {
+			r.shards[i].world.Unlock()
+		}
+	}()
 	r.listCalls.Add(1)
-	if r.listErr != nil {
-		return nil, r.listErr
+	r.mu.Lock()
+	err := r.listErr
+	r.mu.Unlock()
+	if err != nil {
+		return nil, err
 	}
 	now := r.clock.Now()
+	order := r.creationOrder()
 	n, parts := 0, 0
-	for _, p := range r.order {
-		if p.removed.Load() {
-			continue
-		}
+	for _, p := range order {
 		p.advance(now)
 		if all || p.active() {
 			n++
@@ -492,8 +585,8 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 		ptrs[i] = &cs[i]
 	}
 	i := 0
-	for _, p := range r.order {
-		if p.removed.Load() || !(all || p.active()) {
+	for _, p := range order {
+		if !all && !p.active() {
 			continue
 		}
 		rp := &pods[i]
@@ -521,7 +614,24 @@ func (r *Runtime) ListPods(_ context.Context, all bool) ([]*pleg.Pod, error) {
 		out[i] = rp
 		i++
 	}
+	clear(order) // the buffer must not keep removed pods alive
 	return out, nil
+}
+
+// creationOrder returns every pod, in the order they were added, in r.listed. Callers
+// hold every shard's world for writing.
+func (r *Runtime) creationOrder() []*pod {
+	order := r.listed[:0]
+	for i := range r.shards {
+		for _, p := range r.shards[i].order {
+			if !p.removed.Load() {
+				order = append(order, p)
+			}
+		}
+	}
+	slices.SortFunc(order, func(a, b *pod) int { return cmp.Compare(a.seq, b.seq) })
+	r.listed = order
+	return order
 }
 
 // active reports whether a container runs or a sandbox is ready.
@@ -533,11 +643,11 @@ func (p *pod) active() bool {
 // an empty status. The status of a pod with at most one sandbox and one container is one
 // allocation, and its IPs another.
 func (r *Runtime) PodStatus(_ context.Context, uid types.UID, name, namespace string) (*pleg.PodStatus, error) {
-	r.statusCalls.Add(1)
-	r.world.RLock()
-	defer r.world.RUnlock()
 	sh := r.shard(uid)
+	sh.world.RLock()
+	defer sh.world.RUnlock()
 	sh.mu.Lock()
+	sh.statusCalls++
 	err, p := sh.statErr[uid], sh.pods[uid]
 	sh.mu.Unlock()
 	if err != nil {

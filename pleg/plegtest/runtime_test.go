@@ -264,8 +264,9 @@ func TestRemovePodKeepsCreationOrder(t *testing.T) {
 
 // TestConcurrentPods drives many pods at once (for the race detector): each goroutine
 // starts its pods, reads their status, kills and removes every other one, while another
-// reads the pods of the first and another lists; then each pod is in the state its calls left it in, the IDs are all distinct and
-// every call was counted.
+// reads the pods of the first and another lists (each list in creation order); then each
+// pod is in the state its calls left it in, the IDs are all distinct and every call was
+// counted.
 func TestConcurrentPods(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := NewRuntime(clock.RealClock{})
@@ -298,10 +299,23 @@ func TestConcurrentPods(t *testing.T) {
 				r.IsRunning(uid(0, i))
 			}
 		})
-		wg.Go(func() {
+		wg.Go(func() { // lists: each worker's pods in the order it started them
 			for range 20 {
-				if _, err := r.ListPods(ctx, true); err != nil {
+				pods, err := r.ListPods(ctx, true)
+				if err != nil {
 					t.Error(err)
+				}
+				last := map[int]int{}
+				for _, p := range pods {
+					var w, i int
+					if _, err := fmt.Sscanf(string(p.ID), "p-%d-%d", &w, &i); err != nil {
+						t.Error(err)
+						continue
+					}
+					if prev, ok := last[w]; ok && prev >= i {
+						t.Errorf("pod %s listed after p-%d-%d", p.ID, w, prev)
+					}
+					last[w] = i
 				}
 			}
 		})
@@ -370,4 +384,45 @@ func TestPodStatusParts(t *testing.T) {
 			t.Errorf("status parts (-want +got):\n%s\nIPs %v", diff, st.IPs)
 		}
 	})
+}
+
+// TestStartPodIDs: a start numbers the new sandbox, then the new containers in the spec's
+// order (a name listed twice starts once), and gives the pod the IP of the IDs given out
+// before it; a start with nothing to start gives out no ID.
+func TestStartPodIDs(t *testing.T) {
+	ctx := context.Background()
+	r := NewRuntime(nil)
+	ids := func(uid types.UID) []string {
+		t.Helper()
+		st, err := r.PodStatus(ctx, uid, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := st.IPs
+		for _, sb := range st.SandboxStatuses {
+			out = append(out, sb.ID)
+		}
+		for _, cs := range st.ContainerStatuses {
+			out = append(out, cs.Name+"="+cs.ID)
+		}
+		return out
+	}
+	spec := PodSpec{UID: "a", Name: "a", Containers: []ContainerSpec{{Name: "x"}, {Name: "x"}, {Name: "y"}}}
+	for range 2 { // the second start has nothing to start
+		if err := r.StartPod(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.StartPod(ctx, PodSpec{UID: "b", Name: "b", Containers: []ContainerSpec{{Name: "z"}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[types.UID][]string{
+		"a": {"10.88.0.1", "sandbox-000001", "y=container-000003", "x=container-000002"},
+		"b": {"10.88.0.4", "sandbox-000004", "z=container-000005"},
+	}
+	for uid, w := range want {
+		if diff := cmp.Diff(w, ids(uid)); diff != "" {
+			t.Errorf("pod %s (-want +got):\n%s", uid, diff)
+		}
+	}
 }
