@@ -189,28 +189,22 @@ func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time
 }
 
 // stoppedStatuses maps pods to the status inspected after their kill, each kept from a
-// successful SyncTerminatingPod to the next status read of the pod.
+// successful SyncTerminatingPod to the next status read of the pod. Every status read of
+// every pod worker asks it, so it takes no lock common to all pods: a sync.Map (keyed by
+// types.UID) locks only around the pod's own slot.
 type stoppedStatuses struct {
-	mu sync.Mutex
-	m  map[types.UID]*pleg.PodStatus
+	m sync.Map
 }
 
 func (s *stoppedStatuses) put(uid types.UID, status *pleg.PodStatus) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[types.UID]*pleg.PodStatus)
-	}
-	s.m[uid] = status
+	s.m.Store(uid, status)
 }
 
 // take returns and forgets the pod's status, or nil.
 func (s *stoppedStatuses) take(uid types.UID) *pleg.PodStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	status, ok := s.m[uid]
-	if ok {
-		delete(s.m, uid)
+	v, ok := s.m.LoadAndDelete(uid)
+	if !ok {
+		return nil
 	}
-	return status
+	return v.(*pleg.PodStatus)
 }
