@@ -2,6 +2,7 @@ package statusmgr
 
 import (
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -137,6 +138,22 @@ func mergeConditions(old, new []v1.PodCondition, takeDisruption bool, now time.T
 	}
 	return conds, false
 }
+
+// mergedStatusPatch is the patch from server's status to the merge of status into it
+// (mergeStatus, then StatusPatch with server's UID). The merged status lives in a pooled
+// struct for the call only (StatusPatch keeps no reference to it): passed through
+// StatusPatch's table of field patchers, it would otherwise escape, an allocation per sync.
+func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) (patch []byte, unchanged bool, err error) {
+	merged := mergedStatuses.Get().(*v1.PodStatus)
+	*merged = mergeStatus(server, &server.Status, status, couldHaveRunningContainers, now)
+	patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
+	*merged = v1.PodStatus{} // keeps nothing alive
+	mergedStatuses.Put(merged)
+	return patch, unchanged, err
+}
+
+// mergedStatuses holds mergedStatusPatch's structs between calls.
+var mergedStatuses = sync.Pool{New: func() any { return new(v1.PodStatus) }}
 
 // mergedConditionCount is the number of conditions mergeStatus keeps at most: old's not
 // owned by the kubelet, new's owned by it, and new's DisruptionTarget when it is taken
