@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
+	"github.com/podlife/podlife/statusmgr"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
@@ -657,4 +659,74 @@ func TestUpdateRejectsBadInput(t *testing.T) {
 			t.Errorf("runtime actions %+v, want none", acts)
 		}
 	})
+}
+
+// generatorRuntime is a Runtime with a StatusGenerator whose statuses share their
+// container statuses with shared, which it keeps (and may change later).
+type generatorRuntime struct {
+	node.Runtime
+	mu     sync.Mutex
+	shared []v1.ContainerStatus
+}
+
+func (g *generatorRuntime) APIStatus(_ *v1.Pod, _ *pleg.PodStatus, generated v1.PodStatus, _ bool) v1.PodStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shared = append(g.shared[:0], generated.ContainerStatuses...)
+	generated.ContainerStatuses = g.shared
+	return generated
+}
+
+// The status manager takes the node's generated status without a copy, which is safe as
+// that status shares no memory with anything: not with the pod (whose status is the old
+// one of the first sync), not with the status manager's older versions. A
+// StatusGenerator's status may share memory with what it keeps, so it is copied. Either
+// way, changing the pod or the generator's memory afterwards changes no cached status,
+// and the node's work changes neither.
+func TestGeneratedStatusSharesNothing(t *testing.T) {
+	for _, withGenerator := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			gen := &generatorRuntime{}
+			failPatch := func(context.Context, string, string, []byte) (*v1.Pod, error) {
+				return nil, errors.New("the API server is unreachable")
+			}
+			opts := envOpts{noAPISource: true, patcher: func(api *statusmgrtest.FakeAPI) any {
+				// The statuses stay the node's own (a patch answer would replace them).
+				return statusmgr.StatusPatcherFuncs{GetPodFunc: api.GetPod, PatchPodStatusFunc: failPatch, DeletePodFunc: api.DeletePod}
+			}}
+			if withGenerator {
+				opts.wrap = func(rt node.Runtime) node.Runtime { gen.Runtime = rt; return gen }
+			}
+			e := start(t, nil, nil, opts)
+			p := newPod("web", 30, v1.RestartPolicyAlways, nil)
+			p.UID, p.ResourceVersion = "u1", "1"
+			p.Status = v1.PodStatus{Phase: v1.PodPending, StartTime: ptr.To(metav1.NewTime(time.Unix(1e9, 0))),
+				Conditions: []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}},
+				ContainerStatuses: []v1.ContainerStatus{{Name: "app", Image: "busybox", Started: ptr.To(false),
+					LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1, Message: "old"}},
+					State:                v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}}
+			before := p.DeepCopy()
+			if err := e.n.Update(context.Background(), config.PodUpdate{Op: config.Set, Source: node.SourceAPI, Pods: []*v1.Pod{p}}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(3 * time.Second)
+			synctest.Wait()
+			e.stop()
+			cached, ok := e.n.Status().GetPodStatus("u1")
+			if !ok || cached.Phase != v1.PodRunning || len(cached.ContainerStatuses) != 1 {
+				t.Fatalf("cached status %+v (ok %v), want Running with one container", cached, ok)
+			}
+			if diff := cmp.Diff(before, p); diff != "" {
+				t.Errorf("the node's work changed the pod (-before +after):\n%s", diff)
+			}
+			scribble(&p.Status)
+			gen.mu.Lock()
+			scribble(&v1.PodStatus{ContainerStatuses: gen.shared})
+			gen.mu.Unlock()
+			after, _ := e.n.Status().GetPodStatus("u1")
+			if diff := cmp.Diff(cached, after); diff != "" {
+				t.Errorf("the cached status changed with the pod or the generator (-before +after):\n%s", diff)
+			}
+		})
+	}
 }

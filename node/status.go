@@ -191,7 +191,7 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 // oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero.
 func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
-	if reflect.ValueOf(opts.OldStatus).IsZero() {
+	if opts.OldStatus.Phase == "" && reflect.ValueOf(opts.OldStatus).IsZero() { // a phase: not zero, at once
 		return pod.Status
 	}
 	return opts.OldStatus

@@ -30,7 +30,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())})
 	}
 	st := n.generate(pod, rs, false)
-	if err := n.setStatus(pod, st); err != nil {
+	if err := n.setStatus(pod, st, true); err != nil {
 		return false, err
 	}
 	if podfacts.IsTerminalPhase(st.Phase) {
@@ -66,7 +66,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
 			Message: fmt.Sprintf("SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())})
 	}
-	if err := n.setStatus(pod, st); err != nil {
+	if err := n.setStatus(pod, st, fn == nil); err != nil {
 		return err
 	}
 	n.recordKilling(pod, rs)
@@ -105,7 +105,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 	if fn != nil {
 		fn(&st)
 	}
-	if err := n.setStatus(pod, st); err != nil {
+	if err := n.setStatus(pod, st, fn == nil); err != nil {
 		return err
 	}
 	n.stopped.put(pod.UID, stopped)
@@ -133,7 +133,7 @@ func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, rs *pleg.Po
 	n := (*Node)(s)
 	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonTerminated, Message: "SyncTerminatedPod"})
 	st := n.generate(pod, rs, true)
-	if err := n.setStatus(pod, st); err != nil {
+	if err := n.setStatus(pod, st, true); err != nil {
 		return err
 	}
 	if err := n.runtime.CleanupPod(ctx, pod); err != nil {
@@ -161,9 +161,16 @@ func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.
 	return st
 }
 
-// setStatus hands a status to the status manager, reporting a refusal.
-func (n *Node) setStatus(pod *v1.Pod, st v1.PodStatus) error {
-	if err := n.status.SetPodStatus(pod, st); err != nil {
+// setStatus hands a status to the status manager, reporting a refusal. generated says
+// that st is generate's result as it returned it (no status function changed it): without
+// a StatusGenerator that is GenerateAPIStatus's, which shares no memory with anything and
+// which the node neither keeps nor modifies, so the manager takes it without a copy.
+func (n *Node) setStatus(pod *v1.Pod, st v1.PodStatus, generated bool) error {
+	set := n.status.SetPodStatus
+	if generated && n.gen == nil {
+		set = n.status.SetPodStatusNoCopy
+	}
+	if err := set(pod, st); err != nil {
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
 		return fmt.Errorf("node: setting the status of %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
@@ -182,28 +189,22 @@ func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time
 }
 
 // stoppedStatuses maps pods to the status inspected after their kill, each kept from a
-// successful SyncTerminatingPod to the next status read of the pod.
+// successful SyncTerminatingPod to the next status read of the pod. Every status read of
+// every pod worker asks it, so it takes no lock common to all pods: a sync.Map (keyed by
+// types.UID) locks only around the pod's own slot.
 type stoppedStatuses struct {
-	mu sync.Mutex
-	m  map[types.UID]*pleg.PodStatus
+	m sync.Map
 }
 
 func (s *stoppedStatuses) put(uid types.UID, status *pleg.PodStatus) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = make(map[types.UID]*pleg.PodStatus)
-	}
-	s.m[uid] = status
+	s.m.Store(uid, status)
 }
 
 // take returns and forgets the pod's status, or nil.
 func (s *stoppedStatuses) take(uid types.UID) *pleg.PodStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	status, ok := s.m[uid]
-	if ok {
-		delete(s.m, uid)
+	v, ok := s.m.LoadAndDelete(uid)
+	if !ok {
+		return nil
 	}
-	return status
+	return v.(*pleg.PodStatus)
 }

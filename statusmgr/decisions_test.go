@@ -562,6 +562,7 @@ func TestNotReadyMessage(t *testing.T) {
 		{[]string{"a"}, nil},
 		{[]string{"a", "b c"}, []string{"d", "", "e"}},
 		{[]string{""}, []string{"x"}},
+		{[]string{"a", "b", "c", "d", "e", "f"}, []string{"long-container-name-1", "long-container-name-2", "g", "h", "i"}},
 	} {
 		var parts []string
 		if len(tc.unknown) > 0 {

@@ -71,7 +71,9 @@
 // The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
 // and wake the loop. They prepare the version (copy, compare, normalize) without the
-// manager's lock and take it only to read the pod's entry and to store the result. Run is the loop: it syncs changed pods at once and, every SyncPeriod
+// manager's lock and take it only to read the pod's entry and to store the result.
+// SetPodStatusNoCopy is SetPodStatus for a status built for the call alone (a node agent's
+// freshly generated one): the manager takes it over instead of copying it. Run is the loop: it syncs changed pods at once and, every SyncPeriod
 // (default 10 s), every pod that still needs it, at most MaxConcurrentWrites at once, on
 // writer goroutines it starts as needed (at most MaxConcurrentWrites; an idle one stays
 // parked for the next write, and all end with Run's context). It keeps two queues, each in arrival order: the pods not finished,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -298,6 +299,22 @@ func (m *Manager) signal() {
 // non-terminated and ErrInvalidPhase for an unknown phase or one that leaves the terminal
 // phase of the cached status (nothing is stored then); each is counted in Stats.
 func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
+	return m.setPodStatus(pod, status, true)
+}
+
+// SetPodStatusNoCopy is SetPodStatus without the copy, for a caller that built status for
+// this call alone (the node agent's freshly generated status, once per sync): the manager
+// takes status over and caches it as it is, after stamping and normalizing it in place.
+// Everything status points to (its slices, its pointers and what they point to) must
+// belong to status alone, shared with no pod, no other status and nothing else anyone
+// reads or writes, and nobody may modify it after the call; the caller may still read it,
+// as it reads PodStatusView. Results, errors and Stats are SetPodStatus's.
+func (m *Manager) SetPodStatusNoCopy(pod *v1.Pod, status v1.PodStatus) error {
+	return m.setPodStatus(pod, status, false)
+}
+
+// setPodStatus is SetPodStatus (deepCopy) and SetPodStatusNoCopy.
+func (m *Manager) setPodStatus(pod *v1.Pod, status v1.PodStatus, deepCopy bool) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
@@ -305,8 +322,26 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, status v1.PodStatus) error {
 	if pod.DeletionTimestamp != nil {
 		mode = setForced
 	}
+	// prepare writes *StartTime in place; the value given is restored before every
+	// attempt without a copy, so that a retry (update's, after another setter of the pod)
+	// starts from status as given. prepare's other writes into the shared memory (the
+	// conditions' transition times, NormalizeStatus's) give the same result when
+	// repeated, and its writes to status's own fields go to the attempt's struct.
+	var start metav1.Time
+	if !deepCopy && status.StartTime != nil {
+		start = *status.StartTime
+	}
 	return m.update(pod, func(*v1.PodStatus) (*v1.PodStatus, bool, error) {
-		s := status.DeepCopy()
+		var s *v1.PodStatus
+		if deepCopy {
+			s = status.DeepCopy()
+		} else {
+			s = new(v1.PodStatus)
+			*s = status
+			if s.StartTime != nil {
+				*s.StartTime = start
+			}
+		}
 		s.ObservedGeneration = pod.Generation
 		return s, true, nil
 	}, mode)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/statusmgr"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
@@ -766,4 +768,124 @@ func TestManagerRefreshPodTakesTheServersObject(t *testing.T) {
 	}
 	syncsWithoutGet(t, m, api, watched)
 	runtime.KeepAlive(m)
+}
+
+// SetPodStatusNoCopy caches what SetPodStatus caches, refuses what it refuses and counts
+// the same, for every kind of stamping and normalizing the manager does in place.
+func TestManagerSetPodStatusNoCopy(t *testing.T) {
+	at := func(d time.Duration) *metav1.Time { ts := metav1.NewTime(epoch.Add(d)); return &ts }
+	withStart := func(s v1.PodStatus, start *metav1.Time) v1.PodStatus { s.StartTime = start; return s }
+	preset := func(name string) v1.PodStatus { s, _ := statusmgrtest.Preset(name); return s }
+	twoContainers := func() v1.PodStatus {
+		s := runningStatus(true)
+		s.ContainerStatuses = append(s.ContainerStatuses, s.ContainerStatuses[0])
+		s.ContainerStatuses[0].Name = "z"
+		s.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode: 1, Message: strings.Repeat("m", 2*statusmgr.MaxTerminationMessageBytes),
+			FinishedAt: metav1.NewTime(epoch.Add(1500 * time.Millisecond))}}
+		return s
+	}
+	tests := []struct {
+		name     string
+		deleting bool
+		cached   *v1.PodStatus // set first, with SetPodStatus
+		set      func() v1.PodStatus
+		wantErr  error
+	}{
+		{name: "first status, start time stamped", set: func() v1.PodStatus { return runningStatus(false) }},
+		{name: "zero start time stamped", set: func() v1.PodStatus { return withStart(runningStatus(false), &metav1.Time{}) }},
+		{name: "cached start time kept", cached: ptr.To(withStart(runningStatus(false), at(time.Minute))),
+			set: func() v1.PodStatus { return withStart(runningStatus(true), at(time.Hour)) }},
+		{name: "transition times kept and stamped", cached: ptr.To(runningStatus(false)),
+			set: func() v1.PodStatus {
+				s := runningStatus(true)
+				for i := range s.Conditions {
+					s.Conditions[i].LastTransitionTime = *at(time.Hour)
+				}
+				return s
+			}},
+		{name: "sorted, times truncated, message cut", set: twoContainers},
+		{name: "unchanged: skipped", cached: ptr.To(runningStatus(true)), set: func() v1.PodStatus { return runningStatus(true) }},
+		{name: "deleting: forced", deleting: true, cached: ptr.To(runningStatus(true)), set: func() v1.PodStatus { return runningStatus(true) }},
+		{name: "illegal transition refused", cached: ptr.To(twoContainers()),
+			set: func() v1.PodStatus {
+				s := twoContainers()
+				s.ContainerStatuses[0].State = runningStatus(true).ContainerStatuses[0].State
+				return s
+			},
+			wantErr: statusmgr.ErrIllegalTransition},
+		{name: "terminal phase left: refused", cached: ptr.To(preset("succeeded")), set: func() v1.PodStatus { return runningStatus(true) },
+			wantErr: statusmgr.ErrInvalidPhase},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := testPod("p", "u1")
+			pod.Generation = 3
+			pod.Spec.RestartPolicy = v1.RestartPolicyNever // a terminated container stays so
+			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: "z", Image: "busybox"})
+			if tc.deleting {
+				pod = deleting(pod)
+			}
+			podBefore := pod.DeepCopy()
+			run := func(noCopy bool) (v1.PodStatus, error, statusmgr.Stats, int) {
+				m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI(),
+					Clock: clocktesting.NewFakeClock(epoch.Add(90 * time.Minute))})
+				must(t, err)
+				if tc.cached != nil {
+					must(t, m.SetPodStatus(pod, *tc.cached.DeepCopy()))
+				}
+				set := m.SetPodStatus
+				if noCopy {
+					set = m.SetPodStatusNoCopy
+				}
+				err = set(pod, tc.set())
+				got, _ := m.GetPodStatus("u1")
+				return got, err, m.Stats(), len(m.TakeSyncs())
+			}
+			want, wantErr, wantStats, wantSyncs := run(false)
+			got, err, stats, syncs := run(true)
+			if !errors.Is(wantErr, tc.wantErr) || !errors.Is(err, tc.wantErr) || (err == nil) != (wantErr == nil) {
+				t.Errorf("error %v, SetPodStatus's %v, want %v", err, wantErr, tc.wantErr)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("cached status differs from SetPodStatus's (-SetPodStatus +NoCopy):\n%s", diff)
+			}
+			if stats != wantStats || syncs != wantSyncs {
+				t.Errorf("stats %+v and %d syncs, SetPodStatus's %+v and %d", stats, syncs, wantStats, wantSyncs)
+			}
+			if diff := cmp.Diff(podBefore, pod); diff != "" {
+				t.Errorf("pod changed (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// SetPodStatusNoCopy caches the status it is given, without a copy: the cached status
+// shares its memory (what the node agent's generated status, its own, saves), while the
+// pod, its status and the old cached version stay as they were.
+func TestManagerSetPodStatusNoCopyTakesTheStatus(t *testing.T) {
+	pod := testPod("p", "u1")
+	pod.Status = runningStatus(false)
+	podBefore := pod.DeepCopy()
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI(pod)})
+	must(t, err)
+	must(t, m.SetPodStatusNoCopy(pod, runningStatus(false)))
+	old, _ := m.PodStatusView("u1")
+	oldBefore := old.DeepCopy()
+
+	given := runningStatus(true)
+	must(t, m.SetPodStatusNoCopy(pod, given))
+	view, _ := m.PodStatusView("u1")
+	if &view.ContainerStatuses[0] != &given.ContainerStatuses[0] || &view.Conditions[0] != &given.Conditions[0] {
+		t.Error("the cached status is a copy of the given one")
+	}
+	if !view.ContainerStatuses[0].Ready {
+		t.Errorf("cached %+v, want the given (ready) status", view.ContainerStatuses[0])
+	}
+	if diff := cmp.Diff(*oldBefore, old); diff != "" {
+		t.Errorf("the older version changed (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(podBefore, pod); diff != "" {
+		t.Errorf("pod changed (-before +after):\n%s", diff)
+	}
 }

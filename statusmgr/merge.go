@@ -1,6 +1,8 @@
 package statusmgr
 
 import (
+	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -53,42 +55,15 @@ func MergePodStatusAt(pod *v1.Pod, oldStatus, newStatus v1.PodStatus, couldHaveR
 
 // mergeStatus is MergePodStatusAt without the copy, for the manager's syncs, which only
 // read the result: it shares memory with oldStatus and newStatus (its Conditions slice
-// is its own) and modifies neither.
+// too when the merged conditions are exactly newStatus's, else it is its own) and
+// modifies neither.
 func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) v1.PodStatus {
 	merged := *newStatus
 
 	transitioning := !IsTerminalPhase(oldStatus.Phase) && IsTerminalPhase(newStatus.Phase)
 	takeDisruption := transitioning && !couldHaveRunningContainers
-	var conds []v1.PodCondition
-	if n := mergedConditionCount(oldStatus.Conditions, newStatus.Conditions, takeDisruption); n > 0 {
-		conds = make([]v1.PodCondition, 0, n)
-	}
-	for i := range oldStatus.Conditions {
-		if !IsKubeletOwnedCondition(oldStatus.Conditions[i].Type) {
-			conds = append(conds, oldStatus.Conditions[i])
-		}
-	}
-	for i := range newStatus.Conditions {
-		c := newStatus.Conditions[i]
-		switch {
-		case IsKubeletOwnedCondition(c.Type):
-			conds = append(conds, c)
-		case c.Type == v1.DisruptionTarget && takeDisruption:
-			c.LastTransitionTime = metav1.NewTime(now)
-			if j := findCondition(oldStatus.Conditions, c.Type); j >= 0 && oldStatus.Conditions[j].Status == c.Status {
-				c.LastTransitionTime = oldStatus.Conditions[j].LastTransitionTime
-			}
-			if j := findCondition(conds, c.Type); j >= 0 {
-				conds[j] = c
-			} else {
-				conds = append(conds, c)
-			}
-		}
-	}
-	if len(conds) == 0 {
-		conds = nil
-	}
-	merged.Conditions = conds
+	var shared bool
+	merged.Conditions, shared = mergeConditions(oldStatus.Conditions, newStatus.Conditions, takeDisruption, now)
 
 	merged.ResourceClaimStatuses = oldStatus.ResourceClaimStatuses
 	merged.ExtendedResourceClaimStatus = oldStatus.ExtendedResourceClaimStatus
@@ -112,6 +87,9 @@ func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunni
 		if pod != nil {
 			gen = pod.Generation
 		}
+		if shared {
+			merged.Conditions = slices.Clone(merged.Conditions) // putCondition writes in place
+		}
 		for _, t := range [...]v1.PodConditionType{v1.ContainersReady, v1.PodReady} {
 			merged.Conditions = putCondition(merged.Conditions, v1.PodCondition{
 				Type:               t,
@@ -123,6 +101,59 @@ func mergeStatus(pod *v1.Pod, oldStatus, newStatus *v1.PodStatus, couldHaveRunni
 	}
 	return merged
 }
+
+// mergeConditions is rules 1 and 3 of MergePodStatusAt: the merged conditions, nil if
+// none. When they are exactly new's (no condition of old is kept, every condition of new
+// is the kubelet's), the result is new itself, not a copy, and shared is true.
+func mergeConditions(old, new []v1.PodCondition, takeDisruption bool, now time.Time) (conds []v1.PodCondition, shared bool) {
+	n := mergedConditionCount(old, new, takeDisruption)
+	if n == 0 {
+		return nil, false
+	}
+	if n == len(new) && !slices.ContainsFunc(new, func(c v1.PodCondition) bool { return !IsKubeletOwnedCondition(c.Type) }) {
+		return new, true
+	}
+	conds = make([]v1.PodCondition, 0, n)
+	for i := range old {
+		if !IsKubeletOwnedCondition(old[i].Type) {
+			conds = append(conds, old[i])
+		}
+	}
+	for i := range new {
+		c := new[i]
+		switch {
+		case IsKubeletOwnedCondition(c.Type):
+			conds = append(conds, c)
+		case c.Type == v1.DisruptionTarget && takeDisruption:
+			c.LastTransitionTime = metav1.NewTime(now)
+			if j := findCondition(old, c.Type); j >= 0 && old[j].Status == c.Status {
+				c.LastTransitionTime = old[j].LastTransitionTime
+			}
+			if j := findCondition(conds, c.Type); j >= 0 {
+				conds[j] = c
+			} else {
+				conds = append(conds, c)
+			}
+		}
+	}
+	return conds, false
+}
+
+// mergedStatusPatch is the patch from server's status to the merge of status into it
+// (mergeStatus, then StatusPatch with server's UID). The merged status lives in a pooled
+// struct for the call only (StatusPatch keeps no reference to it): passed through
+// StatusPatch's table of field patchers, it would otherwise escape, an allocation per sync.
+func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) (patch []byte, unchanged bool, err error) {
+	merged := mergedStatuses.Get().(*v1.PodStatus)
+	*merged = mergeStatus(server, &server.Status, status, couldHaveRunningContainers, now)
+	patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
+	*merged = v1.PodStatus{} // keeps nothing alive
+	mergedStatuses.Put(merged)
+	return patch, unchanged, err
+}
+
+// mergedStatuses holds mergedStatusPatch's structs between calls.
+var mergedStatuses = sync.Pool{New: func() any { return new(v1.PodStatus) }}
 
 // mergedConditionCount is the number of conditions mergeStatus keeps at most: old's not
 // owned by the kubelet, new's owned by it, and new's DisruptionTarget when it is taken

@@ -211,6 +211,17 @@ func TestMergePodStatusAt(t *testing.T) {
 			if diff := cmp.Diff(*newCopy, tc.new); diff != "" {
 				t.Errorf("new status modified:\n%s", diff)
 			}
+			// mergeStatus, the manager's, merges the same without the copy, and modifies
+			// neither input either (its conditions may be new's own).
+			if diff := cmp.Diff(tc.want, mergeStatus(tc.pod, &tc.old, &tc.new, tc.couldRun, now)); diff != "" {
+				t.Errorf("mergeStatus (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(*oldCopy, tc.old); diff != "" {
+				t.Errorf("old status modified by mergeStatus:\n%s", diff)
+			}
+			if diff := cmp.Diff(*newCopy, tc.new); diff != "" {
+				t.Errorf("new status modified by mergeStatus:\n%s", diff)
+			}
 			// The result shares no memory with the inputs.
 			for i := range got.Conditions {
 				got.Conditions[i].Reason = "mutated"
@@ -229,6 +240,42 @@ func TestMergePodStatusAt(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// mergeConditions hands back new itself when the merged conditions are exactly new's, and
+// a list of its own otherwise.
+func TestMergeConditionsShares(t *testing.T) {
+	ready := cond(v1.PodReady, v1.ConditionTrue, "", t0)
+	sched := cond(v1.PodScheduled, v1.ConditionTrue, "", t0)
+	custom := cond("example.com/gate", v1.ConditionTrue, "", t0)
+	dt := cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
+	tests := []struct {
+		name     string
+		old, new []v1.PodCondition
+		take     bool
+		want     []v1.PodCondition
+		shared   bool
+	}{
+		{name: "none", want: nil},
+		{name: "kubelet's only, old's replaced", old: []v1.PodCondition{sched}, new: []v1.PodCondition{ready, sched},
+			want: []v1.PodCondition{ready, sched}, shared: true},
+		{name: "old's custom kept", old: []v1.PodCondition{custom}, new: []v1.PodCondition{ready},
+			want: []v1.PodCondition{custom, ready}},
+		{name: "new's custom dropped", new: []v1.PodCondition{ready, custom}, want: []v1.PodCondition{ready}},
+		{name: "new's DisruptionTarget taken", new: []v1.PodCondition{ready, dt}, take: true,
+			want: []v1.PodCondition{ready, cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0.Add(time.Hour))}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, shared := mergeConditions(tc.old, tc.new, tc.take, t0.Add(time.Hour))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+			if isNew := len(got) > 0 && &got[0] == &tc.new[0]; shared != tc.shared || isNew != tc.shared {
+				t.Errorf("shared %v (new's own list: %v), want %v", shared, isNew, tc.shared)
+			}
+		})
+	}
+}
 
 func TestMergePodStatusUsesWallClock(t *testing.T) {
 	before := time.Now().Add(-time.Second)

@@ -356,8 +356,7 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		}
 		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
 	}
-	merged := mergeStatus(server, &server.Status, &p.in.Status, p.in.CouldRunContainers, now)
-	patch, unchanged, err := StatusPatch(server.UID, &server.Status, &merged)
+	patch, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now)
 	if err != nil {
 		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
 			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})

@@ -32,7 +32,9 @@ func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition
 		c.Reason = ReasonUnknownContainerStatuses
 		return c
 	}
-	var unknown, unready []string
+	// Room for a few names on the stack: the lists live only as long as the message is built.
+	var unknownRoom, unreadyRoom [4]string
+	unknown, unready := unknownRoom[:0], unreadyRoom[:0]
 	check := func(name string, statuses []v1.ContainerStatus) {
 		for i := range statuses {
 			if statuses[i].Name == name {
@@ -76,6 +78,7 @@ func ContainersReadyCondition(pod *v1.Pod, status *v1.PodStatus) v1.PodCondition
 // each part only when it names a container), without fmt.
 func notReadyMessage(unknown, unready []string) string {
 	var b strings.Builder
+	b.Grow(notReadyMessageLen(unknown) + notReadyMessageLen(unready))
 	part := func(what string, names []string) {
 		if len(names) == 0 {
 			return
@@ -97,6 +100,19 @@ func notReadyMessage(unknown, unready []string) string {
 	part("unknown", unknown)
 	part("unready", unready)
 	return b.String()
+}
+
+// notReadyMessageLen is the length of notReadyMessage's part for names at most (its
+// longest kind, "unknown" or "unready", and the separator before it included).
+func notReadyMessageLen(names []string) int {
+	if len(names) == 0 {
+		return 0
+	}
+	n := len(", containers with unknown status: []") + len(names) - 1
+	for _, name := range names {
+		n += len(name)
+	}
+	return n
 }
 
 // PodReadyCondition computes the Ready condition of pod from status (the kubelet's

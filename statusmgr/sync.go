@@ -46,8 +46,7 @@ func (m *Manager) reconcile() {
 		if m.couldRun != nil {
 			couldRun = m.couldRun(s.uid)
 		}
-		merged := mergeStatus(src, &src.Status, s.status, couldRun, now)
-		if _, unchanged, err := StatusPatch(src.UID, &src.Status, &merged); err == nil && !unchanged {
+		if _, unchanged, err := mergedStatusPatch(src, s.status, couldRun, now); err == nil && !unchanged {
 			stale = append(stale, s)
 		}
 	}
