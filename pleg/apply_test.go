@@ -188,22 +188,7 @@ func TestConcurrentRefreshes(t *testing.T) {
 		}
 	}
 
-	last := map[string]EventType{}
-	for {
-		var e *PodLifecycleEvent
-		select {
-		case e = <-r.Events():
-		default:
-		}
-		if e == nil {
-			break
-		}
-		id, _ := e.Data.(string)
-		if prev, ok := last[id]; ok && prev == e.Type {
-			t.Errorf("pod %s: %s %s twice in a row", e.ID, e.Type, id)
-		}
-		last[id] = e.Type
-	}
+	last := lastAlternating(t, drainEvents(r.Events()))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i := range pods {
@@ -363,14 +348,7 @@ func TestConcurrentAppliesAcrossStripes(t *testing.T) {
 		}
 	}
 
-	last := map[string]EventType{}
-	for _, e := range drainEvents(r.Events()) {
-		id, _ := e.Data.(string)
-		if prev, ok := last[id]; ok && prev == e.Type {
-			t.Errorf("pod %s: %s %s twice in a row", e.ID, e.Type, id)
-		}
-		last[id] = e.Type
-	}
+	last := lastAlternating(t, drainEvents(r.Events()))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if got := r.recordCount(); got != len(uids) {
@@ -393,6 +371,22 @@ func TestConcurrentAppliesAcrossStripes(t *testing.T) {
 			t.Errorf("record of %s: %s is %s, want %s", u, c, got, want)
 		}
 	}
+}
+
+// lastAlternating returns the type of each container's last event in events (by the
+// container ID in Data), failing the test where a container has the same type twice in a
+// row.
+func lastAlternating(t *testing.T, events []*PodLifecycleEvent) map[string]EventType {
+	t.Helper()
+	last := map[string]EventType{}
+	for _, e := range events {
+		id, _ := e.Data.(string)
+		if prev, ok := last[id]; ok && prev == e.Type {
+			t.Errorf("pod %s: %s %s twice in a row", e.ID, e.Type, id)
+		}
+		last[id] = e.Type
+	}
+	return last
 }
 
 // drainEvents returns the events waiting on ch, in order.
