@@ -308,7 +308,13 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
 		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
 	}
-	r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts)
+	if !r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts) {
+		// The cache kept a newer observation that is not in the record (a refresh of the
+		// pod failed meanwhile: its error is cached): keep the old record and fetch the pod
+		// again at the next relist, so that the error does not stay cached.
+		rec.reinspect = true
+		return nil
+	}
 	rec.reinspect = false
 	if same {
 		rec.view.setStates(p)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -671,4 +672,65 @@ func TestRelistListOrder(t *testing.T) {
 			},
 		})
 	})
+}
+
+// TestRelistAfterAFailedRefresh: a refresh of a pod fails while a relist waits for the same
+// pod's status (the refresh's error is cached as the newer observation). The relist must not
+// take its older status as handled: the next relist fetches the pod again, so the cache
+// ends with the pod's status, not the error, and the container's death is reported once.
+func TestRelistAfterAFailedRefresh(t *testing.T) {
+	fake := newFakeRuntime(mkPod("a", "s:sa:r", "c:a1:r"))
+	var armed atomic.Bool
+	entered, release := make(chan struct{}), make(chan struct{})
+	rt := &probeRuntime{RuntimeService: fake, onStatus: func(types.UID) {
+		if armed.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+	}}
+	r, cache, clk := newTestRelister(t, rt, nil)
+	ctx := t.Context()
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drainEvents(r.Events())
+	fake.set(mkPod("a", "s:sa:r", "c:a1:e"))
+	clk.Step(time.Second)
+	armed.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- r.Relist(ctx) }()
+	<-entered // the relist waits in its PodStatus call for pod a
+	clk.Step(time.Second)
+	fake.failStatus("a", errors.New("boom"))
+	if _, err := r.Refresh(ctx, "a"); !errors.Is(err, ErrPodStatus) {
+		t.Fatalf("refresh: %v, want an error wrapping ErrPodStatus", err)
+	}
+	fake.failStatus("a", nil)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cache.Get("a"); err == nil {
+		t.Fatal("the refresh's newer error is not cached")
+	}
+	clk.Step(time.Second)
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cache.Get("a")
+	if err != nil {
+		t.Fatalf("after the next relist the cache still has the refresh's error: %v", err)
+	}
+	if cs := st.FindContainerStatusByName("n-a1"); cs == nil || cs.State != ContainerStateExited {
+		t.Errorf("container a1 in the cache: %+v, want exited", cs)
+	}
+	died := 0
+	for _, e := range drainEvents(r.Events()) {
+		if e.Type == ContainerDied {
+			died++
+		}
+	}
+	if died != 1 {
+		t.Errorf("%d ContainerDied events, want 1", died)
+	}
 }
