@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,7 @@ func (r *Relister) locksFree() bool {
 	locks := []interface {
 		TryLock() bool
 		Unlock()
-	}{&r.mu, &r.relistMu}
+	}{&r.mu, &r.relistMu, &r.cache.updateMu}
 	for i := range r.stripes {
 		locks = append(locks, &r.stripes[i].lock)
 	}
@@ -208,6 +209,34 @@ func TestConcurrentRefreshes(t *testing.T) {
 		if got := rec.view.entries[rec.view.index(c)].state.state(); got != ContainerStateExited {
 			t.Errorf("record of %s: %s is %s, want exited", u, c, got)
 		}
+	}
+}
+
+// TestPushWaitsForItsStripe: a push caches its status only once it holds its pod's stripe
+// lock (the cache write and the record change together). With the stripe held, as an apply
+// of another pod of the stripe holds it, a newer push of the pod must not reach the cache;
+// once the stripe is free it does.
+func TestPushWaitsForItsStripe(t *testing.T) {
+	r, cache, _ := newTestRelister(t, newFakeRuntime(), nil)
+	first := statusOf(mkPod("a", "c:a1:r"))
+	if _, err := r.PushStatus(first, t0); err != nil {
+		t.Fatal(err)
+	}
+	second := statusOf(mkPod("a", "c:a1:e"))
+	s := r.stripe("a")
+	s.lock.Lock()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = r.PushStatus(second, t0.Add(time.Second)) })
+	for range 100 { // give the push every chance to run up to the stripe lock
+		runtime.Gosched()
+	}
+	if st, _ := cache.Get("a"); st == nil || st.ContainerStatuses[0].State != ContainerStateRunning {
+		t.Errorf("a push cached its status while its pod's stripe was locked: %+v", st)
+	}
+	s.lock.Unlock()
+	wg.Wait()
+	if st, _ := cache.Get("a"); st == nil || st.ContainerStatuses[0].State != ContainerStateExited {
+		t.Errorf("after the stripe was free the cache has %+v, want the second push's status", st)
 	}
 }
 

@@ -298,8 +298,8 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	if rec.epoch == r.epoch {
 		return nil // a refresh or push applied a newer observation meanwhile
 	}
-	// A refresh of another pod may have used the scratch buffer: diff again.
-	r.changes, same = appendChanges(r.changes[:0], &rec.view, p)
+	// rec.view and r.changes are as above: only an apply changes a view (and then the
+	// epoch), and only relists, which run one at a time, use r.changes.
 	if err != nil {
 		// Keep the old record: the same differences come back at the next relist.
 		r.cache.Set(p.ID, status, err, ts)

@@ -178,19 +178,15 @@ func shortState(s string) ContainerState {
 // pod (the order of different pods is not specified; the order within a pod is).
 func drain(ch <-chan *PodLifecycleEvent) []string {
 	var out []string
-	for {
-		select {
-		case e := <-ch:
-			if e.Data == nil {
-				out = append(out, fmt.Sprintf("%s %s", e.ID, e.Type))
-			} else {
-				out = append(out, fmt.Sprintf("%s %s %v", e.ID, e.Type, e.Data))
-			}
-		default:
-			slices.SortStableFunc(out, func(a, b string) int {
-				return strings.Compare(strings.Fields(a)[0], strings.Fields(b)[0])
-			})
-			return out
+	for _, e := range drainEvents(ch) {
+		if e.Data == nil {
+			out = append(out, fmt.Sprintf("%s %s", e.ID, e.Type))
+		} else {
+			out = append(out, fmt.Sprintf("%s %s %v", e.ID, e.Type, e.Data))
 		}
 	}
+	slices.SortStableFunc(out, func(a, b string) int {
+		return strings.Compare(strings.Fields(a)[0], strings.Fields(b)[0])
+	})
+	return out
 }

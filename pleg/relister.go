@@ -220,12 +220,12 @@ func (r *Relister) stripe(uid types.UID) *podStripe {
 	return &r.stripes[maphash.String(r.podSeed, string(uid))%podStripes]
 }
 
-// record returns the record of uid, nil if none. r.mu must be held for writing, or
-// s.lock.
+// record returns the record of uid, nil if none. r.mu must be held for writing, or for
+// reading together with s.lock.
 func (s *podStripe) record(uid types.UID) *podRecord { return s.records[uid] }
 
 // newRecord records pod uid, with an empty view whose entries are inline. r.mu must be
-// held for writing, or s.lock.
+// held for writing, or for reading together with s.lock.
 func (s *podStripe) newRecord(uid types.UID) *podRecord {
 	rec := &podRecord{uid: uid}
 	rec.view.entries = rec.inline[:0]
@@ -317,7 +317,8 @@ func New(cfg Config) (*Relister, error) {
 // reading when its own context ends.
 func (r *Relister) Events() <-chan *PodLifecycleEvent { return r.events }
 
-// DroppedEvents returns how many events were dropped because the channel was full.
+// DroppedEvents returns how many events were dropped because the channel was full. The
+// drops of a relist in progress are counted when it ends; those of a refresh or push at once.
 func (r *Relister) DroppedEvents() uint64 {
 	n := r.dropped.Load()
 	for i := range r.stripes {

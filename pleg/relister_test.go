@@ -398,7 +398,11 @@ func TestEventDataAfterDrops(t *testing.T) {
 		} else if err := r.Relist(ctx); err != nil {
 			t.Fatal(err)
 		}
-		e := <-r.Events()
+		events := drainEvents(r.Events())
+		if len(events) != 1 {
+			t.Fatalf("%d events, want 1", len(events))
+		}
+		e := events[0]
 		if got := fmt.Sprintf("%s %s %v", e.ID, e.Type, e.Data); got != step.want || e.Data != any("a2") {
 			t.Fatalf("event %q (Data %#v), want %q", got, e.Data, step.want)
 		}
