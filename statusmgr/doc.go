@@ -73,13 +73,14 @@
 // and wake the loop. They prepare the version (copy, compare, normalize) without the
 // manager's lock and take it only to read the pod's entry and to store the result.
 // SetPodStatusNoCopy is SetPodStatus for a status built for the call alone (a node agent's
-// freshly generated one): the manager takes it over instead of copying it. Run is the loop: it syncs changed pods at once and, every SyncPeriod
-// (default 10 s), every pod that still needs it, at most MaxConcurrentWrites at once, on
-// writer goroutines it starts as needed (at most MaxConcurrentWrites; an idle one stays
-// parked for the next write, and all end with Run's context). It keeps two queues, each in arrival order: the pods not finished,
-// written by at most MaxConcurrentStatusWrites writers (a pod's versions set while it
-// waits are sent as one), and the finished pods, which take every other slot; a pod that
-// finishes while queued moves to the second queue. A pod changed while its write is in
+// freshly generated one): the manager takes it over instead of copying it. Run is the
+// loop: it syncs changed pods at once and, every SyncPeriod (default 10 s), every pod that
+// still needs it, at most MaxConcurrentWrites at once, on writer goroutines it starts as
+// needed (at most MaxConcurrentWrites; an idle one stays parked for the next write, and
+// all end with Run's context). It keeps two queues, each in arrival order: the pods not
+// finished, written by at most MaxConcurrentStatusWrites writers (a pod's versions set
+// while it waits are sent as one), and the finished pods, which take every other slot; a
+// pod that finishes while queued moves to the second queue. A pod changed while its write is in
 // flight is written again once that write returns, with its newest version. Sync does one
 // full pass synchronously, the finished pods first, with the same bounds (shared with
 // Run's writes), and returns the errors.

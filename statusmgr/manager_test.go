@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -789,8 +790,11 @@ func TestManagerSetPodStatusNoCopy(t *testing.T) {
 		name     string
 		deleting bool
 		cached   *v1.PodStatus // set first, with SetPodStatus
-		set      func() v1.PodStatus
-		wantErr  error
+		// forget makes the manager forget the pod (RemoveOrphanedStatuses) while the set
+		// prepares its status (at its first clock read), so that the set retries.
+		forget  bool
+		set     func() v1.PodStatus
+		wantErr error
 	}{
 		{name: "first status, start time stamped", set: func() v1.PodStatus { return runningStatus(false) }},
 		{name: "zero start time stamped", set: func() v1.PodStatus { return withStart(runningStatus(false), &metav1.Time{}) }},
@@ -804,6 +808,8 @@ func TestManagerSetPodStatusNoCopy(t *testing.T) {
 				}
 				return s
 			}},
+		{name: "retried from the status as given", cached: ptr.To(withStart(runningStatus(false), at(time.Minute))), forget: true,
+			set: func() v1.PodStatus { return withStart(runningStatus(true), at(2*time.Minute)) }},
 		{name: "sorted, times truncated, message cut", set: twoContainers},
 		{name: "unchanged: skipped", cached: ptr.To(runningStatus(true)), set: func() v1.PodStatus { return runningStatus(true) }},
 		{name: "deleting: forced", deleting: true, cached: ptr.To(runningStatus(true)), set: func() v1.PodStatus { return runningStatus(true) }},
@@ -828,11 +834,14 @@ func TestManagerSetPodStatusNoCopy(t *testing.T) {
 			}
 			podBefore := pod.DeepCopy()
 			run := func(noCopy bool) (v1.PodStatus, error, statusmgr.Stats, int) {
-				m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI(),
-					Clock: clocktesting.NewFakeClock(epoch.Add(90 * time.Minute))})
+				clk := &hookClock{FakeClock: clocktesting.NewFakeClock(epoch.Add(90 * time.Minute))}
+				m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI(), Clock: clk})
 				must(t, err)
 				if tc.cached != nil {
 					must(t, m.SetPodStatus(pod, *tc.cached.DeepCopy()))
+				}
+				if tc.forget {
+					clk.arm(func() { m.RemoveOrphanedStatuses(map[types.UID]bool{}) })
 				}
 				set := m.SetPodStatus
 				if noCopy {
@@ -858,6 +867,21 @@ func TestManagerSetPodStatusNoCopy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hookClock is a fake clock that runs a hook at its first Now after arm.
+type hookClock struct {
+	*clocktesting.FakeClock
+	hook atomic.Pointer[func()]
+}
+
+func (c *hookClock) arm(hook func()) { c.hook.Store(&hook) }
+
+func (c *hookClock) Now() time.Time {
+	if h := c.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return c.FakeClock.Now()
 }
 
 // SetPodStatusNoCopy caches the status it is given, without a copy: the cached status
