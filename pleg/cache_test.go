@@ -243,8 +243,11 @@ func TestCacheWaiterDeadline(t *testing.T) {
 
 // globalTime returns the global timestamp (every shard has it once UpdateTime returned);
 // zero before the first UpdateTime.
-func (c *Cache) globalTime() time.Time {
-	s := &c.shards[0]
+func (c *Cache) globalTime() time.Time { return c.shardGlobal(0) }
+
+// shardGlobal returns shard i's copy of the global timestamp.
+func (c *Cache) shardGlobal(i int) time.Time {
+	s := &c.shards[i]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.global
@@ -299,12 +302,7 @@ func TestCacheConcurrentWaiters(t *testing.T) {
 // a shard's lock), so that every shard ends with the global timestamp of the last one.
 func TestCacheUpdateTimeSerialized(t *testing.T) {
 	c := NewCache()
-	global := func(i int) time.Time {
-		s := &c.shards[i]
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.global
-	}
+	global := c.shardGlobal
 	t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
 	c.shards[1].mu.Lock()
 	var wg sync.WaitGroup
