@@ -119,9 +119,9 @@ func newW5API(n int) *w5API {
 // must be held until then.
 func (a *w5API) timed() func() {
 	goruntime.LockOSThread()
-	t0 := threadCPU()
+	t0 := work.ThreadCPU()
 	return func() {
-		a.apiCPU += threadCPU() - t0
+		a.apiCPU += work.ThreadCPU() - t0
 		goruntime.UnlockOSThread()
 	}
 }

@@ -10,9 +10,13 @@ import (
 )
 
 // CPU is the process's user+system CPU time so far.
-func CPU() time.Duration {
+func CPU() time.Duration { return rusageCPU(syscall.RUSAGE_SELF) }
+
+// rusageCPU is the user+system CPU time so far of who (a getrusage target); 0 if it
+// cannot be read.
+func rusageCPU(who int) time.Duration {
 	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	if err := syscall.Getrusage(who, &ru); err != nil {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
