@@ -140,11 +140,13 @@ func (n *Node) dispatch(u config.PodUpdate) {
 // (getPodsToSync, HandlePodSyncs), and the status manager's cached status comes first.
 func (n *Node) reconcile(p *v1.Pod) {
 	n.status.RefreshPod(p)
-	if _, known := n.workers.PodState(p.UID); known && needsReconcile(p) {
-		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
-		return
+	if needsReconcile(p) { // checked first: it needs no lock, and most pods do not
+		if _, known := n.workers.PodState(p.UID); known {
+			n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+			return
+		}
 	}
-	n.workers.RefreshPod(p)
+	n.workers.RefreshPod(p) // refused for an unknown pod
 }
 
 // needsReconcile: the server's status of a pod whose only change is its status asks
