@@ -80,12 +80,11 @@ func (n *Node) checkReady() bool {
 // HandlePodRemoves, HandlePodAdditions, HandlePodUpdates and HandlePodReconcile do.
 func (n *Node) dispatch(u config.PodUpdate) {
 	pods := u.Pods
-	if u.Op == config.Add {
-		// The kubelet admits new pods oldest first.
+	if u.Op == config.Add && !slices.IsSortedFunc(pods, olderFirst) {
+		// The kubelet admits new pods oldest first (a copy: the update's list is the
+		// config merge's).
 		pods = slices.Clone(pods)
-		slices.SortStableFunc(pods, func(a, b *v1.Pod) int {
-			return a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time)
-		})
+		slices.SortStableFunc(pods, olderFirst)
 	}
 	for _, p := range pods {
 		if p == nil {
@@ -193,6 +192,11 @@ func (n *Node) updatePod(opts podworker.UpdatePodOptions) {
 		n.emit(e)
 		n.log.Error("pod worker update failed", append(keys, "err", err)...)
 	}
+}
+
+// olderFirst orders pods by creation time, oldest first.
+func olderFirst(a, b *v1.Pod) int {
+	return a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time)
 }
 
 // handlePLEG syncs the pod of a lifecycle event (the kubelet's HandlePodSyncs); events
@@ -324,8 +328,10 @@ func (n *Node) housekeeping(ctx context.Context) {
 			}
 			continue
 		}
-		n.emit(Event{Kind: EventRuntime, UID: rp.ID, Reason: ReasonRemovedLeftovers,
-			Message: fmt.Sprintf("removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)})
+		if n.observed() {
+			n.emit(Event{Kind: EventRuntime, UID: rp.ID, Reason: ReasonRemovedLeftovers,
+				Message: fmt.Sprintf("removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)})
+		}
 	}
 }
 
