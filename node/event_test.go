@@ -24,7 +24,7 @@ func TestEventsFormattedOnlyWhenObserved(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}}
 	reconcile := config.PodUpdate{Op: config.Reconcile, Source: SourceAPI, Pods: []*v1.Pod{pod}}
 	ev := &pleg.PodLifecycleEvent{ID: "uid-unknown", Type: pleg.ContainerStarted, Data: "c1"}
-	step := func(n *Node) { n.dispatch(reconcile); n.handlePLEG(ev) }
+	step := func(n *Node) { n.dispatch(reconcile); n.handlePLEGRun(ev) }
 
 	var got []Event
 	for _, observed := range []bool{false, true} {
