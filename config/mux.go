@@ -147,7 +147,8 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 	if firstSet {
 		m.markReady(u.Source)
 	}
-	out := stream(u.Source, c, firstSet)
+	var buf [maxStream]PodUpdate // on the stack: out does not outlive the call
+	out := stream(buf[:0], u.Source, c, firstSet)
 	sent := 0
 deliver:
 	for _, pu := range out {
@@ -169,9 +170,12 @@ deliver:
 	return nil
 }
 
-// stream orders one merge's changes the kubelet's way.
-func stream(source string, c Changes, firstSet bool) []PodUpdate {
-	var out []PodUpdate
+// maxStream is the most updates stream makes of one merge: one per op, and the first
+// Set's empty Add.
+const maxStream = 6
+
+// stream appends one merge's changes to out, ordered the kubelet's way, and returns it.
+func stream(out []PodUpdate, source string, c Changes, firstSet bool) []PodUpdate {
 	add := func(op Op, pods []*v1.Pod) {
 		if len(pods) > 0 {
 			out = append(out, PodUpdate{Pods: pods, Op: op, Source: source})

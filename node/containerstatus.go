@@ -82,17 +82,52 @@ func apiContainerID(prefix, id string) string {
 	if id == "" || strings.Contains(id, "://") {
 		return id
 	}
+	prefix = containerIDType(prefix)
+	return prefix + id
+}
+
+// containerIDType is the type prefix of API container IDs, ending in "://".
+func containerIDType(prefix string) string {
 	switch {
 	case prefix == "":
-		prefix = defaultContainerIDType
+		return defaultContainerIDType
 	case !strings.HasSuffix(prefix, "://"):
-		prefix += "://"
+		return prefix + "://"
 	}
-	return prefix + id
+	return prefix
+}
+
+// containerIDOf is apiContainerID(prefix, id), given as known when it equals known (the
+// container's ID in its old status), so that a container keeps one ID string from sync to
+// sync instead of a new one each time.
+func containerIDOf(prefix, id, known string) string {
+	if id == "" || strings.Contains(id, "://") {
+		return id
+	}
+	if t, ok := strings.CutSuffix(known, id); ok && len(known) > len(id) && isContainerIDType(t, prefix) {
+		return known
+	}
+	return apiContainerID(prefix, id)
+}
+
+// isContainerIDType reports whether t is containerIDType(prefix), without building it.
+func isContainerIDType(t, prefix string) bool {
+	switch {
+	case prefix == "":
+		return t == defaultContainerIDType
+	case strings.HasSuffix(prefix, "://"):
+		return t == prefix
+	}
+	p, ok := strings.CutSuffix(t, "://")
+	return ok && p == prefix
 }
 
 // convertStatuses is the kubelet's convertToAPIContainerStatuses for containers (the
 // spec's init, regular or ephemeral containers), without the prober's part.
+//
+// It builds one status per distinct container name in the slice it returns (a valid
+// pod has no two containers of one name; the last one of a name gives its default
+// status): no status is allocated on its own and copied afterwards.
 func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerStatus, containers []v1.Container,
 	hasInit, isInit, restarting bool, opts GenerateOptions) []v1.ContainerStatus {
 	if len(containers) == 0 {
@@ -105,29 +140,41 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	if hasInit {
 		defaultReason = ReasonPodInitializing
 	}
-	statuses := make(map[string]*v1.ContainerStatus, len(containers))
+	statuses := make([]v1.ContainerStatus, 0, len(containers))
+	// status returns the status of the container named name, nil if no container has it.
+	status := func(name string) *v1.ContainerStatus {
+		if i := statusIndex(statuses, name); i >= 0 {
+			return &statuses[i]
+		}
+		return nil
+	}
 	for i := range containers {
 		c := &containers[i]
+		st := status(c.Name)
+		if st == nil {
+			statuses = append(statuses, v1.ContainerStatus{})
+			st = &statuses[len(statuses)-1]
+		}
 		if rs.FindContainerStatusByName(c.Name) != nil {
-			// The runtime's newest instance gives its status (below): only the key now.
-			statuses[c.Name] = nil
+			// The runtime's newest instance gives its status (below): only the name now.
+			*st = v1.ContainerStatus{Name: c.Name}
 			continue
 		}
-		st := &v1.ContainerStatus{
+		o := oldStatus(c.Name)
+		if o != nil && o.State.Terminated != nil {
+			o.DeepCopyInto(st)
+			continue
+		}
+		*st = v1.ContainerStatus{
 			Name:         c.Name,
 			Image:        c.Image,
 			State:        v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: defaultReason}},
 			VolumeMounts: volumeMountStatuses(c),
 		}
-		if o := oldStatus(c.Name); o != nil {
-			if o.State.Terminated != nil {
-				st = o.DeepCopy()
-			} else {
-				st.RestartCount = o.RestartCount
-				o.LastTerminationState.DeepCopyInto(&st.LastTerminationState)
-			}
+		if o != nil {
+			st.RestartCount = o.RestartCount
+			o.LastTerminationState.DeepCopyInto(&st.LastTerminationState)
 		}
-		statuses[c.Name] = st
 	}
 
 	// A container that ran and vanished from the runtime.
@@ -140,7 +187,7 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 		if o == nil {
 			continue
 		}
-		st := statuses[c.Name]
+		st := status(c.Name)
 		if restarting && o.State.Waiting == nil {
 			st.State.Waiting = &v1.ContainerStateWaiting{Reason: ReasonRestartingAllContainers, Message: msgRestartingAll}
 			st.State.Terminated = nil
@@ -165,39 +212,46 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	}
 
 	// The two newest instances of each container: the newest gives the status, the
-	// one before it the last termination state.
-	seen := make(map[string]int, len(containers))
+	// one before it the last termination state. taken counts the instances taken per
+	// status (on the stack for the pods of a usual size).
+	var takenBuf [8]uint8
+	taken := takenBuf[:0]
+	if len(statuses) > len(takenBuf) {
+		taken = make([]uint8, len(statuses))
+	}
+	taken = taken[:len(statuses)]
 	for _, cs := range runtimeStatusesNewestFirst(rs) {
-		first, ok := statuses[cs.Name]
-		if !ok || seen[cs.Name] >= 2 {
+		j := statusIndex(statuses, cs.Name)
+		if j < 0 || taken[j] >= 2 {
 			continue
 		}
 		o := oldStatus(cs.Name)
-		st := convertRuntimeStatus(cs, o, restarting, opts.ContainerIDPrefix)
-		if cs.State == pleg.ContainerStateRunning && o != nil && o.Started != nil {
-			started := *o.Started
-			st.Started = &started
-		}
-		if seen[cs.Name] == 0 {
-			statuses[cs.Name] = st
+		if taken[j] == 0 {
+			st := &statuses[j]
+			convertRuntimeStatus(st, cs, o, restarting, opts.ContainerIDPrefix)
+			if cs.State == pleg.ContainerStateRunning && o != nil && o.Started != nil {
+				started := *o.Started
+				st.Started = &started
+			}
 		} else {
-			first.LastTerminationState = st.State
+			statuses[j].LastTerminationState = runtimeState(cs, o, restarting, apiContainerID(opts.ContainerIDPrefix, cs.ID))
 		}
-		seen[cs.Name]++
+		taken[j]++
 	}
 
 	// Containers to be (re)started: an init container assumed done, or the reason its
 	// last start failed.
 	for i := range containers {
 		c := &containers[i]
+		st := status(c.Name)
 		if isInit {
 			s := rs.FindContainerStatusByName(c.Name)
 			if s != nil && s.State == pleg.ContainerStateExited && s.ExitCode == 0 {
 				continue
 			}
 			if s == nil && !isRestartableInitContainer(c) && hasAnyRegularContainerCreated(pod, rs) &&
-				statuses[c.Name].State.Waiting != nil {
-				statuses[c.Name].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+				st.State.Waiting != nil {
+				st.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 					Reason: ReasonCompleted, Message: msgInitAssumedCompleted,
 				}}
 				continue
@@ -210,61 +264,79 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 		if !ok {
 			continue
 		}
-		st := statuses[c.Name]
 		if st.State.Terminated != nil {
 			st.LastTerminationState = st.State
 		}
 		st.State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: reason, Message: message}}
 	}
 
-	out := make([]v1.ContainerStatus, 0, len(statuses))
-	if isInit {
-		for i := range containers {
-			out = append(out, *statuses[containers[i].Name])
-		}
-		return out
+	if !isInit {
+		slices.SortFunc(statuses, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
+		return statuses
 	}
-	for _, st := range statuses {
-		out = append(out, *st)
+	if len(statuses) == len(containers) {
+		return statuses // in spec order
 	}
-	slices.SortFunc(out, func(a, b v1.ContainerStatus) int { return strings.Compare(a.Name, b.Name) })
+	// Init containers sharing a name: each gets the name's status, in spec order.
+	out := make([]v1.ContainerStatus, len(containers))
+	for i := range containers {
+		out[i] = *status(containers[i].Name)
+	}
 	return out
 }
 
-// convertRuntimeStatus converts one runtime instance; old is the container's last API
-// status (nil if none), read only: the result shares no memory with it.
-func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, idPrefix string) *v1.ContainerStatus {
-	cid := apiContainerID(idPrefix, cs.ID)
-	st := &v1.ContainerStatus{
+// statusIndex returns the index of the status named name, or -1.
+func statusIndex(statuses []v1.ContainerStatus, name string) int {
+	for i := range statuses {
+		if statuses[i].Name == name {
+			return i
+		}
+	}
+	return -1
+}
+
+// convertRuntimeStatus makes *st the status of one runtime instance; old is the
+// container's last API status (nil if none), read only: the result shares no memory
+// with it (strings aside).
+func convertRuntimeStatus(st *v1.ContainerStatus, cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, idPrefix string) {
+	known := ""
+	if old != nil {
+		known = old.ContainerID
+	}
+	cid := containerIDOf(idPrefix, cs.ID, known)
+	*st = v1.ContainerStatus{
 		Name:         cs.Name,
 		RestartCount: int32(cs.RestartCount),
 		Image:        cs.Image,
 		ImageID:      cs.ImageID,
 		ContainerID:  cid,
+		State:        runtimeState(cs, old, restarting, cid),
 	}
-	if old != nil {
-		if old.VolumeMounts != nil {
-			st.VolumeMounts = make([]v1.VolumeMountStatus, len(old.VolumeMounts))
-			for i := range old.VolumeMounts {
-				old.VolumeMounts[i].DeepCopyInto(&st.VolumeMounts[i])
-			}
-		}
-		st.RestartCount = max(st.RestartCount, old.RestartCount)
-		// A restart of all containers removes the old instance: carry its end over.
-		if old.ContainerID != cid && old.State.Terminated != nil {
-			st.LastTerminationState.Terminated = old.State.Terminated.DeepCopy()
-		} else if old.LastTerminationState.Terminated != nil {
-			st.LastTerminationState.Terminated = old.LastTerminationState.Terminated.DeepCopy()
-		}
+	if old == nil {
+		return
+	}
+	st.VolumeMounts = copyVolumeMounts(old.VolumeMounts)
+	st.RestartCount = max(st.RestartCount, old.RestartCount)
+	// A restart of all containers removes the old instance: carry its end over.
+	if old.ContainerID != cid && old.State.Terminated != nil {
+		st.LastTerminationState.Terminated = old.State.Terminated.DeepCopy()
+	} else if old.LastTerminationState.Terminated != nil {
+		st.LastTerminationState.Terminated = old.LastTerminationState.Terminated.DeepCopy()
 	}
 	switch {
+	case cs.State == pleg.ContainerStateRunning && old.State.Terminated != nil && old.RestartCount >= int32(cs.RestartCount):
+		st.RestartCount = old.RestartCount + 1
+	case cs.State == pleg.ContainerStateUnknown && old.State.Running != nil:
+		st.RestartCount = old.RestartCount + 1
+	}
+}
+
+// runtimeState is the API state of one runtime instance whose API container ID is cid;
+// old is the container's last API status (nil if none), read only.
+func runtimeState(cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, cid string) v1.ContainerState {
+	switch {
 	case cs.State == pleg.ContainerStateRunning:
-		st.State.Running = &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}
-		if old != nil && old.State.Terminated != nil && old.RestartCount >= int32(cs.RestartCount) {
-			st.RestartCount = old.RestartCount + 1
-		}
-	case cs.State == pleg.ContainerStateCreated:
-		st.State.Waiting = &v1.ContainerStateWaiting{}
+		return v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(cs.StartedAt)}}
 	case cs.State == pleg.ContainerStateExited:
 		reason := cs.Reason
 		if reason == "" {
@@ -273,14 +345,14 @@ func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, res
 				reason = ReasonError
 			}
 		}
-		st.State.Terminated = &v1.ContainerStateTerminated{
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 			ExitCode:    int32(cs.ExitCode),
 			Reason:      reason,
 			Message:     cs.Message,
 			StartedAt:   metav1.NewTime(cs.StartedAt),
 			FinishedAt:  metav1.NewTime(cs.FinishedAt),
 			ContainerID: cid,
-		}
+		}}
 	case cs.State == pleg.ContainerStateUnknown && old != nil && old.State.Running != nil:
 		// It ran and its end is unknown: report it terminated, never waiting, so a
 		// run-once container is not started twice.
@@ -288,12 +360,31 @@ func convertRuntimeStatus(cs *pleg.ContainerStatus, old *v1.ContainerStatus, res
 		if restarting {
 			reason = ReasonRestartingAllContainers
 		}
-		st.State.Terminated = &v1.ContainerStateTerminated{Reason: reason, Message: msgUnknownTerminated, ExitCode: exitCodeUnknown}
-		st.RestartCount = old.RestartCount + 1
-	default:
-		st.State.Waiting = &v1.ContainerStateWaiting{}
+		return v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: reason, Message: msgUnknownTerminated, ExitCode: exitCodeUnknown}}
+	default: // created, or unknown and not known to have run
+		return v1.ContainerState{Waiting: &v1.ContainerStateWaiting{}}
 	}
-	return st
+}
+
+// copyVolumeMounts deep-copies volume mount statuses (nil stays nil), their
+// RecursiveReadOnly values in one allocation.
+func copyVolumeMounts(ms []v1.VolumeMountStatus) []v1.VolumeMountStatus {
+	if ms == nil {
+		return nil
+	}
+	out := make([]v1.VolumeMountStatus, len(ms))
+	copy(out, ms)
+	var modes []v1.RecursiveReadOnlyMode
+	for i := range out {
+		if m := out[i].RecursiveReadOnly; m != nil {
+			if modes == nil {
+				modes = make([]v1.RecursiveReadOnlyMode, 0, len(ms)-i)
+			}
+			modes = append(modes, *m)
+			out[i].RecursiveReadOnly = &modes[len(modes)-1]
+		}
+	}
+	return out
 }
 
 // runtimeStatusesNewestFirst returns the runtime's container instances (nil ones
@@ -321,14 +412,20 @@ func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 // them. The runtime is taken not to support recursive read-only mounts, so a
 // read-only mount reports RecursiveReadOnly Disabled.
 func volumeMountStatuses(c *v1.Container) []v1.VolumeMountStatus {
-	var out []v1.VolumeMountStatus
-	for _, m := range c.VolumeMounts {
-		vs := v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
+	if len(c.VolumeMounts) == 0 {
+		return nil
+	}
+	out := make([]v1.VolumeMountStatus, len(c.VolumeMounts))
+	var modes []v1.RecursiveReadOnlyMode
+	for i, m := range c.VolumeMounts {
+		out[i] = v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}
 		if m.ReadOnly {
-			mode := v1.RecursiveReadOnlyDisabled
-			vs.RecursiveReadOnly = &mode
+			if modes == nil {
+				modes = make([]v1.RecursiveReadOnlyMode, 0, len(c.VolumeMounts)-i)
+			}
+			modes = append(modes, v1.RecursiveReadOnlyDisabled)
+			out[i].RecursiveReadOnly = &modes[len(modes)-1]
 		}
-		out = append(out, vs)
 	}
 	return out
 }
@@ -493,7 +590,7 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateO
 		st := &regular[i]
 		c := byName(pod.Spec.Containers, st.Name)
 		s := started(c, st)
-		st.Started = &s
+		setStarted(st, s)
 		if s {
 			st.Ready = ready(c, st)
 		}
@@ -502,7 +599,7 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateO
 		st := &init[i]
 		c := byName(pod.Spec.InitContainers, st.Name)
 		s := started(c, st)
-		st.Started = &s
+		setStarted(st, s)
 		if !isRestartableInitContainer(c) {
 			if t := st.State.Terminated; t != nil && t.ExitCode == 0 {
 				st.Ready = true
@@ -513,4 +610,14 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateO
 			st.Ready = ready(c, st)
 		}
 	}
+}
+
+// setStarted sets st.Started to started, in place when st has a Started of its own
+// already (every status convertStatuses builds owns what it points to).
+func setStarted(st *v1.ContainerStatus, started bool) {
+	if st.Started != nil {
+		*st.Started = started
+		return
+	}
+	st.Started = &started
 }

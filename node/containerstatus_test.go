@@ -3,6 +3,7 @@ package node_test
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -430,5 +431,75 @@ func TestGenerateAPIStatusSharesNothingWithOld(t *testing.T) {
 	scribble(&st)
 	if diff := cmp.Diff(want, old); diff != "" {
 		t.Errorf("old status changed with the result (-before +after):\n%s", diff)
+	}
+}
+
+// Containers sharing a name (an invalid pod) get one status per name, as the kubelet's
+// map of statuses by name gives them: the last container of the name gives the default, the runtime's newest instance of the name the state and
+// the one before it the last termination; an init container's status is listed once per
+// container, in spec order, and a regular container's once per name.
+func TestContainerStatusesOfSharedNames(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Name: "p", Namespace: "ns"}, Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "i", Image: "a"}, {Name: "i", Image: "b"}},
+		Containers:     []v1.Container{{Name: "c", Image: "a"}, {Name: "b", Image: "x"}, {Name: "c", Image: "b"}},
+	}}
+	rs := &pleg.PodStatus{ID: "u", ContainerStatuses: []*pleg.ContainerStatus{
+		{ID: "c2", Name: "c", Image: "b", State: pleg.ContainerStateRunning, CreatedAt: at.Add(2 * time.Second), StartedAt: at},
+		{ID: "c1", Name: "c", Image: "b", State: pleg.ContainerStateExited, ExitCode: 1, CreatedAt: at.Add(time.Second)},
+		{ID: "c0", Name: "c", Image: "b", State: pleg.ContainerStateExited, CreatedAt: at},
+	}}
+	st := node.GenerateAPIStatus(pod, rs, node.GenerateOptions{Now: at})
+	// A regular container exists: the init container the runtime lacks counts as done.
+	init := v1.ContainerStatus{Name: "i", Image: "b", Started: ptr.To(false), Ready: true,
+		State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: node.ReasonCompleted,
+			Message: "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally"}}}
+	c := v1.ContainerStatus{Name: "c", Image: "b", ContainerID: "podlife://c2", Started: ptr.To(true), Ready: true,
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}},
+		LastTerminationState: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+			ExitCode: 1, Reason: node.ReasonError, ContainerID: "podlife://c1"}}}
+	b := waitingReasonSt("b", node.ReasonPodInitializing)
+	b.Image, b.Started = "x", ptr.To(false)
+	if diff := cmp.Diff([]v1.ContainerStatus{init, init}, st.InitContainerStatuses); diff != "" {
+		t.Errorf("init container statuses (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]v1.ContainerStatus{b, c}, st.ContainerStatuses); diff != "" {
+		t.Errorf("container statuses (-want +got):\n%s", diff)
+	}
+}
+
+// A container keeps its ID string from one generated status to the next: the old status's
+// when it is the runtime ID with the type prefix, a new one otherwise.
+func TestGenerateAPIStatusKeepsContainerIDs(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u", Name: "p", Namespace: "ns"},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}}}
+	for _, tc := range []struct {
+		prefix, runtimeID, oldID, want string
+		kept                           bool
+	}{
+		{"", "id1", "podlife://id1", "podlife://id1", true},
+		{"containerd", "id1", "containerd://id1", "containerd://id1", true},
+		{"containerd://", "id1", "containerd://id1", "containerd://id1", true},
+		{"containerd", "id1", "containerd:/id1", "containerd://id1", false},
+		{"containerd", "id1", "cri-o://id1", "containerd://id1", false},
+		{"containerd", "id1", "containerd://xid1", "containerd://id1", false},
+		{"containerd", "id1", "id1", "containerd://id1", false},
+		{"", "id1", "://id1", "podlife://id1", false},
+		{"containerd", "id2", "containerd://id1", "containerd://id2", false},
+		{"containerd", "x://id1", "x://id1", "x://id1", true},
+	} {
+		rs := &pleg.PodStatus{ID: "u", ContainerStatuses: []*pleg.ContainerStatus{
+			{ID: tc.runtimeID, Name: "c", State: pleg.ContainerStateRunning, CreatedAt: at, StartedAt: at}}}
+		old := v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "c", ContainerID: tc.oldID,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(at)}}}}}
+		st := node.GenerateAPIStatus(pod, rs, node.GenerateOptions{Now: at, ContainerIDPrefix: tc.prefix, OldStatus: old})
+		got := st.ContainerStatuses[0].ContainerID
+		if got != tc.want {
+			t.Errorf("prefix %q, runtime ID %q, old %q: containerID %q, want %q", tc.prefix, tc.runtimeID, tc.oldID, got, tc.want)
+		}
+		if kept := unsafe.StringData(got) == unsafe.StringData(tc.oldID); kept != tc.kept {
+			t.Errorf("prefix %q, runtime ID %q, old %q: the old string kept %v, want %v", tc.prefix, tc.runtimeID, tc.oldID, kept, tc.kept)
+		}
 	}
 }

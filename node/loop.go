@@ -23,9 +23,16 @@ func (n *Node) loop(ctx context.Context) {
 	// delivered fires once every source's first full list is on the mux's channel (it
 	// may be after the loop took the list's last update); it is nil once ready.
 	delivered := n.mux.AllSourcesDelivered()
+	// next is a PLEG event taken from the channel but not handled yet (see
+	// handlePLEGRun): while there is one, it stands in for the channel.
+	var next *pleg.PodLifecycleEvent
 	for {
 		if delivered != nil && n.checkReady() {
 			delivered = nil
+		}
+		events, nextReady := n.relister.Events(), (<-chan struct{})(nil)
+		if next != nil {
+			events, nextReady = nil, closedChan
 		}
 		select {
 		case <-ctx.Done():
@@ -34,8 +41,10 @@ func (n *Node) loop(ctx context.Context) {
 			// checkReady runs at the top of the loop.
 		case u := <-n.mux.Updates():
 			n.dispatch(u)
-		case ev := <-n.relister.Events():
-			n.handlePLEG(ev)
+		case ev := <-events:
+			next = n.handlePLEGRun(ev)
+		case <-nextReady:
+			next = n.handlePLEGRun(next)
 		case <-housekeeping.C():
 			n.housekeeping(ctx)
 			housekeeping.Reset(n.cfg.HousekeepingPeriod)
@@ -80,12 +89,11 @@ func (n *Node) checkReady() bool {
 // HandlePodRemoves, HandlePodAdditions, HandlePodUpdates and HandlePodReconcile do.
 func (n *Node) dispatch(u config.PodUpdate) {
 	pods := u.Pods
-	if u.Op == config.Add {
-		// The kubelet admits new pods oldest first.
+	if u.Op == config.Add && !slices.IsSortedFunc(pods, olderFirst) {
+		// The kubelet admits new pods oldest first (a copy: the update's list is the
+		// config merge's).
 		pods = slices.Clone(pods)
-		slices.SortStableFunc(pods, func(a, b *v1.Pod) int {
-			return a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time)
-		})
+		slices.SortStableFunc(pods, olderFirst)
 	}
 	for _, p := range pods {
 		if p == nil {
@@ -195,11 +203,55 @@ func (n *Node) updatePod(opts podworker.UpdatePodOptions) {
 	}
 }
 
-// handlePLEG syncs the pod of a lifecycle event (the kubelet's HandlePodSyncs); events
-// of pods no source knows are dropped.
-func (n *Node) handlePLEG(ev *pleg.PodLifecycleEvent) {
+// olderFirst orders pods by creation time, oldest first.
+func olderFirst(a, b *v1.Pod) int {
+	return a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time)
+}
+
+// closedChan is always ready to receive from.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// handlePLEGRun handles ev and the events queued right behind it for the same pod that
+// come from the inspection ev came from, and returns the first queued event it did not
+// handle (nil if none is queued). The pod is synced once for all of them: an inspection
+// caches the pod's status before it sends the pod's events (a sandbox's and a
+// container's, say), so the sync ev asks for reads a status that holds what the later
+// ones report, and each of them would ask for a sync that finds nothing new (the
+// kubelet's pod workers merge such syncs when the first has not started yet). An event
+// queued after the relister cached a newer status of the pod (another inspection) is
+// returned, to be handled on its own.
+func (n *Node) handlePLEGRun(ev *pleg.PodLifecycleEvent) *pleg.PodLifecycleEvent {
+	p, ok := n.reportPLEG(ev)
+	if !ok {
+		return nil
+	}
+	// Read before the sync is asked for, so that the sync reads this status or a newer one.
+	seen, err := n.relister.LastStatus(ev.ID)
+	n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+	if err != nil {
+		return nil
+	}
+	for {
+		select {
+		case later := <-n.relister.Events():
+			if later == nil || later.ID != ev.ID {
+				return later
+			}
+			if now, err := n.relister.LastStatus(ev.ID); err != nil || now != seen {
+				return later
+			}
+			n.reportPLEG(later)
+		default:
+			return nil
+		}
+	}
+}
+
+// reportPLEG reports a lifecycle event and returns its pod, false for an event of a pod no
+// source knows (dropped: no sync).
+func (n *Node) reportPLEG(ev *pleg.PodLifecycleEvent) (*v1.Pod, bool) {
 	if ev == nil {
-		return
+		return nil, false
 	}
 	p, ok := n.pods.GetPodByUID(ev.ID)
 	if n.observed() {
@@ -210,10 +262,7 @@ func (n *Node) handlePLEG(ev *pleg.PodLifecycleEvent) {
 			n.emit(Event{Kind: EventPLEG, Pod: p, PLEG: string(ev.Type), Message: msg})
 		}
 	}
-	if !ok {
-		return
-	}
-	n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+	return p, ok
 }
 
 // housekeeping is the kubelet's HandlePodCleanups, skipped until every source is ready
@@ -324,8 +373,10 @@ func (n *Node) housekeeping(ctx context.Context) {
 			}
 			continue
 		}
-		n.emit(Event{Kind: EventRuntime, UID: rp.ID, Reason: ReasonRemovedLeftovers,
-			Message: fmt.Sprintf("removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)})
+		if n.observed() {
+			n.emit(Event{Kind: EventRuntime, UID: rp.ID, Reason: ReasonRemovedLeftovers,
+				Message: fmt.Sprintf("removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)})
+		}
 	}
 }
 

@@ -300,7 +300,8 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		if a.Err == nil && a.Pod == nil {
 			a.Err = fmt.Errorf("%w: PatchPodStatus returned neither a pod nor an error", ErrAPI)
 		}
-		if apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
+		// (Tested for an error first: IsConflict allocates even for nil.)
+		if a.Err != nil && apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
 			p.conflicts++
 			st.Stats.Conflicts++
 			p.server = nil // read it again
