@@ -18,8 +18,10 @@
 //     UPDATE and DELETE update it (a graceful delete is an update that carries the
 //     deletionTimestamp); REMOVE kills it; RECONCILE (only the status changed) records the
 //     pod and syncs it only when its Ready condition disagrees with its containers or it is
-//     terminal and deleted. A PLEG event syncs its pod; events of pods no source has are
-//     dropped.
+//     terminal and deleted. A PLEG event syncs its pod (the events queued right behind it
+//     for the same pod from the same inspection are reported with it and ask for no sync
+//     of their own: the sync reads a status that holds them); events of pods no source has
+//     are dropped.
 //   - Nothing is removed or killed for missing from the sources before every source of
 //     Config.Sources has delivered its first full list (a config.Set) to the loop: a
 //     REMOVE before that is refused (EventError, ErrSourcesNotReady) and housekeeping is
