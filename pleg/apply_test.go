@@ -465,3 +465,52 @@ func TestConcurrentDropsCounted(t *testing.T) {
 		t.Errorf("%d events delivered, want 1", got)
 	}
 }
+
+// TestRefreshAfterItsRecordVanished: a relist that drops a pod's record while a refresh
+// of the pod waits for the runtime (the pod vanished from the list) leaves the refresh
+// a stale record; the refresh applies the status to the pod's current record (a new
+// one), which a stale one would not be: no record would hold the pod afterwards.
+func TestRefreshAfterItsRecordVanished(t *testing.T) {
+	a := mkPod("a", "s:sa:r", "c:a1:r")
+	fake := newFakeRuntime(a)
+	var r *Relister
+	var armed bool
+	var stale *podRecord
+	rt := &probeRuntime{RuntimeService: fake, onStatus: func(uid types.UID) {
+		if !armed || stale != nil {
+			return
+		}
+		stale = r.recordFor(uid)
+		fake.removePod(uid)
+		if err := r.Relist(context.Background()); err != nil {
+			t.Error(err)
+		}
+		fake.setPod(a) // the runtime has it again when it answers
+	}}
+	r, cache, clk := newTestRelister(t, rt, nil)
+	ctx := context.Background()
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	armed = true
+	st, err := r.Refresh(ctx, "a")
+	if err != nil || !st.IsRunning() {
+		t.Fatalf("Refresh = %v, %v; want the running pod", st, err)
+	}
+	if stale == nil || !stale.vanished {
+		t.Fatalf("the relist during the refresh did not drop the pod's record (%+v)", stale)
+	}
+	r.mu.Lock()
+	rec := r.recordFor("a")
+	r.mu.Unlock()
+	if rec == nil || rec == stale {
+		t.Fatalf("record after the refresh = %p, want a new one (the stale one is %p)", rec, stale)
+	}
+	if got := rec.view.index("a1"); got < 0 || rec.view.entries[got].state.state() != ContainerStateRunning {
+		t.Errorf("the new record's view %+v lacks the running container a1", rec.view)
+	}
+	if cached, _ := cache.Get("a"); cached != st {
+		t.Errorf("cached %+v, want the refreshed status", cached)
+	}
+}
