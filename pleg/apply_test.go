@@ -514,3 +514,44 @@ func TestRefreshAfterItsRecordVanished(t *testing.T) {
 		t.Errorf("cached %+v, want the refreshed status", cached)
 	}
 }
+
+// TestApplyKeepsTheViewUpToDate: an apply whose status has the record's containers in
+// the same order updates their states in place, and one with the same containers under
+// a new name records the name; each sends the events of its changes.
+func TestApplyKeepsTheViewUpToDate(t *testing.T) {
+	r, _, _ := newTestRelister(t, newFakeRuntime(), nil)
+	steps := []struct {
+		pod    *Pod
+		events []EventType
+	}{
+		{mkPod("a", "s:sa:r", "c:a1:r"), []EventType{ContainerStarted, ContainerStarted}},
+		{mkPod("a", "s:sa:e", "c:a1:e"), []EventType{ContainerDied, ContainerDied}},
+		{mkPod("a", "s:sa:e", "c:a1:r"), []EventType{ContainerStarted}},
+	}
+	for i, st := range steps {
+		if i == 2 {
+			st.pod.Name = "renamed"
+		}
+		if ok, err := r.PushStatus(statusOf(st.pod), t0.Add(time.Duration(i)*time.Second)); !ok || err != nil {
+			t.Fatalf("step %d: PushStatus = %v, %v", i, ok, err)
+		}
+		var got []EventType
+		for _, e := range drainEvents(r.Events()) {
+			got = append(got, e.Type)
+		}
+		if diff := cmp.Diff(st.events, got); diff != "" {
+			t.Errorf("step %d: events (-want +got):\n%s", i, diff)
+		}
+		r.mu.Lock()
+		v := r.recordFor("a").view
+		r.mu.Unlock()
+		want := viewOf(st.pod)
+		same := v.name == want.name && v.containers == want.containers && len(v.entries) == len(want.entries)
+		for j := range want.entries {
+			same = same && v.entries[j].id == want.entries[j].id && v.entries[j].state == want.entries[j].state
+		}
+		if !same {
+			t.Errorf("step %d: view %+v, want %+v", i, v, want)
+		}
+	}
+}

@@ -225,8 +225,13 @@ func (r *Relister) apply(h uint64, known *podRecord, uid types.UID, status *PodS
 		// the record and the cache entry like any vanished pod's.
 		rec = s.newRecord(uid)
 	}
-	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
-	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
+	var same bool
+	sc.changes, same = appendChanges(sc.changes[:0], &rec.view, cur)
+	if same && cur.Name == rec.view.name && cur.Namespace == rec.view.namespace {
+		rec.view.setStates(cur) // what rebuild would do, without building the view again
+	} else {
+		rec.view, sc.view = rec.view.rebuild(cur, sc.view)
+	}
 	rec.epoch = r.epoch
 	rec.reinspect = false
 	if dropped = r.emit(uid, sc.changes, &rec.view); dropped > 0 {
