@@ -465,3 +465,93 @@ func TestConcurrentDropsCounted(t *testing.T) {
 		t.Errorf("%d events delivered, want 1", got)
 	}
 }
+
+// TestRefreshAfterItsRecordVanished: a relist that drops a pod's record while a refresh
+// of the pod waits for the runtime (the pod vanished from the list) leaves the refresh
+// a stale record; the refresh applies the status to the pod's current record (a new
+// one), which a stale one would not be: no record would hold the pod afterwards.
+func TestRefreshAfterItsRecordVanished(t *testing.T) {
+	a := mkPod("a", "s:sa:r", "c:a1:r")
+	fake := newFakeRuntime(a)
+	var r *Relister
+	var armed bool
+	var stale *podRecord
+	rt := &probeRuntime{RuntimeService: fake, onStatus: func(uid types.UID) {
+		if !armed || stale != nil {
+			return
+		}
+		stale = r.recordFor(uid)
+		fake.removePod(uid)
+		if err := r.Relist(context.Background()); err != nil {
+			t.Error(err)
+		}
+		fake.setPod(a) // the runtime has it again when it answers
+	}}
+	r, cache, clk := newTestRelister(t, rt, nil)
+	ctx := context.Background()
+	if err := r.Relist(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Second)
+	armed = true
+	st, err := r.Refresh(ctx, "a")
+	if err != nil || !st.IsRunning() {
+		t.Fatalf("Refresh = %v, %v; want the running pod", st, err)
+	}
+	if stale == nil || !stale.vanished {
+		t.Fatalf("the relist during the refresh did not drop the pod's record (%+v)", stale)
+	}
+	r.mu.Lock()
+	rec := r.recordFor("a")
+	r.mu.Unlock()
+	if rec == nil || rec == stale {
+		t.Fatalf("record after the refresh = %p, want a new one (the stale one is %p)", rec, stale)
+	}
+	if got := rec.view.index("a1"); got < 0 || rec.view.entries[got].state.state() != ContainerStateRunning {
+		t.Errorf("the new record's view %+v lacks the running container a1", rec.view)
+	}
+	if cached, _ := cache.Get("a"); cached != st {
+		t.Errorf("cached %+v, want the refreshed status", cached)
+	}
+}
+
+// TestApplyKeepsTheViewUpToDate: an apply whose status has the record's containers in
+// the same order updates their states in place, and one with the same containers under
+// a new name records the name; each sends the events of its changes.
+func TestApplyKeepsTheViewUpToDate(t *testing.T) {
+	r, _, _ := newTestRelister(t, newFakeRuntime(), nil)
+	steps := []struct {
+		pod    *Pod
+		events []EventType
+	}{
+		{mkPod("a", "s:sa:r", "c:a1:r"), []EventType{ContainerStarted, ContainerStarted}},
+		{mkPod("a", "s:sa:e", "c:a1:e"), []EventType{ContainerDied, ContainerDied}},
+		{mkPod("a", "s:sa:e", "c:a1:r"), []EventType{ContainerStarted}},
+	}
+	for i, st := range steps {
+		if i == 2 {
+			st.pod.Name = "renamed"
+		}
+		if ok, err := r.PushStatus(statusOf(st.pod), t0.Add(time.Duration(i)*time.Second)); !ok || err != nil {
+			t.Fatalf("step %d: PushStatus = %v, %v", i, ok, err)
+		}
+		var got []EventType
+		for _, e := range drainEvents(r.Events()) {
+			got = append(got, e.Type)
+		}
+		if diff := cmp.Diff(st.events, got); diff != "" {
+			t.Errorf("step %d: events (-want +got):\n%s", i, diff)
+		}
+		r.mu.Lock()
+		v := r.recordFor("a").view
+		r.mu.Unlock()
+		want := viewOf(st.pod)
+		same := v.name == want.name && v.containers == want.containers && len(v.entries) == len(want.entries)
+		for j := range want.entries {
+			same = same && v.entries[j].id == want.entries[j].id && v.entries[j].state == want.entries[j].state
+		}
+		if !same {
+			t.Errorf("step %d: view %+v, want %+v", i, v, want)
+		}
+	}
+}

@@ -77,10 +77,16 @@ func NewCache() *Cache {
 	return &Cache{seed: maphash.MakeSeed()}
 }
 
+// podHash returns the hash of pod uid that places it in a shard (shardOf), and in a
+// stripe of the relister that writes the cache (Relister.stripeOf): one hash serves
+// both.
+func (c *Cache) podHash(uid types.UID) uint64 { return maphash.String(c.seed, string(uid)) }
+
+// shardOf returns the shard of the pod whose podHash is h.
+func (c *Cache) shardOf(h uint64) *cacheShard { return &c.shards[h%cacheShards] }
+
 // shard returns the shard of pod uid.
-func (c *Cache) shard(uid types.UID) *cacheShard {
-	return &c.shards[maphash.String(c.seed, string(uid))%cacheShards]
-}
+func (c *Cache) shard(uid types.UID) *cacheShard { return c.shardOf(c.podHash(uid)) }
 
 // Get returns the cached status of a pod and the error recorded with it (the error of the
 // runtime call that produced it, if that call failed). A pod without an entry gives an
@@ -117,12 +123,36 @@ func (c *Cache) Set(uid types.UID, status *PodStatus, err error, timestamp time.
 	if e, ok := s.pods[uid]; ok && e.modified.After(timestamp) {
 		return false
 	}
+	s.storeLocked(uid, cacheEntry{status: status, err: err, modified: timestamp})
+	return true
+}
+
+// storeLocked makes e the entry of uid and answers the waiters it satisfies.
+func (s *cacheShard) storeLocked(uid types.UID, e cacheEntry) {
 	if s.pods == nil {
 		s.pods = make(map[types.UID]cacheEntry)
 	}
-	s.pods[uid] = cacheEntry{status: status, err: err, modified: timestamp}
-	s.notifyLocked(uid, timestamp)
-	return true
+	s.pods[uid] = e
+	s.notifyLocked(uid, e.modified)
+}
+
+// setObserved is Cache.Set(uid, prepare(...), nil, ts), s being uid's shard, for a
+// status the relister observed (nil for "nothing of the pod"), with the status prepared
+// under the same lock as the write, from the entry it replaces (one lock and one
+// lookup). It returns the status it stored, or nil when it changed nothing (see Set).
+func (s *cacheShard) setObserved(uid types.UID, status *PodStatus, ts time.Time) *PodStatus {
+	if uid == "" {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.pods[uid]
+	if ok && old.modified.After(ts) {
+		return nil
+	}
+	status = prepare(uid, status, ts, old)
+	s.storeLocked(uid, cacheEntry{status: status, modified: ts})
+	return status
 }
 
 // Delete removes the entry of a pod. Waiters are not woken: the pod's next answer comes
@@ -194,10 +224,9 @@ func (c *Cache) GetNewerThan(ctx context.Context, uid types.UID, minTime time.Ti
 	return nil, ctx.Err()
 }
 
-// newerThan is GetNewerThan's immediate check alone: the answer, and true, if
-// GetNewerThan would answer at once; false otherwise.
-func (c *Cache) newerThan(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
-	s := c.shard(uid)
+// newerThan is GetNewerThan's immediate check alone, s being uid's shard: the answer,
+// and true, if GetNewerThan would answer at once; false otherwise.
+func (s *cacheShard) newerThan(uid types.UID, minTime time.Time) (cacheAnswer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.newerThanLocked(uid, minTime)

@@ -53,6 +53,76 @@ func TestCacheGetSetDelete(t *testing.T) {
 	c.Delete("never-there") // no panic
 }
 
+// TestCacheSetObserved: a status the relister observed is prepared under the lock of its
+// write, from the entry it replaces: a stopped pod's status (no IPs, no ready sandbox)
+// takes the IPs of the replaced status unless that one came with an error; a running
+// pod's status, one with IPs and the first status of a pod are stored as given; a
+// status missing its ID or time is completed; an older observation changes nothing.
+func TestCacheSetObserved(t *testing.T) {
+	ips := []string{"10.0.0.1"}
+	errRuntime := errors.New("runtime down")
+	ready := []*SandboxStatus{{ID: "sb", State: SandboxReady}}
+	stopped := []*SandboxStatus{{ID: "sb", State: SandboxNotReady}}
+	tests := []struct {
+		name    string
+		old     *PodStatus // set first at t0, with oldErr; nil: no entry
+		oldErr  error
+		status  *PodStatus // observed at t0+1s
+		wantIPs []string
+		same    bool // the status itself is stored (no copy)
+	}{
+		{name: "first status of a stopped pod", status: &PodStatus{ID: "a", TimeStamp: t0, SandboxStatuses: stopped}, same: true},
+		{name: "stopped pod keeps the IPs", old: &PodStatus{ID: "a", IPs: ips}, status: &PodStatus{ID: "a", TimeStamp: t0, SandboxStatuses: stopped}, wantIPs: ips},
+		{name: "not after an error", old: &PodStatus{ID: "a", IPs: ips}, oldErr: errRuntime, status: &PodStatus{ID: "a", TimeStamp: t0, SandboxStatuses: stopped}, same: true},
+		{name: "ready sandbox without IPs", old: &PodStatus{ID: "a", IPs: ips}, status: &PodStatus{ID: "a", TimeStamp: t0, SandboxStatuses: ready}, same: true},
+		{name: "own IPs", old: &PodStatus{ID: "a", IPs: ips}, status: &PodStatus{ID: "a", TimeStamp: t0, IPs: []string{"10.0.0.2"}}, wantIPs: []string{"10.0.0.2"}, same: true},
+		{name: "ID and time completed", old: &PodStatus{ID: "a", IPs: ips}, status: &PodStatus{Name: "one"}, wantIPs: ips},
+		{name: "nil status", old: &PodStatus{ID: "a", IPs: ips}, status: nil, wantIPs: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCache()
+			if tc.old != nil {
+				c.Set("a", tc.old, tc.oldErr, t0)
+			}
+			at := t0.Add(time.Second)
+			got := c.shard("a").setObserved("a", tc.status, at)
+			if got == nil {
+				t.Fatal("setObserved refused a newer observation")
+			}
+			if cached, err := c.Get("a"); cached != got || err != nil {
+				t.Fatalf("Get = %p, %v; want the stored status %p, nil", cached, err, got)
+			}
+			if (got == tc.status) != tc.same {
+				t.Errorf("stored the given status: %v, want %v", got == tc.status, tc.same)
+			}
+			if diff := cmp.Diff(tc.wantIPs, got.IPs); diff != "" {
+				t.Errorf("IPs (-want +got):\n%s", diff)
+			}
+			if got.ID != "a" || got.TimeStamp.IsZero() {
+				t.Errorf("stored ID %q, time %v; want a, not zero", got.ID, got.TimeStamp)
+			}
+			if tc.status != nil && tc.status.ID == "" { // completed in a copy
+				if !tc.status.TimeStamp.IsZero() {
+					t.Error("the given status was modified")
+				}
+				if !got.TimeStamp.Equal(at) {
+					t.Errorf("completed time %v, want %v", got.TimeStamp, at)
+				}
+			}
+			if c.shard("a").setObserved("a", &PodStatus{ID: "a", TimeStamp: t0}, t0) != nil {
+				t.Error("setObserved of an older observation stored it")
+			}
+			if cached, _ := c.Get("a"); cached != got {
+				t.Error("an older observation replaced the entry")
+			}
+		})
+	}
+	if NewCache().shard("").setObserved("", &PodStatus{}, t0) != nil {
+		t.Error("setObserved with an empty UID stored it")
+	}
+}
+
 // TestCacheGetNewerThanImmediate covers the immediate answers of GetNewerThan (the
 // kubelet's cases: the pod's entry or the global timestamp is newer than minTime).
 func TestCacheGetNewerThanImmediate(t *testing.T) {

@@ -308,7 +308,7 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 			"pod", podName(p.Namespace, p.Name), "podUID", p.ID, "err", err)
 		return fmt.Errorf("%w: pod %s/%s (%s): %w", ErrPodStatus, p.Namespace, p.Name, p.ID, err)
 	}
-	if !r.cache.Set(p.ID, r.prepare(p.ID, status, ts), nil, ts) {
+	if r.cache.shard(p.ID).setObserved(p.ID, status, ts) == nil {
 		// The cache kept a newer observation that is not in the record (a refresh of the
 		// pod failed meanwhile: its error is cached): keep the old record and fetch the pod
 		// again at the next relist, so that the error does not stay cached.
@@ -338,4 +338,5 @@ func (r *Relister) handleVanished(s *podStripe, uid types.UID, rec *podRecord) {
 	r.relistDrops += r.emit(uid, r.changes, &rec.view)
 	r.cache.Delete(uid)
 	delete(s.records, uid)
+	rec.vanished = true
 }

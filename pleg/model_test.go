@@ -158,7 +158,8 @@ func FuzzRelistModel(f *testing.F) {
 				known := r.recordFor(types.UID(fmt.Sprint("pod", int(low)%pods))) != nil
 				r.mu.Unlock()
 				if known { // a refresh of a pod the runtime lists; it must not break the model
-					_, _ = r.refresh(context.Background(), types.UID(fmt.Sprint("pod", int(low)%pods)))
+					uid := types.UID(fmt.Sprint("pod", int(low)%pods))
+					_, _ = r.refresh(context.Background(), uid, r.cache.podHash(uid))
 					apply()
 				}
 			default: // set container low%6 (ids c0..c4, s5 a sandbox) to a state

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -154,9 +153,9 @@ type Relister struct {
 	// that the pod's cache entry and record change together. Applies of different pods
 	// share nothing else but the cache's shards, the event channel and atomics.
 	mu sync.RWMutex
-	// stripes hold the pods' records and locks, by a hash of the UID with podSeed.
+	// stripes hold the pods' records and locks, by the cache's hash of the UID
+	// (stripeOf).
 	stripes [podStripes]podStripe
-	podSeed maphash.Seed
 	// gen counts successful ListPods calls; a record listed by the current one has it.
 	gen uint64
 	// epoch counts the ListPods calls started; a record applied by a refresh or push
@@ -206,6 +205,9 @@ type podRecord struct {
 	// reinspect is set while the pod's last status fetch failed: the next relist
 	// fetches it again.
 	reinspect bool
+	// vanished is set when the record left its stripe (the pod vanished from a list):
+	// one who kept it from before must look the pod up again.
+	vanished bool
 	// inline holds the view's entries of a pod with at most inlineEntries containers
 	// and sandboxes.
 	inline [inlineEntries]viewEntry
@@ -215,10 +217,11 @@ type podRecord struct {
 // most pods' containers and sandbox (a larger array costs every pod memory).
 const inlineEntries = 4
 
+// stripeOf returns the stripe of the pod whose podHash (in the relister's cache) is h.
+func (r *Relister) stripeOf(h uint64) *podStripe { return &r.stripes[h%podStripes] }
+
 // stripe returns the stripe of pod uid.
-func (r *Relister) stripe(uid types.UID) *podStripe {
-	return &r.stripes[maphash.String(r.podSeed, string(uid))%podStripes]
-}
+func (r *Relister) stripe(uid types.UID) *podStripe { return r.stripeOf(r.cache.podHash(uid)) }
 
 // record returns the record of uid, nil if none. r.mu must be held for writing, or for
 // reading together with s.lock.
@@ -291,7 +294,6 @@ func New(cfg Config) (*Relister, error) {
 		hooks:          cfg.Hooks,
 		refreshSet:     make(map[types.UID]struct{}),
 		wake:           make(chan struct{}, 1),
-		podSeed:        maphash.MakeSeed(),
 	}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
@@ -412,19 +414,19 @@ func (r *Relister) reportDrops(ctx context.Context, during string, n int) {
 // relistYield is how many listed pods a relist handles between two releases of r.mu.
 const relistYield = 256
 
-// prepare returns the status to cache: status itself, or a shallow copy when it lacks the
-// pod's ID, its observation time or IPs worth keeping. The runtime's status is never
-// modified. Like the kubelet, a status without IPs whose pod has no ready sandbox keeps
-// the IPs of the cached status, so an exited pod still reports its address.
-func (r *Relister) prepare(uid types.UID, status *PodStatus, ts time.Time) *PodStatus {
+// prepare returns the status to cache for pod uid, observed at ts, in place of old (the
+// zero entry if none): status itself, or a shallow copy when it lacks the pod's ID, its
+// observation time or IPs worth keeping. The runtime's status is never modified. Like
+// the kubelet, a status without IPs whose pod has no ready sandbox keeps the IPs of the
+// status it replaces (unless that one came with an error), so an exited pod still
+// reports its address.
+func prepare(uid types.UID, status *PodStatus, ts time.Time, old cacheEntry) *PodStatus {
 	if status == nil {
 		return &PodStatus{ID: uid, TimeStamp: ts}
 	}
 	ips := status.IPs
-	if len(ips) == 0 && !hasReadySandbox(status) {
-		if old, err := r.cache.Get(uid); err == nil && len(old.IPs) > 0 {
-			ips = old.IPs
-		}
+	if len(ips) == 0 && old.err == nil && old.status != nil && !hasReadySandbox(status) {
+		ips = old.status.IPs
 	}
 	if status.ID == uid && !status.TimeStamp.IsZero() && len(ips) == len(status.IPs) {
 		return status

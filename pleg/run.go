@@ -75,7 +75,12 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 	if uid == "" {
 		return nil, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
-	status, err := r.refresh(ctx, uid)
+	return r.refreshStatus(ctx, uid, r.cache.podHash(uid))
+}
+
+// refreshStatus is Refresh of pod uid, not empty, whose podHash is h.
+func (r *Relister) refreshStatus(ctx context.Context, uid types.UID, h uint64) (*PodStatus, error) {
+	status, err := r.refresh(ctx, uid, h)
 	if err != nil {
 		return nil, err
 	}
@@ -96,11 +101,14 @@ func (r *Relister) Refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 // runtime) or not. If the inspection fails, it waits for the cache (Cache.GetNewerThan)
 // until ctx ends.
 func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, _ bool) (*PodStatus, error) {
-	if a, ok := r.cache.newerThan(uid, minTime); ok {
+	h := r.cache.podHash(uid)
+	if a, ok := r.cache.shardOf(h).newerThan(uid, minTime); ok {
 		return a.status, a.err
 	}
-	if s, err := r.Refresh(ctx, uid); err == nil {
-		return s, nil
+	if uid != "" {
+		if s, err := r.refreshStatus(ctx, uid, h); err == nil {
+			return s, nil
+		}
 	}
 	return r.cache.GetNewerThan(ctx, uid, minTime)
 }
@@ -119,7 +127,7 @@ func (r *Relister) refreshPending(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		if _, err := r.refresh(ctx, uid); err != nil {
+		if _, err := r.refresh(ctx, uid, r.cache.podHash(uid)); err != nil {
 			r.log.DebugContext(ctx, "pleg: refresh incomplete", "podUID", uid, "err", err)
 		}
 	}
@@ -129,18 +137,18 @@ func (r *Relister) refreshPending(ctx context.Context) {
 // record, as if a relist had listed the pod with the containers and sandboxes of that
 // status. It returns the status cached, or nil when the cache kept a newer observation. A
 // failure caches the error and leaves the pod to be inspected again by the next relist.
-// No lock is held during the runtime call.
-func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, error) {
-	name, namespace := r.recordName(uid)
+// No lock is held during the runtime call. h is the pod's podHash.
+func (r *Relister) refresh(ctx context.Context, uid types.UID, h uint64) (*PodStatus, error) {
+	s := r.stripeOf(h)
+	known, name, namespace := r.recordName(s, uid)
 	ts := r.clock.Now()
 	status, err := r.runtime.PodStatus(ctx, uid, name, namespace)
 	if err == nil {
-		cached, dropped := r.apply(uid, status, name, namespace, ts)
+		cached, dropped := r.apply(h, known, uid, status, name, namespace, ts)
 		r.reportDrops(ctx, "refresh", dropped)
 		return cached, nil
 	}
 	r.mu.Lock()
-	s := r.stripe(uid)
 	rec := s.record(uid)
 	if rec == nil {
 		// Never listed: remember it, so that a relist that does not list it deletes the
@@ -155,17 +163,18 @@ func (r *Relister) refresh(ctx context.Context, uid types.UID) (*PodStatus, erro
 	return nil, err
 }
 
-// recordName returns the name and namespace of uid's record; "" for a pod without one.
-func (r *Relister) recordName(uid types.UID) (name, namespace string) {
-	s := r.stripe(uid)
+// recordName returns uid's record in s, its stripe, and the record's name and namespace;
+// nil and "" for a pod without one. The record is only a hint once the locks are
+// released: apply finds it again if it vanished meanwhile.
+func (r *Relister) recordName(s *podStripe, uid types.UID) (rec *podRecord, name, namespace string) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	s.lock.Lock()
 	defer s.lock.Unlock()
-	if rec := s.record(uid); rec != nil {
-		return rec.view.name, rec.view.namespace
+	if rec = s.record(uid); rec != nil {
+		return rec, rec.view.name, rec.view.namespace
 	}
-	return "", ""
+	return nil, "", ""
 }
 
 // PushStatus is the push mode: a caller whose runtime emits container events (like the
@@ -182,39 +191,47 @@ func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied 
 	if status.ID == "" {
 		return false, fmt.Errorf("%w: empty pod UID", ErrInvalidStatus)
 	}
-	cached, dropped := r.apply(status.ID, status, status.Name, status.Namespace, observedAt)
+	cached, dropped := r.apply(r.cache.podHash(status.ID), nil, status.ID, status, status.Name, status.Namespace, observedAt)
 	r.reportDrops(context.Background(), "push", dropped)
 	return cached != nil, nil
 }
 
-// apply caches a freshly fetched status of uid observed at ts (prepare) and, if the cache
+// apply caches a freshly fetched status of uid observed at ts (setObserved) and, if the cache
 // took it, replaces the pod's record with the view of the status's pod and sends the
 // events of the difference. name and namespace complete a status that lacks them. The
 // record keeps the current epoch: a relist whose list was taken meanwhile leaves the pod
 // alone. It returns the status cached, nil if the cache kept a newer one, and how many
 // of its events were dropped. It holds r.mu for reading and the lock of the pod's
-// stripe: applies of pods of different stripes run in parallel.
-func (r *Relister) apply(uid types.UID, status *PodStatus, name, namespace string, ts time.Time) (cached *PodStatus, dropped int) {
+// stripe: applies of pods of different stripes run in parallel. h is the pod's
+// podHash; known, if not nil, its record as found before (see recordName).
+func (r *Relister) apply(h uint64, known *podRecord, uid types.UID, status *PodStatus, name, namespace string, ts time.Time) (cached *PodStatus, dropped int) {
 	sc := scratchPool.Get().(*applyScratch)
 	defer sc.release()
 	cur := sc.podOf(uid, status, name, namespace)
-	s := r.stripe(uid)
+	s := r.stripeOf(h)
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	s.lock.Lock()
 	defer s.lock.Unlock()
-	status = r.prepare(uid, status, ts)
-	if !r.cache.Set(uid, status, nil, ts) {
+	if status = r.cache.shardOf(h).setObserved(uid, status, ts); status == nil {
 		return nil, 0
 	}
-	rec := s.record(uid)
+	rec := known
+	if rec == nil || rec.vanished {
+		rec = s.record(uid)
+	}
 	if rec == nil {
 		// Not listed yet (or never): remember it; a relist that does not list it deletes
 		// the record and the cache entry like any vanished pod's.
 		rec = s.newRecord(uid)
 	}
-	sc.changes, _ = appendChanges(sc.changes[:0], &rec.view, cur)
-	rec.view, sc.view = rec.view.rebuild(cur, sc.view)
+	var same bool
+	sc.changes, same = appendChanges(sc.changes[:0], &rec.view, cur)
+	if same && cur.Name == rec.view.name && cur.Namespace == rec.view.namespace {
+		rec.view.setStates(cur) // what rebuild would do, without building the view again
+	} else {
+		rec.view, sc.view = rec.view.rebuild(cur, sc.view)
+	}
 	rec.epoch = r.epoch
 	rec.reinspect = false
 	if dropped = r.emit(uid, sc.changes, &rec.view); dropped > 0 {

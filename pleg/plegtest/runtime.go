@@ -305,30 +305,26 @@ func (r *Runtime) StartPod(_ context.Context, spec PodSpec) error {
 	sh := r.shard(spec.UID)
 	sh.world.RLock()
 	defer sh.world.RUnlock()
-	if p := sh.find(spec.UID); p != nil {
+	sh.mu.Lock()
+	p := sh.pods[spec.UID]
+	if p != nil {
+		sh.mu.Unlock()
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		r.start(p, spec, r.clock.Now())
 		return nil
 	}
-	// A new pod is started before it is added, so that no call sees it half started.
+	// A new pod is added locked (no other call has it yet, so locking it never waits)
+	// and started before it is unlocked, so that no call sees it half started.
 	now := r.clock.Now()
-	p := &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now}
+	p = &pod{uid: spec.UID, name: spec.Name, namespace: spec.Namespace, createdAt: now, seq: r.added.Add(1)}
 	p.sandboxes, p.containers = p.firstSandbox[:0], p.firstContainer[:0]
-	r.start(p, spec, now)
-	sh.mu.Lock()
-	known := sh.pods[spec.UID]
-	if known == nil {
-		p.seq = r.added.Add(1)
-		sh.pods[spec.UID] = p
-		sh.order = append(sh.order, p)
-	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sh.pods[spec.UID] = p
+	sh.order = append(sh.order, p)
 	sh.mu.Unlock()
-	if known != nil { // added meanwhile by another call
-		known.mu.Lock()
-		defer known.mu.Unlock()
-		r.start(known, spec, r.clock.Now())
-	}
+	r.start(p, spec, now)
 	return nil
 }
 
@@ -409,16 +405,16 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 	sh := r.shard(uid)
 	sh.world.RLock()
 	p := sh.find(uid)
-	sh.world.RUnlock()
-	if p == nil {
-		return nil
+	var stopped bool
+	var wait time.Duration
+	var killAt time.Time
+	if p != nil {
+		now := r.clock.Now()
+		killAt = now.Add(max(gracePeriod, 0))
+		stopped, wait = p.stopStep(now, killAt)
 	}
-	killAt := r.clock.Now().Add(max(gracePeriod, 0))
-	for {
-		stopped, wait := r.stopStep(sh, p, killAt)
-		if stopped {
-			return nil
-		}
+	sh.world.RUnlock()
+	for p != nil && !stopped {
 		t := r.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -426,21 +422,22 @@ func (r *Runtime) KillPod(ctx context.Context, uid types.UID, gracePeriod time.D
 			return ctx.Err()
 		case <-t.C():
 		}
+		sh.world.RLock()
+		stopped, wait = p.stopStep(r.clock.Now(), killAt)
+		sh.world.RUnlock()
 	}
+	return nil
 }
 
-// stopStep is one step of KillPod: it requests the stop of p, of shard sh, and reports
-// whether p stopped (or was removed meanwhile: nothing left to stop), else how long until
-// its next change.
-func (r *Runtime) stopStep(sh *podShard, p *pod, killAt time.Time) (stopped bool, wait time.Duration) {
-	sh.world.RLock()
-	defer sh.world.RUnlock()
+// stopStep is one step of KillPod at now: it requests the stop of p and reports whether
+// p stopped (or was removed meanwhile: nothing left to stop), else how long until its
+// next change. Callers hold p's shard's world for reading (see podShard.world).
+func (p *pod) stopStep(now, killAt time.Time) (stopped bool, wait time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.removed.Load() {
 		return true, 0
 	}
-	now := r.clock.Now()
 	p.advance(now)
 	p.requestStop(now, killAt)
 	if !p.running() {
