@@ -331,12 +331,15 @@ func (r *Relister) handleListed(ctx context.Context, rec *podRecord, p *Pod) err
 	return nil
 }
 
-// handleVanished handles a pod the list no longer has: every container of its record is
-// gone (its events are sent), then its cache entry and record (in stripe s) are deleted.
+// handleVanished handles a pod the list no longer has: its cache entry is deleted first
+// (as the kubelet's relist updates the cache before it sends a pod's events, so that a
+// worker woken by them cannot read the status from before the pod vanished), then the
+// events of every container of its record being gone are sent and the record (in stripe
+// s) is deleted.
 func (r *Relister) handleVanished(s *podStripe, uid types.UID, rec *podRecord) {
+	r.cache.Delete(uid)
 	r.changes, _ = appendChanges(r.changes[:0], &rec.view, nil)
 	r.relistDrops += r.emit(uid, r.changes, &rec.view)
-	r.cache.Delete(uid)
 	delete(s.records, uid)
 	rec.vanished = true
 }

@@ -12,8 +12,8 @@
 //   - Every container transition between two relists produces the kubelet's events
 //     (Events, with generateEvents' table), delivered once the pod's fresh status is in the
 //     cache, so a worker woken by an event always reads a status at least that new. (A pod
-//     that vanished has its entry deleted right after its events are sent; GetNewerThan
-//     then answers an empty status once the relist ends.)
+//     that vanished has its entry deleted before its events are sent; GetNewerThan then
+//     answers an empty status once the relist ends.)
 //   - A relist never blocks on the event channel: when it is full, events are dropped and
 //     counted (DroppedEvents), as the kubelet does.
 //   - A pod whose status fetch fails loses no transition: its events are withheld, its old
@@ -35,7 +35,7 @@
 //	                                           record kept; re-inspect next relist
 //	          cache (status, t); record := listed pod
 //	          send events (ContainerChanged only if configured), or PodSync if none
-//	for each recorded pod not listed: send Died/Removed events; delete cache entry, record
+//	for each recorded pod not listed: delete cache entry; send Died/Removed events; delete record
 //	cache.UpdateTime(start)
 //
 // The diff covers the union of a pod's containers and sandboxes in its record and in the

@@ -738,3 +738,44 @@ func TestRelistAfterAFailedRefresh(t *testing.T) {
 		t.Errorf("%d ContainerDied events, want 1", died)
 	}
 }
+
+// A vanished pod's cache entry is gone before its events are sent, as the kubelet's relist
+// updates the cache before it sends a pod's events: a worker woken by one of them never
+// reads the status from before the pod vanished. The reader checks the cache as each event
+// arrives, while the relist is still sending the others (a pod of many containers).
+func TestVanishedPodLeavesTheCacheBeforeItsEvents(t *testing.T) {
+	specs := []string{"s:sb:r"}
+	for i := range 200 {
+		specs = append(specs, fmt.Sprintf("c:c%d:r", i))
+	}
+	for round := range 10 {
+		rt := newFakeRuntime(mkPod("a", specs...))
+		r, cache, _ := newTestRelister(t, rt, func(c *Config) { c.EventChannelCapacity = 1024 })
+		if err := r.Relist(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		drainEvents(r.Events())
+		rt.removePod("a")
+		stale := make(chan int, 1)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for range len(specs) * 2 { // every container's Died and Removed
+				ev := <-r.Events()
+				if s, err := cache.Get(ev.ID); err == nil && len(s.ContainerStatuses) > 0 {
+					stale <- len(s.ContainerStatuses)
+					return
+				}
+			}
+		}()
+		if err := r.Relist(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		select {
+		case n := <-stale:
+			t.Fatalf("round %d: an event of the vanished pod found its old status (%d containers) in the cache", round, n)
+		default:
+		}
+	}
+}
