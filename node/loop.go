@@ -219,7 +219,9 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 // ones report, and each of them would ask for a sync that finds nothing new (the
 // kubelet's pod workers merge such syncs when the first has not started yet). An event
 // queued after the relister cached a newer status of the pod (another inspection) is
-// returned, to be handled on its own.
+// returned, to be handled on its own. The cached status's identity tells the inspections
+// apart: a status in the cache is never modified and stands for one observation (pleg's
+// RuntimeService contract), and a vanished pod's entry is gone before its events come.
 func (n *Node) handlePLEGRun(ev *pleg.PodLifecycleEvent) *pleg.PodLifecycleEvent {
 	p, ok := n.reportPLEG(ev)
 	if !ok {

@@ -183,7 +183,8 @@ func (r *Relister) recordName(s *podStripe, uid types.UID) (rec *podRecord, name
 // is cached and diffed against the pod's record, whose events are sent at once; periodic
 // relisting goes on as the fallback (a longer RelistPeriod is then reasonable). It returns
 // whether the status was applied, or an error wrapping ErrInvalidStatus for a nil status
-// or one without ID. It does not wait for a relist in progress.
+// or one without ID. It does not wait for a relist in progress. The status must not be
+// modified afterwards (see RuntimeService.PodStatus).
 func (r *Relister) PushStatus(status *PodStatus, observedAt time.Time) (applied bool, err error) {
 	if status == nil {
 		return false, fmt.Errorf("%w: nil status", ErrInvalidStatus)

@@ -160,7 +160,9 @@ func (s *PodStatus) IsRunning() bool {
 //     ListPods would at that moment (RequestRefresh and PushStatus derive the pod's
 //     containers from it; a mismatch shows up as spurious events at the next relist).
 //     The relister never modifies a returned status; it caches it, or a shallow copy
-//     with ID, TimeStamp and IPs completed.
+//     with ID, TimeStamp and IPs completed. Nor may the runtime once it returned it: the
+//     cache hands it to the pod workers as it is, and a status in the cache stands for one
+//     observation (a later one is a new status).
 //
 // Both calls get the context of Relist or Run and should return when it ends.
 type RuntimeService interface {
