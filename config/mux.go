@@ -170,9 +170,9 @@ deliver:
 	return nil
 }
 
-// maxStream is the most updates stream makes of one merge: one per op, and the first
-// Set's empty Add.
-const maxStream = 6
+// maxStream is the most updates stream makes of one merge: one per op (the first Set's
+// empty Add comes only when the merge has no Add).
+const maxStream = 5
 
 // stream appends one merge's changes to out, ordered the kubelet's way, and returns it.
 func stream(out []PodUpdate, source string, c Changes, firstSet bool) []PodUpdate {

@@ -79,11 +79,7 @@ func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init b
 
 // apiContainerID returns the API form (type://id) of a runtime container ID.
 func apiContainerID(prefix, id string) string {
-	if id == "" || strings.Contains(id, "://") {
-		return id
-	}
-	prefix = containerIDType(prefix)
-	return prefix + id
+	return containerIDOf(containerIDType(prefix), id, "")
 }
 
 // containerIDType is the type prefix of API container IDs, ending in "://".
@@ -97,29 +93,18 @@ func containerIDType(prefix string) string {
 	return prefix
 }
 
-// containerIDOf is apiContainerID(prefix, id), given as known when it equals known (the
-// container's ID in its old status), so that a container keeps one ID string from sync to
-// sync instead of a new one each time.
-func containerIDOf(prefix, id, known string) string {
+// containerIDOf returns the API form (idType, as containerIDType returns it, then id) of
+// a runtime container ID, given as known when it equals known (the container's ID in its
+// old status), so that a container keeps one ID string from sync to sync instead of a new
+// one each time.
+func containerIDOf(idType, id, known string) string {
 	if id == "" || strings.Contains(id, "://") {
 		return id
 	}
-	if t, ok := strings.CutSuffix(known, id); ok && len(known) > len(id) && isContainerIDType(t, prefix) {
+	if len(known) == len(idType)+len(id) && strings.HasPrefix(known, idType) && strings.HasSuffix(known, id) {
 		return known
 	}
-	return apiContainerID(prefix, id)
-}
-
-// isContainerIDType reports whether t is containerIDType(prefix), without building it.
-func isContainerIDType(t, prefix string) bool {
-	switch {
-	case prefix == "":
-		return t == defaultContainerIDType
-	case strings.HasSuffix(prefix, "://"):
-		return t == prefix
-	}
-	p, ok := strings.CutSuffix(t, "://")
-	return ok && p == prefix
+	return idType + id
 }
 
 // convertStatuses is the kubelet's convertToAPIContainerStatuses for containers (the
@@ -214,6 +199,7 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	// The two newest instances of each container: the newest gives the status, the
 	// one before it the last termination state. taken counts the instances taken per
 	// status (on the stack for the pods of a usual size).
+	idType := containerIDType(opts.ContainerIDPrefix)
 	var takenBuf [8]uint8
 	taken := takenBuf[:0]
 	if len(statuses) > len(takenBuf) {
@@ -228,13 +214,13 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 		o := oldStatus(cs.Name)
 		if taken[j] == 0 {
 			st := &statuses[j]
-			convertRuntimeStatus(st, cs, o, restarting, opts.ContainerIDPrefix)
+			convertRuntimeStatus(st, cs, o, restarting, idType)
 			if cs.State == pleg.ContainerStateRunning && o != nil && o.Started != nil {
 				started := *o.Started
 				st.Started = &started
 			}
 		} else {
-			statuses[j].LastTerminationState = runtimeState(cs, o, restarting, apiContainerID(opts.ContainerIDPrefix, cs.ID))
+			statuses[j].LastTerminationState = runtimeState(cs, o, restarting, containerIDOf(idType, cs.ID, ""))
 		}
 		taken[j]++
 	}
@@ -277,10 +263,11 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	if len(statuses) == len(containers) {
 		return statuses // in spec order
 	}
-	// Init containers sharing a name: each gets the name's status, in spec order.
+	// Init containers sharing a name: each gets a copy of the name's status, in spec
+	// order (a copy of its own: a later in-place write, setStarted's, must touch one).
 	out := make([]v1.ContainerStatus, len(containers))
 	for i := range containers {
-		out[i] = *status(containers[i].Name)
+		status(containers[i].Name).DeepCopyInto(&out[i])
 	}
 	return out
 }
@@ -297,13 +284,13 @@ func statusIndex(statuses []v1.ContainerStatus, name string) int {
 
 // convertRuntimeStatus makes *st the status of one runtime instance; old is the
 // container's last API status (nil if none), read only: the result shares no memory
-// with it (strings aside).
-func convertRuntimeStatus(st *v1.ContainerStatus, cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, idPrefix string) {
+// with it (strings aside). idType is the API container IDs' type (containerIDType).
+func convertRuntimeStatus(st *v1.ContainerStatus, cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting bool, idType string) {
 	known := ""
 	if old != nil {
 		known = old.ContainerID
 	}
-	cid := containerIDOf(idPrefix, cs.ID, known)
+	cid := containerIDOf(idType, cs.ID, known)
 	*st = v1.ContainerStatus{
 		Name:         cs.Name,
 		RestartCount: int32(cs.RestartCount),

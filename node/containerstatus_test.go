@@ -463,6 +463,9 @@ func TestContainerStatusesOfSharedNames(t *testing.T) {
 	if diff := cmp.Diff([]v1.ContainerStatus{init, init}, st.InitContainerStatuses); diff != "" {
 		t.Errorf("init container statuses (-want +got):\n%s", diff)
 	}
+	if is := st.InitContainerStatuses; len(is) == 2 && is[0].Started == is[1].Started {
+		t.Error("the init containers sharing a name share their Started: a write to one changes the other")
+	}
 	if diff := cmp.Diff([]v1.ContainerStatus{b, c}, st.ContainerStatuses); diff != "" {
 		t.Errorf("container statuses (-want +got):\n%s", diff)
 	}
