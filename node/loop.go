@@ -227,10 +227,17 @@ func (n *Node) handlePLEGRun(ev *pleg.PodLifecycleEvent) *pleg.PodLifecycleEvent
 	if !ok {
 		return nil
 	}
-	// Read before the sync is asked for, so that the sync reads this status or a newer one.
-	seen, err := n.relister.LastStatus(ev.ID)
+	// With nothing queued behind ev there is nothing to merge (an event that comes later
+	// is the loop's), and the status need not be read. Else it is read before the sync is
+	// asked for, so that the sync reads this status or a newer one.
+	queued := len(n.relister.Events()) > 0
+	var seen *pleg.PodStatus
+	var err error
+	if queued {
+		seen, err = n.relister.LastStatus(ev.ID)
+	}
 	n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
-	if err != nil {
+	if !queued || err != nil {
 		return nil
 	}
 	for {
