@@ -77,11 +77,6 @@ func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init b
 	return out
 }
 
-// apiContainerID returns the API form (type://id) of a runtime container ID.
-func apiContainerID(prefix, id string) string {
-	return containerIDOf(containerIDType(prefix), id, "")
-}
-
 // containerIDType is the type prefix of API container IDs, ending in "://".
 func containerIDType(prefix string) string {
 	switch {
