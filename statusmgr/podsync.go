@@ -237,9 +237,9 @@ type PodSync struct {
 	// calls sums the Stats of the steps so far.
 	calls Stats
 
-	// snap is the Manager's snapshot the sync started from (nil for a PodSync of
-	// NewPodSync).
-	snap *snapshot
+	// snap is the Manager's snapshot the sync started from (its entry nil for a PodSync
+	// of NewPodSync). A value: a pointer to the runner's would move it to the heap.
+	snap snapshot
 }
 
 // NewPodSync returns the machine of one sync starting from in.

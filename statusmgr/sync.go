@@ -104,7 +104,7 @@ func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 	}
 	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
 	*ps = newPodSync(in)
-	ps.snap = s
+	ps.snap = *s
 }
 
 // drive runs ps to its end, making its calls, and records its outcome.
@@ -139,10 +139,10 @@ func (m *Manager) call(ctx context.Context, c Call) Answer {
 // it, and returns its error. Not for a PodSync of NewPodSync (ErrUnknownPod).
 func (m *Manager) finish(ps *PodSync) error {
 	o, done := ps.Outcome()
-	if ps.snap == nil || !done {
+	if ps.snap.e == nil || !done {
 		return fmt.Errorf("%w: the sync is not a Manager's, or not done", ErrUnknownPod)
 	}
-	s := *ps.snap
+	s := ps.snap
 	var again bool
 	var setAt time.Time
 	var keep *v1.PodStatus
