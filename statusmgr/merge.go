@@ -140,13 +140,19 @@ func mergeConditions(old, new []v1.PodCondition, takeDisruption bool, now time.T
 }
 
 // mergedStatusPatch is the patch from server's status to the merge of status into it
-// (mergeStatus, then StatusPatch with server's UID). The merged status lives in a pooled
-// struct for the call only (StatusPatch keeps no reference to it): passed through
+// (mergeStatus, then StatusPatch with server's UID). With scratch (a buffer of
+// patchBuffers) the patch is built in *scratch and not copied: it is the caller's until
+// scratch's next use; without, it is a slice of its own. The merged status lives in a
+// pooled struct for the call only (StatusPatch keeps no reference to it): passed through
 // StatusPatch's table of field patchers, it would otherwise escape, an allocation per sync.
-func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) (patch []byte, unchanged bool, err error) {
+func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time, scratch *[]byte) (patch []byte, unchanged bool, err error) {
 	merged := mergedStatuses.Get().(*v1.PodStatus)
 	*merged = mergeStatus(server, &server.Status, status, couldHaveRunningContainers, now)
-	patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
+	if scratch == nil {
+		patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
+	} else if patch, unchanged, err = appendStatusPatch((*scratch)[:0], server.UID, &server.Status, merged); err == nil {
+		*scratch = patch
+	}
 	*merged = v1.PodStatus{} // keeps nothing alive
 	mergedStatuses.Put(merged)
 	return patch, unchanged, err

@@ -45,34 +45,46 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
 	}
 	scratch := patchBuffers.Get().(*[]byte)
-	b := append((*scratch)[:0], `{"metadata":{"uid":`...)
+	if patch, unchanged, err = appendStatusPatch((*scratch)[:0], uid, oldStatus, newStatus); err == nil {
+		*scratch = patch
+		patch = slices.Clone(patch)
+	}
+	putPatchBuffer(scratch)
+	return patch, unchanged, err
+}
+
+// appendStatusPatch appends StatusPatch's patch to b (statuses not nil) and returns it, in
+// b's memory if it fits.
+func appendStatusPatch(b []byte, uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
+	b = append(b, `{"metadata":{"uid":`...)
 	b = appendString(b, string(uid))
 	b = append(b, `},"status":{`...)
 	patchers := statusPatchers()
 	for i := range patchers {
 		p := &patchers[i]
 		if b, err = p.patch(b, &p.field, oldStatus, newStatus); err != nil {
-			break
+			return nil, false, err
 		}
 	}
-	if err == nil {
-		if unchanged = b[len(b)-1] == '{'; unchanged {
-			b = append(b[:len(b)-len(`,"status":{`)], '}')
-		} else {
-			b = append(b, `}}`...)
-		}
-		patch = slices.Clone(b)
+	if unchanged = b[len(b)-1] == '{'; unchanged {
+		return append(b[:len(b)-len(`,"status":{`)], '}'), true, nil
 	}
-	if cap(b) <= maxPooledPatch {
-		*scratch = b
-		patchBuffers.Put(scratch)
-	}
-	return patch, unchanged, err
+	return append(b, `}}`...), false, nil
 }
 
 // patchBuffers keeps scratch buffers between patches: a patch is built in one and copied
-// out at its exact size. (Everything below appends to a local slice: no write barriers.)
+// out at its exact size, or, for the Manager's own syncs, handed to the StatusPatcher as
+// it is and reused once the call returned. (Everything below appends to a local slice: no
+// write barriers.)
 var patchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// putPatchBuffer returns a scratch buffer of patchBuffers to the pool, unless it grew
+// beyond maxPooledPatch.
+func putPatchBuffer(scratch *[]byte) {
+	if cap(*scratch) <= maxPooledPatch {
+		patchBuffers.Put(scratch)
+	}
+}
 
 // maxPooledPatch is the largest scratch buffer kept for reuse.
 const maxPooledPatch = 64 << 10

@@ -30,6 +30,8 @@ func (m *Manager) reconcile() {
 	fresh := make(map[types.UID]*v1.Pod, len(snaps))
 	var stale []snapshot
 	now := m.clock.Now()
+	scratch := patchBuffers.Get().(*[]byte) // the patches are only compared: one buffer for all
+	defer putPatchBuffer(scratch)
 	for _, s := range snaps {
 		pod, ok := m.lookup.GetPodByUID(s.uid)
 		if !ok || pod == nil || pod.UID != s.uid {
@@ -46,7 +48,7 @@ func (m *Manager) reconcile() {
 		if m.couldRun != nil {
 			couldRun = m.couldRun(s.uid)
 		}
-		if _, unchanged, err := mergedStatusPatch(src, s.status, couldRun, now); err == nil && !unchanged {
+		if _, unchanged, err := mergedStatusPatch(src, s.status, couldRun, now, scratch); err == nil && !unchanged {
 			stale = append(stale, s)
 		}
 	}
@@ -74,7 +76,10 @@ func (m *Manager) reconcile() {
 func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 	var ps PodSync // on the stack: drive keeps no reference to it
 	m.initPodSync(&ps, &s)
-	return m.drive(ctx, &ps)
+	ps.lend = true // drive's calls return before the next Step: the patch buffer is reused
+	err := m.drive(ctx, &ps)
+	ps.releaseScratch()
+	return err
 }
 
 // podSync returns the PodSync of a snapshot (see initPodSync).
