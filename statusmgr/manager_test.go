@@ -556,6 +556,46 @@ func TestManagerTerminatePod(t *testing.T) {
 	}
 }
 
+// A forced version (TerminatePod, SetPodStatus of a deleting pod) equal to the cached
+// status is a new version, synced, that keeps the cached status: a view taken before
+// shares its memory; one that differs gets a status of its own.
+func TestManagerForcedEqualVersionKeepsTheCachedStatus(t *testing.T) {
+	api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+	synced := 0
+	m, err := statusmgr.New(statusmgr.Config{Patcher: api, ObserveSyncLatency: func(time.Duration) { synced++ }})
+	must(t, err)
+	pod := deleting(testPod("p", "u1"))
+	failed := runningStatus(false)
+	failed.Phase = v1.PodFailed
+	failed.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
+	must(t, m.SetPodStatus(pod, failed))
+	must(t, m.Sync(t.Context()))
+	shares := func(a, b v1.PodStatus) bool {
+		return &a.ContainerStatuses[0] == &b.ContainerStatuses[0] && &a.Conditions[0] == &b.Conditions[0]
+	}
+	for i, set := range []func() error{
+		func() error { return m.TerminatePod(pod) },
+		func() error { return m.SetPodStatus(pod, failed) },
+	} {
+		before, _ := m.PodStatusView("u1")
+		must(t, set())
+		if after, _ := m.PodStatusView("u1"); !shares(before, after) {
+			t.Errorf("set %d: the equal version has a status of its own", i)
+		}
+		must(t, m.Sync(t.Context()))
+		if synced != i+2 {
+			t.Errorf("set %d: %d versions synced, want %d", i, synced, i+2)
+		}
+	}
+	before, _ := m.PodStatusView("u1")
+	other := *failed.DeepCopy()
+	other.Message = "x"
+	must(t, m.SetPodStatus(pod, other))
+	if after, _ := m.PodStatusView("u1"); shares(before, after) || after.Message != "x" {
+		t.Errorf("a forced status that differs was not stored: %+v", after)
+	}
+}
+
 // PodStatusView gives the cached status as GetPodStatus does, without a copy: a view
 // stays as it was when a newer version is set, and a caller modifying GetPodStatus's copy
 // or the status it set changes neither the cache nor a view.

@@ -1138,15 +1138,22 @@ func omitted(v reflect.Value) bool {
 
 // statusFieldsEqual reports whether a and b are equal in every status field but the one
 // named skip (a JSON name), as StatusPatch compares them: a field is equal when its
-// patcher writes nothing (into a nil slice: it allocates only for a difference).
+// patcher writes nothing (into a scratch buffer of patchBuffers: a difference allocates
+// nothing either).
 func statusFieldsEqual(a, b *v1.PodStatus, skip string) bool {
+	scratch := patchBuffers.Get().(*[]byte)
+	defer putPatchBuffer(scratch)
 	patchers := statusPatchers()
 	for i := range patchers {
 		p := &patchers[i]
 		if p.field.name == skip {
 			continue
 		}
-		if out, err := p.patch(nil, &p.field, a, b); err != nil || len(out) > 0 {
+		out, err := p.patch((*scratch)[:0], &p.field, a, b)
+		if out != nil {
+			*scratch = out[:0] // keeps a grown buffer
+		}
+		if err != nil || len(out) > 0 {
 			return false
 		}
 	}

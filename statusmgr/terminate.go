@@ -32,7 +32,14 @@ func TerminatedStatus(pod *v1.Pod, status v1.PodStatus) (v1.PodStatus, error) {
 	if pod == nil {
 		return v1.PodStatus{}, ErrNilPod
 	}
-	out := *status.DeepCopy()
+	var out v1.PodStatus
+	terminatedStatusInto(pod, &status, &out)
+	return out, nil
+}
+
+// terminatedStatusInto is TerminatedStatus (pod not nil) into *out, a zero struct.
+func terminatedStatusInto(pod *v1.Pod, status, out *v1.PodStatus) {
+	status.DeepCopyInto(out)
 	if hasPodInitialized(pod) {
 		for i := range out.ContainerStatuses {
 			markTerminatedIfNot(&out.ContainerStatuses[i])
@@ -44,7 +51,6 @@ func TerminatedStatus(pod *v1.Pod, status v1.PodStatus) (v1.PodStatus, error) {
 	if !IsStaticPod(pod) && !IsTerminalPhase(out.Phase) {
 		out.Phase = v1.PodFailed
 	}
-	return out, nil
 }
 
 func markTerminatedIfNot(cs *v1.ContainerStatus) {
