@@ -341,6 +341,9 @@ func isZeroTime(t *metav1.Time) bool { return t.Time == time.Time{} }
 // when needed, then the changed and new conditions (their changed members) and deletions.
 func patchConditions(b []byte, _ *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 	oldConds, newConds := o.Conditions, n.Conditions
+	if sameConditions(oldConds, newConds) {
+		return b, nil
+	}
 	var patchedBuf [8]v1.PodConditionType
 	patched := patchedBuf[:0] // types of the changed or new conditions, in newConds' order
 	for i := range newConds {
@@ -394,6 +397,21 @@ func patchConditions(b []byte, _ *jsonField, o, n *v1.PodStatus) ([]byte, error)
 	}
 	b = append(b, ']')
 	return b, nil
+}
+
+// sameConditions reports whether the lists hold the same conditions in the same order, of
+// distinct types (then nothing is patched, deleted or reordered): the common case,
+// decided in one pass.
+func sameConditions(oldConds, newConds []v1.PodCondition) bool {
+	if len(oldConds) != len(newConds) {
+		return false
+	}
+	for i := range newConds {
+		if conditionChanged(&oldConds[i], &newConds[i]) || findCondition(newConds[:i], newConds[i].Type) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // noCondition is the base a new condition is diffed against (never written to).
