@@ -178,10 +178,7 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 	}
 	NormalizeStatus(pod, status)
 
-	if cur.e != nil && cur.finished && !finished && !IsStaticPod(pod) {
-		finished = true
-	}
-	nv := newVersion{from: cur, pod: pod, status: status, finished: finished, now: now}
+	nv := newVersion{from: cur, pod: pod, status: status, finished: finished || stillFinished(cur, pod), now: now}
 	switch {
 	case cur.status == nil:
 	case !force:
@@ -190,6 +187,20 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 		nv.status = cur.status
 	}
 	return nv, nil
+}
+
+// stillFinished reports whether the pod of cur stays finished whatever the mode of the
+// next version: it is, and it is not static.
+func stillFinished(cur current, pod *v1.Pod) bool {
+	return cur.e != nil && cur.finished && !IsStaticPod(pod)
+}
+
+// keepCached is the version after cur (which has a status) that keeps the cached status
+// as it is, without preparing it again: what prepare would give a forced version (mode
+// setForced or setFinished) equal to it, for a setter that knows the status would not
+// change (TerminatePod of a pod already terminated).
+func keepCached(pod *v1.Pod, cur current, mode setMode, now time.Time) newVersion {
+	return newVersion{from: cur, pod: pod, status: cur.status, finished: mode == setFinished || stillFinished(cur, pod), now: now}
 }
 
 // store records nv as the newest version of its pod's status, if the entry is still the

@@ -235,7 +235,8 @@ const (
 
 // buildFunc returns the status to store, given the cached one (nil if none; read only): a
 // status of its own, which the caller may modify and store, or release to statusStructs
-// when it does not store it. ok false means there is nothing to store.
+// when it does not store it; or, for a forced mode, cached itself: the new version keeps
+// the cached status as it is (keepCached). ok false means there is nothing to store.
 type buildFunc func(cached *v1.PodStatus) (status *v1.PodStatus, ok bool, err error)
 
 // update is the common path of the setters: store a new version and wake the sync loop.
@@ -254,9 +255,14 @@ func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 		if err == nil && !ok {
 			return nil // nothing to store
 		}
+		own := status != cur.status // not the cached status (keepCached)
 		var nv newVersion
-		if err == nil {
+		switch {
+		case err != nil:
+		case own:
 			nv, err = prepare(pod, status, base, cur, mode, m.clock.Now())
+		default:
+			nv = keepCached(pod, cur, mode, m.clock.Now())
 		}
 		if err != nil {
 			if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
@@ -270,7 +276,7 @@ func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 		m.mu.Lock()
 		changed, stale := m.c.store(nv)
 		m.mu.Unlock()
-		if !changed || nv.status != status {
+		if own && (!changed || nv.status != status) {
 			releaseStatusStruct(status) // the entry does not hold it
 		}
 		if stale {
@@ -364,6 +370,13 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
+			if !terminate(pod, cached, false) && cached.StartTime != nil && cutsNoMessage(pod, cached) {
+				// The cached status is prepared (or equal to a status prepared) with this
+				// pod's spec but for the termination message budget (ephemeral
+				// containers): terminated and prepared again, it would be equal to itself
+				// (prepare would keep the cached one). Kept as it is.
+				return cached, true, nil
+			}
 		}
 		s := newStatusStruct()
 		terminatedStatusInto(pod, from, s)

@@ -596,6 +596,35 @@ func TestManagerForcedEqualVersionKeepsTheCachedStatus(t *testing.T) {
 	}
 }
 
+// TerminatePod of a pod whose cached status is terminated already keeps that status,
+// unless the pod now has more containers (an ephemeral one was added): then the
+// termination messages are cut to the smaller budget, as NormalizeStatus does.
+func TestManagerTerminatePodCutsMessagesToTheNewBudget(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	pod := testPod("p", "u1")
+	failed := runningStatus(false)
+	failed.Phase = v1.PodFailed
+	failed.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		ExitCode: 1, Message: strings.Repeat("m", statusmgr.MaxTerminationMessageBytes-1)}}
+	must(t, m.SetPodStatus(pod, failed))
+	before, _ := m.PodStatusView("u1")
+	must(t, m.TerminatePod(pod))
+	if after, _ := m.PodStatusView("u1"); &after.ContainerStatuses[0] != &before.ContainerStatuses[0] {
+		t.Error("TerminatePod of a terminated status did not keep it")
+	}
+	grown := pod.DeepCopy()
+	grown.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	must(t, m.TerminatePod(grown))
+	after, _ := m.PodStatusView("u1")
+	if n := len(after.ContainerStatuses[0].State.Terminated.Message); n != statusmgr.MaxTerminationMessageBytes/2 {
+		t.Errorf("message of %d bytes, want %d (two containers)", n, statusmgr.MaxTerminationMessageBytes/2)
+	}
+	if n := len(before.ContainerStatuses[0].State.Terminated.Message); n != statusmgr.MaxTerminationMessageBytes-1 {
+		t.Errorf("the earlier status changed: message of %d bytes", n)
+	}
+}
+
 // PodStatusView gives the cached status as GetPodStatus does, without a copy: a view
 // stays as it was when a newer version is set, and a caller modifying GetPodStatus's copy
 // or the status it set changes neither the cache nor a view.
