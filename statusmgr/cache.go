@@ -110,8 +110,10 @@ func (c *cache) current(uid types.UID) current {
 
 // newVersion is a status prepared outside the lock from a current, for store.
 type newVersion struct {
-	from     current
-	pod      *v1.Pod
+	from current
+	pod  *v1.Pod
+	// status is the status to store: the prepared one, or the cached one when a forced
+	// version equals it.
 	status   *v1.PodStatus
 	finished bool
 	// skip is true when the status equals the cached one and the set is not forced: only
@@ -123,10 +125,14 @@ type newVersion struct {
 // prepare applies the kubelet's updateStatusInternal rules to status (the caller's copy,
 // handed over: it is modified, and stored if the version is) as the next version after
 // cur: pure, it reads neither the cache nor the clock. base is the status to compare
-// against when nothing is cached (the mirror pod's status, else pod.Status). An illegal container transition
-// (ErrIllegalTransition) or phase (ErrInvalidPhase) is an error. A status identical to the
-// cached one (ignoring conditions other clients own) is skipped unless mode is setForced
-// or setFinished; setFinished marks the pod finished (for good, unless it is static).
+// against when nothing is cached (the mirror pod's status, else pod.Status). An illegal
+// container transition (ErrIllegalTransition) or phase (ErrInvalidPhase) is an error. A
+// status identical to the cached one (ignoring conditions other clients own) is skipped
+// unless mode is setForced or setFinished; setFinished marks the pod finished (for good,
+// unless it is static). A forced version whose prepared status equals the cached one
+// (StatusPatch's comparisons: a patch from one to the other is empty) keeps the cached
+// status, as an entry keeps the server's status equal to its own (statusToKeep): the
+// manager does not hold two equal statuses, and status is not stored.
 func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
 	force, finished := mode != setIfChanged, mode == setFinished
 	old := base
@@ -172,12 +178,29 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 	}
 	NormalizeStatus(pod, status)
 
-	if cur.e != nil && cur.finished && !finished && !IsStaticPod(pod) {
-		finished = true
+	nv := newVersion{from: cur, pod: pod, status: status, finished: finished || stillFinished(cur, pod), now: now}
+	switch {
+	case cur.status == nil:
+	case !force:
+		nv.skip = statusEqualByKubelet(cur.status, status)
+	case statusFieldsEqual(cur.status, status, ""):
+		nv.status = cur.status
 	}
-	nv := newVersion{from: cur, pod: pod, status: status, finished: finished, now: now}
-	nv.skip = cur.status != nil && !force && statusEqualByKubelet(cur.status, status)
 	return nv, nil
+}
+
+// stillFinished reports whether the pod of cur stays finished whatever the mode of the
+// next version: it is, and it is not static.
+func stillFinished(cur current, pod *v1.Pod) bool {
+	return cur.e != nil && cur.finished && !IsStaticPod(pod)
+}
+
+// keepCached is the version after cur (which has a status) that keeps the cached status
+// as it is, without preparing it again: what prepare would give a forced version (mode
+// setForced or setFinished) equal to it, for a setter that knows the status would not
+// change (TerminatePod of a pod already terminated).
+func keepCached(pod *v1.Pod, cur current, mode setMode, now time.Time) newVersion {
+	return newVersion{from: cur, pod: pod, status: cur.status, finished: mode == setFinished || stillFinished(cur, pod), now: now}
 }
 
 // store records nv as the newest version of its pod's status, if the entry is still the

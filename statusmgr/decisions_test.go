@@ -241,6 +241,9 @@ func TestTerminatedStatus(t *testing.T) {
 			if diff := cmp.Diff(in, tc.in); diff != "" {
 				t.Errorf("input modified:\n%s", diff)
 			}
+			if changes, want := terminate(tc.pod, &in, false), !cmp.Equal(got, in); changes != want {
+				t.Errorf("terminate without applying = %v, want %v", changes, want)
+			}
 		})
 	}
 	if _, err := TerminatedStatus(nil, v1.PodStatus{}); !errors.Is(err, ErrNilPod) {
@@ -363,9 +366,14 @@ func TestCacheSet(t *testing.T) {
 	if changed, _ := c.set(pod, same, nil, setIfChanged, later); changed {
 		t.Error("identical status made a new version")
 	}
-	// Forced: new version, LastTransitionTime and StartTime kept.
+	// Forced: new version, LastTransitionTime and StartTime kept; the status equals the
+	// cached one, which stands for it.
+	first := e.status
 	if changed, _ := c.set(pod, *readyTrue.DeepCopy(), nil, setForced, later); !changed || e.version != 2 {
 		t.Errorf("forced set: changed %v version %d", changed, e.version)
+	}
+	if e.status != first {
+		t.Error("a forced version equal to the cached status did not keep the cached status")
 	}
 	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(now) {
 		t.Errorf("unchanged Ready got a new LastTransitionTime %v", got)
@@ -380,11 +388,15 @@ func TestCacheSet(t *testing.T) {
 	if got := e.status.Conditions[0].LastTransitionTime.Time; !got.Equal(later) {
 		t.Errorf("flipped Ready LastTransitionTime = %v, want %v", got, later)
 	}
-	// Finished sticks for a non-static pod.
+	// Finished sticks for a non-static pod; a forced status that differs is stored.
 	c.set(pod, v1.PodStatus{Phase: v1.PodFailed}, nil, setFinished, later)
+	failed := e.status
 	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, Message: "x"}, nil, setForced, later)
 	if !e.podIsFinished {
 		t.Error("podIsFinished was reset")
+	}
+	if e.status == failed || e.status.Message != "x" {
+		t.Errorf("a forced status that differs was not stored: %+v", e.status)
 	}
 	// A higher observed generation is kept.
 	c.set(pod, v1.PodStatus{Phase: v1.PodFailed, ObservedGeneration: 5}, nil, setForced, later)

@@ -234,15 +234,17 @@ const (
 )
 
 // buildFunc returns the status to store, given the cached one (nil if none; read only): a
-// status of its own, which the caller may modify and store. ok false means there is
-// nothing to store.
+// status of its own, which the caller may modify and store, or release to statusStructs
+// when it does not store it; or, for a forced mode, cached itself: the new version keeps
+// the cached status as it is (keepCached). ok false means there is nothing to store.
 type buildFunc func(cached *v1.PodStatus) (status *v1.PodStatus, ok bool, err error)
 
 // update is the common path of the setters: store a new version and wake the sync loop.
 // The new version is built and prepared (compared, normalized, copied) without the lock,
 // from the entry as it was; the lock is taken only to read the entry and to store the
 // result, which is prepared again if the entry changed meanwhile (another setter of the
-// same pod).
+// same pod). A built status that is not stored (skipped, equal to the cached one, or
+// stale) goes back to statusStructs for the next setter.
 func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 	base := m.baseStatus(pod)
 	for {
@@ -253,9 +255,14 @@ func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 		if err == nil && !ok {
 			return nil // nothing to store
 		}
+		own := status != cur.status // not the cached status (keepCached)
 		var nv newVersion
-		if err == nil {
+		switch {
+		case err != nil:
+		case own:
 			nv, err = prepare(pod, status, base, cur, mode, m.clock.Now())
+		default:
+			nv = keepCached(pod, cur, mode, m.clock.Now())
 		}
 		if err != nil {
 			if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
@@ -269,6 +276,9 @@ func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 		m.mu.Lock()
 		changed, stale := m.c.store(nv)
 		m.mu.Unlock()
+		if own && (!changed || nv.status != status) {
+			releaseStatusStruct(status) // the entry does not hold it
+		}
 		if stale {
 			continue
 		}
@@ -332,11 +342,10 @@ func (m *Manager) setPodStatus(pod *v1.Pod, status v1.PodStatus, deepCopy bool) 
 		start = *status.StartTime
 	}
 	return m.update(pod, func(*v1.PodStatus) (*v1.PodStatus, bool, error) {
-		var s *v1.PodStatus
+		s := newStatusStruct()
 		if deepCopy {
-			s = status.DeepCopy()
+			status.DeepCopyInto(s)
 		} else {
-			s = new(v1.PodStatus)
 			*s = status
 			if s.StartTime != nil {
 				*s.StartTime = start
@@ -361,9 +370,17 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
+			if !terminate(pod, cached, false) && cached.StartTime != nil && cutsNoMessage(pod, cached) {
+				// The cached status is prepared (or equal to a status prepared) with this
+				// pod's spec but for the termination message budget (ephemeral
+				// containers): terminated and prepared again, it would be equal to itself
+				// (prepare would keep the cached one). Kept as it is.
+				return cached, true, nil
+			}
 		}
-		s, err := TerminatedStatus(pod, *from)
-		return &s, err == nil, err
+		s := newStatusStruct()
+		terminatedStatusInto(pod, from, s)
+		return s, true, nil
 	}, setFinished)
 }
 

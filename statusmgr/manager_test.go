@@ -556,6 +556,75 @@ func TestManagerTerminatePod(t *testing.T) {
 	}
 }
 
+// A forced version (TerminatePod, SetPodStatus of a deleting pod) equal to the cached
+// status is a new version, synced, that keeps the cached status: a view taken before
+// shares its memory; one that differs gets a status of its own.
+func TestManagerForcedEqualVersionKeepsTheCachedStatus(t *testing.T) {
+	api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+	synced := 0
+	m, err := statusmgr.New(statusmgr.Config{Patcher: api, ObserveSyncLatency: func(time.Duration) { synced++ }})
+	must(t, err)
+	pod := deleting(testPod("p", "u1"))
+	failed := runningStatus(false)
+	failed.Phase = v1.PodFailed
+	failed.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
+	must(t, m.SetPodStatus(pod, failed))
+	must(t, m.Sync(t.Context()))
+	shares := func(a, b v1.PodStatus) bool {
+		return &a.ContainerStatuses[0] == &b.ContainerStatuses[0] && &a.Conditions[0] == &b.Conditions[0]
+	}
+	for i, set := range []func() error{
+		func() error { return m.TerminatePod(pod) },
+		func() error { return m.SetPodStatus(pod, failed) },
+	} {
+		before, _ := m.PodStatusView("u1")
+		must(t, set())
+		if after, _ := m.PodStatusView("u1"); !shares(before, after) {
+			t.Errorf("set %d: the equal version has a status of its own", i)
+		}
+		must(t, m.Sync(t.Context()))
+		if synced != i+2 {
+			t.Errorf("set %d: %d versions synced, want %d", i, synced, i+2)
+		}
+	}
+	before, _ := m.PodStatusView("u1")
+	other := *failed.DeepCopy()
+	other.Message = "x"
+	must(t, m.SetPodStatus(pod, other))
+	if after, _ := m.PodStatusView("u1"); shares(before, after) || after.Message != "x" {
+		t.Errorf("a forced status that differs was not stored: %+v", after)
+	}
+}
+
+// TerminatePod of a pod whose cached status is terminated already keeps that status,
+// unless the pod now has more containers (an ephemeral one was added): then the
+// termination messages are cut to the smaller budget, as NormalizeStatus does.
+func TestManagerTerminatePodCutsMessagesToTheNewBudget(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	pod := testPod("p", "u1")
+	failed := runningStatus(false)
+	failed.Phase = v1.PodFailed
+	failed.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
+		ExitCode: 1, Message: strings.Repeat("m", statusmgr.MaxTerminationMessageBytes-1)}}
+	must(t, m.SetPodStatus(pod, failed))
+	before, _ := m.PodStatusView("u1")
+	must(t, m.TerminatePod(pod))
+	if after, _ := m.PodStatusView("u1"); &after.ContainerStatuses[0] != &before.ContainerStatuses[0] {
+		t.Error("TerminatePod of a terminated status did not keep it")
+	}
+	grown := pod.DeepCopy()
+	grown.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debug"}}}
+	must(t, m.TerminatePod(grown))
+	after, _ := m.PodStatusView("u1")
+	if n := len(after.ContainerStatuses[0].State.Terminated.Message); n != statusmgr.MaxTerminationMessageBytes/2 {
+		t.Errorf("message of %d bytes, want %d (two containers)", n, statusmgr.MaxTerminationMessageBytes/2)
+	}
+	if n := len(before.ContainerStatuses[0].State.Terminated.Message); n != statusmgr.MaxTerminationMessageBytes-1 {
+		t.Errorf("the earlier status changed: message of %d bytes", n)
+	}
+}
+
 // PodStatusView gives the cached status as GetPodStatus does, without a copy: a view
 // stays as it was when a newer version is set, and a caller modifying GetPodStatus's copy
 // or the status it set changes neither the cache nor a view.

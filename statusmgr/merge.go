@@ -140,20 +140,36 @@ func mergeConditions(old, new []v1.PodCondition, takeDisruption bool, now time.T
 }
 
 // mergedStatusPatch is the patch from server's status to the merge of status into it
-// (mergeStatus, then StatusPatch with server's UID). The merged status lives in a pooled
-// struct for the call only (StatusPatch keeps no reference to it): passed through
+// (mergeStatus, then StatusPatch with server's UID). With scratch (a buffer of
+// patchBuffers) the patch is built in *scratch and not copied: it is the caller's until
+// scratch's next use; without, it is a slice of its own. The merged status lives in a
+// pooled struct for the call only (StatusPatch keeps no reference to it): passed through
 // StatusPatch's table of field patchers, it would otherwise escape, an allocation per sync.
-func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) (patch []byte, unchanged bool, err error) {
-	merged := mergedStatuses.Get().(*v1.PodStatus)
+func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time, scratch *[]byte) (patch []byte, unchanged bool, err error) {
+	merged := newStatusStruct()
 	*merged = mergeStatus(server, &server.Status, status, couldHaveRunningContainers, now)
-	patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
-	*merged = v1.PodStatus{} // keeps nothing alive
-	mergedStatuses.Put(merged)
+	if scratch == nil {
+		patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
+	} else if patch, unchanged, err = appendStatusPatch((*scratch)[:0], server.UID, &server.Status, merged); err == nil {
+		*scratch = patch
+	}
+	releaseStatusStruct(merged)
 	return patch, unchanged, err
 }
 
-// mergedStatuses holds mergedStatusPatch's structs between calls.
-var mergedStatuses = sync.Pool{New: func() any { return new(v1.PodStatus) }}
+// statusStructs holds status structs between uses that keep none: mergedStatusPatch's
+// merged status, and a setter's new version when it is not stored (see Manager.update).
+var statusStructs = sync.Pool{New: func() any { return new(v1.PodStatus) }}
+
+// newStatusStruct returns a zero status struct of statusStructs.
+func newStatusStruct() *v1.PodStatus { return statusStructs.Get().(*v1.PodStatus) }
+
+// releaseStatusStruct zeroes s, which nothing may refer to any more, and puts it back in
+// statusStructs.
+func releaseStatusStruct(s *v1.PodStatus) {
+	*s = v1.PodStatus{} // keeps nothing alive
+	statusStructs.Put(s)
+}
 
 // mergedConditionCount is the number of conditions mergeStatus keeps at most: old's not
 // owned by the kubelet, new's owned by it, and new's DisruptionTarget when it is taken

@@ -27,16 +27,13 @@ func NormalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
 	if status == nil {
 		return
 	}
-	budget := MaxTerminationMessageBytes
-	if n := containerCount(pod, status); n > 0 {
-		budget /= n
-	}
+	budget := messageBudget(pod, status)
 	truncTime(status.StartTime)
 	for i := range status.Conditions {
 		truncTime(&status.Conditions[i].LastProbeTime)
 		truncTime(&status.Conditions[i].LastTransitionTime)
 	}
-	for _, list := range [...][]v1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses} {
+	for _, list := range containerStatusLists(status) {
 		for i := range list {
 			normalizeState(&list[i].State, budget)
 			normalizeState(&list[i].LastTerminationState, budget)
@@ -60,6 +57,36 @@ func NormalizeStatus(pod *v1.Pod, status *v1.PodStatus) {
 	slices.SortStableFunc(status.InitContainerStatuses, func(a, b v1.ContainerStatus) int {
 		return cmp.Compare(specIndex(a.Name), specIndex(b.Name))
 	})
+}
+
+// messageBudget is the length NormalizeStatus cuts each termination message to.
+func messageBudget(pod *v1.Pod, status *v1.PodStatus) int {
+	if n := containerCount(pod, status); n > 0 {
+		return MaxTerminationMessageBytes / n
+	}
+	return MaxTerminationMessageBytes
+}
+
+// containerStatusLists are status's lists of container statuses: its containers', init
+// containers' and ephemeral containers'.
+func containerStatusLists(status *v1.PodStatus) [3][]v1.ContainerStatus {
+	return [...][]v1.ContainerStatus{status.ContainerStatuses, status.InitContainerStatuses, status.EphemeralContainerStatuses}
+}
+
+// cutsNoMessage reports whether NormalizeStatus(pod, status) would leave every termination
+// message of status as it is (none is longer than the budget). Read only.
+func cutsNoMessage(pod *v1.Pod, status *v1.PodStatus) bool {
+	budget := messageBudget(pod, status)
+	for _, list := range containerStatusLists(status) {
+		for i := range list {
+			for _, t := range [...]*v1.ContainerStateTerminated{list[i].State.Terminated, list[i].LastTerminationState.Terminated} {
+				if t != nil && len(t.Message) > budget {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // containerCount is the number of containers the termination message budget is split

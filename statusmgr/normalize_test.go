@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,4 +212,33 @@ func BenchmarkLockHeldPerSet(b *testing.B) {
 			}
 		}
 	})
+}
+
+// cutsNoMessage says whether NormalizeStatus leaves every termination message as it is,
+// for each container count of the spec and message length around the budget.
+func TestCutsNoMessage(t *testing.T) {
+	for containers := 1; containers <= 3; containers++ {
+		pod := &v1.Pod{}
+		for i := range containers {
+			pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: fmt.Sprint("c", i)})
+		}
+		budget := MaxTerminationMessageBytes / containers
+		for _, n := range []int{0, budget - 1, budget, budget + 1} {
+			for _, last := range []bool{false, true} {
+				term := &v1.ContainerStateTerminated{Message: strings.Repeat("m", n)}
+				cs := v1.ContainerStatus{Name: "c0"}
+				if last {
+					cs.LastTerminationState.Terminated = term
+				} else {
+					cs.State.Terminated = term
+				}
+				s := v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{cs}}
+				got := cutsNoMessage(pod, &s)
+				NormalizeStatus(pod, &s)
+				if want := len(term.Message) == n; got != want {
+					t.Errorf("%d containers, message of %d bytes (last state %v): cutsNoMessage %v, want %v", containers, n, last, got, want)
+				}
+			}
+		}
+	}
 }

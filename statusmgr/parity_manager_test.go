@@ -129,6 +129,9 @@ func TestParityTerminatedStatus(t *testing.T) {
 			if diff := cmp.Diff(before, in); diff != "" {
 				t.Errorf("input status modified (-want +got):\n%s", diff)
 			}
+			if changes, want := terminate(tc.pod, &in, false), !cmp.Equal(got, in); changes != want {
+				t.Errorf("terminate without applying = %v, want %v", changes, want)
+			}
 		})
 	}
 	t.Run("§8 TerminatePod: the message is exactly the kubelet's", func(t *testing.T) {

@@ -45,34 +45,46 @@ func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byt
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
 	}
 	scratch := patchBuffers.Get().(*[]byte)
-	b := append((*scratch)[:0], `{"metadata":{"uid":`...)
+	if patch, unchanged, err = appendStatusPatch((*scratch)[:0], uid, oldStatus, newStatus); err == nil {
+		*scratch = patch
+		patch = slices.Clone(patch)
+	}
+	putPatchBuffer(scratch)
+	return patch, unchanged, err
+}
+
+// appendStatusPatch appends StatusPatch's patch to b (statuses not nil) and returns it, in
+// b's memory if it fits.
+func appendStatusPatch(b []byte, uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
+	b = append(b, `{"metadata":{"uid":`...)
 	b = appendString(b, string(uid))
 	b = append(b, `},"status":{`...)
 	patchers := statusPatchers()
 	for i := range patchers {
 		p := &patchers[i]
 		if b, err = p.patch(b, &p.field, oldStatus, newStatus); err != nil {
-			break
+			return nil, false, err
 		}
 	}
-	if err == nil {
-		if unchanged = b[len(b)-1] == '{'; unchanged {
-			b = append(b[:len(b)-len(`,"status":{`)], '}')
-		} else {
-			b = append(b, `}}`...)
-		}
-		patch = slices.Clone(b)
+	if unchanged = b[len(b)-1] == '{'; unchanged {
+		return append(b[:len(b)-len(`,"status":{`)], '}'), true, nil
 	}
-	if cap(b) <= maxPooledPatch {
-		*scratch = b
-		patchBuffers.Put(scratch)
-	}
-	return patch, unchanged, err
+	return append(b, `}}`...), false, nil
 }
 
 // patchBuffers keeps scratch buffers between patches: a patch is built in one and copied
-// out at its exact size. (Everything below appends to a local slice: no write barriers.)
+// out at its exact size, or, for the Manager's own syncs, handed to the StatusPatcher as
+// it is and reused once the call returned. (Everything below appends to a local slice: no
+// write barriers.)
 var patchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
+
+// putPatchBuffer returns a scratch buffer of patchBuffers to the pool, unless it grew
+// beyond maxPooledPatch.
+func putPatchBuffer(scratch *[]byte) {
+	if cap(*scratch) <= maxPooledPatch {
+		patchBuffers.Put(scratch)
+	}
+}
 
 // maxPooledPatch is the largest scratch buffer kept for reuse.
 const maxPooledPatch = 64 << 10
@@ -329,6 +341,9 @@ func isZeroTime(t *metav1.Time) bool { return t.Time == time.Time{} }
 // when needed, then the changed and new conditions (their changed members) and deletions.
 func patchConditions(b []byte, _ *jsonField, o, n *v1.PodStatus) ([]byte, error) {
 	oldConds, newConds := o.Conditions, n.Conditions
+	if sameConditions(oldConds, newConds) {
+		return b, nil
+	}
 	var patchedBuf [8]v1.PodConditionType
 	patched := patchedBuf[:0] // types of the changed or new conditions, in newConds' order
 	for i := range newConds {
@@ -382,6 +397,21 @@ func patchConditions(b []byte, _ *jsonField, o, n *v1.PodStatus) ([]byte, error)
 	}
 	b = append(b, ']')
 	return b, nil
+}
+
+// sameConditions reports whether the lists hold the same conditions in the same order, of
+// distinct types (then nothing is patched, deleted or reordered): the common case,
+// decided in one pass.
+func sameConditions(oldConds, newConds []v1.PodCondition) bool {
+	if len(oldConds) != len(newConds) {
+		return false
+	}
+	for i := range newConds {
+		if conditionChanged(&oldConds[i], &newConds[i]) || findCondition(newConds[:i], newConds[i].Type) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // noCondition is the base a new condition is diffed against (never written to).
@@ -1126,15 +1156,22 @@ func omitted(v reflect.Value) bool {
 
 // statusFieldsEqual reports whether a and b are equal in every status field but the one
 // named skip (a JSON name), as StatusPatch compares them: a field is equal when its
-// patcher writes nothing (into a nil slice: it allocates only for a difference).
+// patcher writes nothing (into a scratch buffer of patchBuffers: a difference allocates
+// nothing either).
 func statusFieldsEqual(a, b *v1.PodStatus, skip string) bool {
+	scratch := patchBuffers.Get().(*[]byte)
+	defer putPatchBuffer(scratch)
 	patchers := statusPatchers()
 	for i := range patchers {
 		p := &patchers[i]
 		if p.field.name == skip {
 			continue
 		}
-		if out, err := p.patch(nil, &p.field, a, b); err != nil || len(out) > 0 {
+		out, err := p.patch((*scratch)[:0], &p.field, a, b)
+		if out != nil {
+			*scratch = out[:0] // keeps a grown buffer
+		}
+		if err != nil || len(out) > 0 {
 			return false
 		}
 	}

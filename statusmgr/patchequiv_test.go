@@ -316,3 +316,33 @@ func setPath(r *rand.Rand, v reflect.Value, path []int) {
 	}
 	panic(fmt.Sprintf("no value for %v", path))
 }
+
+// Conditions equal on both sides in the same order are decided in one pass
+// (sameConditions); a list with a type twice is not, and gets the reference's patch.
+func TestStatusPatchSameConditions(t *testing.T) {
+	conds := []v1.PodCondition{
+		cond(v1.PodReady, v1.ConditionTrue, "", t0),
+		cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		cond(v1.ContainersReady, v1.ConditionFalse, "", t0),
+	}
+	twice := append(slices.Clone(conds), cond(v1.PodReady, v1.ConditionFalse, "again", t0))
+	for _, tc := range []struct {
+		name     string
+		old, new []v1.PodCondition
+		same     bool
+	}{
+		{"equal", conds, slices.Clone(conds), true},
+		{"both empty", nil, []v1.PodCondition{}, true},
+		{"one member changed", conds, append(slices.Clone(conds[:2]), cond(v1.ContainersReady, v1.ConditionTrue, "", t0)), false},
+		{"reordered", conds, []v1.PodCondition{conds[1], conds[0], conds[2]}, false},
+		{"a type twice", twice, slices.Clone(twice), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sameConditions(tc.old, tc.new); got != tc.same {
+				t.Errorf("sameConditions = %v, want %v", got, tc.same)
+			}
+			old, nw := v1.PodStatus{Conditions: tc.old}, v1.PodStatus{Conditions: tc.new}
+			checkMatchesReference(t, &old, &nw)
+		})
+	}
+}

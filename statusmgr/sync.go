@@ -30,6 +30,8 @@ func (m *Manager) reconcile() {
 	fresh := make(map[types.UID]*v1.Pod, len(snaps))
 	var stale []snapshot
 	now := m.clock.Now()
+	scratch := patchBuffers.Get().(*[]byte) // the patches are only compared: one buffer for all
+	defer putPatchBuffer(scratch)
 	for _, s := range snaps {
 		pod, ok := m.lookup.GetPodByUID(s.uid)
 		if !ok || pod == nil || pod.UID != s.uid {
@@ -46,7 +48,7 @@ func (m *Manager) reconcile() {
 		if m.couldRun != nil {
 			couldRun = m.couldRun(s.uid)
 		}
-		if _, unchanged, err := mergedStatusPatch(src, s.status, couldRun, now); err == nil && !unchanged {
+		if _, unchanged, err := mergedStatusPatch(src, s.status, couldRun, now, scratch); err == nil && !unchanged {
 			stale = append(stale, s)
 		}
 	}
@@ -74,7 +76,10 @@ func (m *Manager) reconcile() {
 func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 	var ps PodSync // on the stack: drive keeps no reference to it
 	m.initPodSync(&ps, &s)
-	return m.drive(ctx, &ps)
+	ps.lend = true // drive's calls return before the next Step: the patch buffer is reused
+	err := m.drive(ctx, &ps)
+	ps.releaseScratch()
+	return err
 }
 
 // podSync returns the PodSync of a snapshot (see initPodSync).
@@ -104,7 +109,7 @@ func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 	}
 	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
 	*ps = newPodSync(in)
-	ps.snap = s
+	ps.snap = *s
 }
 
 // drive runs ps to its end, making its calls, and records its outcome.
@@ -139,10 +144,10 @@ func (m *Manager) call(ctx context.Context, c Call) Answer {
 // it, and returns its error. Not for a PodSync of NewPodSync (ErrUnknownPod).
 func (m *Manager) finish(ps *PodSync) error {
 	o, done := ps.Outcome()
-	if ps.snap == nil || !done {
+	if ps.snap.e == nil || !done {
 		return fmt.Errorf("%w: the sync is not a Manager's, or not done", ErrUnknownPod)
 	}
-	s := *ps.snap
+	s := ps.snap
 	var again bool
 	var setAt time.Time
 	var keep *v1.PodStatus

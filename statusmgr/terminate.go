@@ -32,25 +32,47 @@ func TerminatedStatus(pod *v1.Pod, status v1.PodStatus) (v1.PodStatus, error) {
 	if pod == nil {
 		return v1.PodStatus{}, ErrNilPod
 	}
-	out := *status.DeepCopy()
-	if hasPodInitialized(pod) {
-		for i := range out.ContainerStatuses {
-			markTerminatedIfNot(&out.ContainerStatuses[i])
-		}
-	}
-	for i := range initializedContainers(out.InitContainerStatuses) {
-		markTerminatedIfNot(&out.InitContainerStatuses[i])
-	}
-	if !IsStaticPod(pod) && !IsTerminalPhase(out.Phase) {
-		out.Phase = v1.PodFailed
-	}
+	var out v1.PodStatus
+	terminatedStatusInto(pod, &status, &out)
 	return out, nil
 }
 
-func markTerminatedIfNot(cs *v1.ContainerStatus) {
-	if cs.State.Terminated != nil {
-		return
+// terminatedStatusInto is TerminatedStatus (pod not nil) into *out, a zero struct.
+func terminatedStatusInto(pod *v1.Pod, status, out *v1.PodStatus) {
+	status.DeepCopyInto(out)
+	terminate(pod, out, true)
+}
+
+// terminate makes s TerminatedStatus's status of pod (not nil) in place when apply is
+// true, and reports whether that changes anything; with apply false it only reports it
+// (s is not modified).
+func terminate(pod *v1.Pod, s *v1.PodStatus, apply bool) (changed bool) {
+	var lists [2][]v1.ContainerStatus
+	if hasPodInitialized(pod) {
+		lists[0] = s.ContainerStatuses
 	}
+	lists[1] = initializedContainers(s.InitContainerStatuses)
+	for _, list := range lists {
+		for i := range list {
+			if list[i].State.Terminated != nil {
+				continue
+			}
+			if changed = true; apply {
+				markTerminated(&list[i])
+			}
+		}
+	}
+	if !IsStaticPod(pod) && !IsTerminalPhase(s.Phase) {
+		if changed = true; apply {
+			s.Phase = v1.PodFailed
+		}
+	}
+	return changed
+}
+
+// markTerminated gives cs, which has no terminated state, the state of a container not
+// found.
+func markTerminated(cs *v1.ContainerStatus) {
 	cs.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 		Reason:   ReasonContainerStatusUnknown,
 		Message:  MessageContainerNotFound,

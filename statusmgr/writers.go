@@ -235,7 +235,7 @@ func (m *Manager) TakeSyncs() []*PodSync {
 // ends its claim and returns its error (the Outcome's Err). It returns an error wrapping
 // ErrUnknownPod, and changes nothing, for a PodSync that is not done or not from TakeSyncs.
 func (m *Manager) FinishSync(ps *PodSync) error {
-	if ps == nil || ps.snap == nil || !ps.done {
+	if ps == nil || ps.snap.e == nil || !ps.done {
 		return fmt.Errorf("%w: the sync is not done, or not from TakeSyncs", ErrUnknownPod)
 	}
 	err := m.finish(ps)

@@ -584,3 +584,49 @@ func TestManagerRunReusesWriters(t *testing.T) {
 		}
 	})
 }
+
+// A PodSync from TakeSyncs hands out patches that stay its caller's (a harness keeps them
+// to compare), while the Manager's own syncs reuse their patch memory once the call
+// returned: the patches kept from TakeSyncs are unchanged after many syncs of the Manager.
+func TestTakeSyncsPatchesStayTheCallers(t *testing.T) {
+	pods := []*v1.Pod{testPod("p1", "u1"), testPod("p2", "u2")}
+	api := statusmgrtest.NewFakeAPI(pods...)
+	m, err := statusmgr.New(statusmgr.Config{Patcher: api})
+	must(t, err)
+	for _, p := range pods {
+		must(t, m.SetPodStatus(p, runningStatus(false)))
+	}
+	var kept, copies [][]byte
+	for _, ps := range m.TakeSyncs() {
+		var a statusmgr.Answer
+		for st := ps.Step(a, epoch); !st.Done(); st = ps.Step(a, epoch) {
+			switch st.Call.Verb {
+			case statusmgr.VerbGet:
+				a.Pod, a.Err = api.GetPod(t.Context(), st.Call.Namespace, st.Call.Name)
+			case statusmgr.VerbPatch:
+				kept, copies = append(kept, st.Call.Patch), append(copies, slices.Clone(st.Call.Patch))
+				a.Pod, a.Err = api.PatchPodStatus(t.Context(), st.Call.Namespace, st.Call.Name, st.Call.Patch)
+			default:
+				t.Fatalf("unexpected call %+v", st.Call)
+			}
+		}
+		must(t, m.FinishSync(ps))
+	}
+	if len(kept) != 2 {
+		t.Fatalf("%d patches, want 2", len(kept))
+	}
+	for i := range 4 {
+		for _, p := range pods {
+			must(t, m.SetPodStatus(p, runningStatus(i%2 == 0)))
+		}
+		must(t, m.Sync(t.Context()))
+	}
+	if got := api.Counts().Patches; got != 10 {
+		t.Errorf("%d patches, want 10", got)
+	}
+	for i := range kept {
+		if string(kept[i]) != string(copies[i]) {
+			t.Errorf("patch %d changed after the Manager's syncs:\n%s\nwas\n%s", i, kept[i], copies[i])
+		}
+	}
+}
