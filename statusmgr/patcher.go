@@ -30,9 +30,9 @@ type StatusPatcher interface {
 	// PatchPodStatus applies patch, a strategic merge patch
 	// (types.StrategicMergePatchType), to the pod's "status" subresource and returns the
 	// patched pod. The patch carries metadata.uid: the server must refuse it (Conflict) when
-	// the pod has another UID, as the API server does. Like io.Writer's p, patch is the
-	// implementation's only until the call returns: the manager then reuses its memory,
-	// so an implementation that keeps it (to log it later, say) keeps a copy.
+	// the pod has another UID, as the API server does. The patch is the implementation's
+	// to keep: the manager never writes it again (client-go's HTTP transport may still
+	// read a request's body after the call returned).
 	PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error)
 	// DeletePod deletes the pod with grace period 0 and the UID precondition uid
 	// (metav1.DeleteOptions{GracePeriodSeconds: 0, Preconditions: {UID: uid}}); a pod

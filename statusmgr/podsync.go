@@ -237,13 +237,6 @@ type PodSync struct {
 	// calls sums the Stats of the steps so far.
 	calls Stats
 
-	// lend is true when the runner reuses the memory of a call's patch once the call
-	// returned (the Manager's own syncs, whose StatusPatcher keeps no patch): the patch is
-	// built in scratch, a buffer of patchBuffers, instead of a slice of its own. The
-	// runner returns scratch to the pool when the sync is over (releaseScratch).
-	lend    bool
-	scratch *[]byte
-
 	// snap is the Manager's snapshot the sync started from (its entry nil for a PodSync
 	// of NewPodSync). A value: a pointer to the runner's would move it to the heap.
 	snap snapshot
@@ -364,10 +357,7 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		}
 		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
 	}
-	if p.lend && p.scratch == nil {
-		p.scratch = patchBuffers.Get().(*[]byte)
-	}
-	patch, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, p.scratch)
+	patch, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {
 		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
 			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})
@@ -440,15 +430,6 @@ func (p *PodSync) finish(st Step, o Outcome) Step {
 	p.done, p.out = true, o
 	st.Outcome = o
 	return st
-}
-
-// releaseScratch returns the sync's patch buffer, if it took one, to the pool: the last
-// patch it built must no longer be in use.
-func (p *PodSync) releaseScratch() {
-	if p.scratch != nil {
-		putPatchBuffer(p.scratch)
-		p.scratch = nil
-	}
 }
 
 // add adds every counter of d to s.

@@ -76,10 +76,7 @@ func (m *Manager) reconcile() {
 func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
 	var ps PodSync // on the stack: drive keeps no reference to it
 	m.initPodSync(&ps, &s)
-	ps.lend = true // drive's calls return before the next Step: the patch buffer is reused
-	err := m.drive(ctx, &ps)
-	ps.releaseScratch()
-	return err
+	return m.drive(ctx, &ps)
 }
 
 // podSync returns the PodSync of a snapshot (see initPodSync).

@@ -585,9 +585,9 @@ func TestManagerRunReusesWriters(t *testing.T) {
 	})
 }
 
-// A PodSync from TakeSyncs hands out patches that stay its caller's (a harness keeps them
-// to compare), while the Manager's own syncs reuse their patch memory once the call
-// returned: the patches kept from TakeSyncs are unchanged after many syncs of the Manager.
+// A patch, from TakeSyncs or the Manager's own syncs, stays its receiver's (a harness keeps
+// them to compare; net/http may read a request's body after the call returned): the
+// patches kept from TakeSyncs are unchanged after many syncs of the Manager.
 func TestTakeSyncsPatchesStayTheCallers(t *testing.T) {
 	pods := []*v1.Pod{testPod("p1", "u1"), testPod("p2", "u2")}
 	api := statusmgrtest.NewFakeAPI(pods...)
