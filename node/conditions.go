@@ -56,8 +56,11 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	if pod == nil || status == nil {
 		return nil
 	}
-	oldStatus := oldStatusOf(pod, opts)
-	old := &oldStatus
+	return podConditions(pod, rs, status, oldStatusOf(pod, &opts), &opts)
+}
+
+// podConditions is PodConditions with the old status resolved (oldStatusOf), read only.
+func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, opts *GenerateOptions) []v1.PodCondition {
 	conds := make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal))
 	for _, c := range pod.Status.Conditions {
 		if !statusmgr.IsKubeletOwnedCondition(c.Type) {

@@ -68,12 +68,12 @@ func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init b
 	restarting := shouldAllContainersRestart(pod, rs, &old)
 	hasInit := len(pod.Spec.InitContainers) > 0
 	if init {
-		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, opts)
-		applyProbes(pod, nil, out, opts)
+		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts)
+		applyProbes(pod, nil, out, &opts)
 		return out
 	}
-	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, opts)
-	applyProbes(pod, out, nil, opts)
+	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts)
+	applyProbes(pod, out, nil, &opts)
 	return out
 }
 
@@ -109,7 +109,7 @@ func containerIDOf(idType, id, known string) string {
 // pod has no two containers of one name; the last one of a name gives its default
 // status): no status is allocated on its own and copied afterwards.
 func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerStatus, containers []v1.Container,
-	hasInit, isInit, restarting bool, opts GenerateOptions) []v1.ContainerStatus {
+	hasInit, isInit, restarting bool, opts *GenerateOptions) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
 	}
@@ -533,7 +533,7 @@ func allContainersCouldRestart(spec *v1.PodSpec) bool {
 
 // applyProbes sets Started and Ready of the statuses as the kubelet's prober manager
 // (UpdatePodStatus) does, from the probe results opts.ProbeResult reports.
-func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateOptions) {
+func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts *GenerateOptions) {
 	result := func(st *v1.ContainerStatus, kind ProbeKind) (success, known bool) {
 		if opts.ProbeResult == nil {
 			return false, false

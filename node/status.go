@@ -102,8 +102,7 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	if pod == nil {
 		return v1.PodStatus{}
 	}
-	opts.OldStatus = oldStatusOf(pod, opts)
-	old := &opts.OldStatus
+	old := oldStatusOf(pod, &opts)
 	var s v1.PodStatus
 
 	hostIPs := nodeIPs(opts.HostIPs)
@@ -125,13 +124,13 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	restarting := shouldAllContainersRestart(pod, rs, old)
 	hasInit := len(pod.Spec.InitContainers) > 0
-	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, opts)
-	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, opts)
+	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts)
+	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts)
 	ephemeral := make([]v1.Container, len(pod.Spec.EphemeralContainers))
 	for i := range pod.Spec.EphemeralContainers {
 		ephemeral[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 	}
-	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, opts)
+	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, &opts)
 
 	s.Phase = PodPhaseInitialized(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.PodIsTerminal,
 		hasAnyActiveRegularContainerStarted(&pod.Spec, rs))
@@ -156,8 +155,8 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 		s.Phase = pod.Status.Phase
 	}
 
-	applyProbes(pod, s.ContainerStatuses, s.InitContainerStatuses, opts)
-	s.Conditions = PodConditions(pod, rs, &s, opts)
+	applyProbes(pod, s.ContainerStatuses, s.InitContainerStatuses, &opts)
+	s.Conditions = podConditions(pod, rs, &s, old, &opts)
 
 	if len(hostIPs) > 0 {
 		s.HostIP = hostIPs[0].s
@@ -189,12 +188,13 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	return s
 }
 
-// oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero.
-func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
-	if opts.OldStatus.Phase == "" && reflect.ValueOf(opts.OldStatus).IsZero() { // a phase: not zero, at once
-		return pod.Status
+// oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero (read only,
+// not copied).
+func oldStatusOf(pod *v1.Pod, opts *GenerateOptions) *v1.PodStatus {
+	if opts.OldStatus.Phase == "" && reflect.ValueOf(&opts.OldStatus).Elem().IsZero() { // a phase: not zero, at once
+		return &pod.Status
 	}
-	return opts.OldStatus
+	return &opts.OldStatus
 }
 
 // ipAddr is a parsed IP address (an IPv4-mapped IPv6 address as IPv4, as net.IP
