@@ -58,10 +58,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 // within the grace period, and writes the stopped status once nothing runs.
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, gracePeriod int64, fn func(*v1.PodStatus)) error {
 	n := (*Node)(s)
-	st := n.generate(pod, rs, false)
-	if fn != nil {
-		fn(&st)
-	}
+	st := withStatusFunc(n.generate(pod, rs, false), fn)
 	if n.observed() {
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
 			Message: fmt.Sprintf("SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())})
@@ -101,16 +98,25 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 		cp.IPs = rs.IPs
 		stopped = &cp
 	}
-	st = n.generate(pod, stopped, true)
-	if fn != nil {
-		fn(&st)
-	}
+	st = withStatusFunc(n.generate(pod, stopped, true), fn)
 	if err := n.setStatus(pod, st, fn == nil); err != nil {
 		return err
 	}
 	n.stopped.put(pod.UID, stopped)
 	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: "SyncTerminatingPod done: every container stopped"})
 	return nil
+}
+
+// withStatusFunc returns st as fn changes it (a kill's status function; nil changes
+// nothing). Only a status that fn gets is moved to the heap: one that fn cannot keep
+// stays on the caller's stack.
+func withStatusFunc(st v1.PodStatus, fn func(*v1.PodStatus)) v1.PodStatus {
+	if fn != nil {
+		changed := st
+		fn(&changed)
+		return changed
+	}
+	return st
 }
 
 // SyncTerminatingRuntimePod has the runtime stop a pod no source knows of.
