@@ -349,10 +349,13 @@ func runtimeState(cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting 
 }
 
 // copyVolumeMounts deep-copies volume mount statuses (nil stays nil), their
-// RecursiveReadOnly values in one allocation.
+// RecursiveReadOnly values in one allocation (a single mount and its value in one).
 func copyVolumeMounts(ms []v1.VolumeMountStatus) []v1.VolumeMountStatus {
 	if ms == nil {
 		return nil
+	}
+	if len(ms) == 1 {
+		return new(oneMount).set(ms[0], ms[0].RecursiveReadOnly)
 	}
 	out := make([]v1.VolumeMountStatus, len(ms))
 	copy(out, ms)
@@ -367,6 +370,26 @@ func copyVolumeMounts(ms []v1.VolumeMountStatus) []v1.VolumeMountStatus {
 		}
 	}
 	return out
+}
+
+// oneMount is the volume mount status of a container with a single mount (the usual
+// case: its service account token) and the RecursiveReadOnly value it points to, in one
+// allocation instead of two.
+type oneMount struct {
+	status [1]v1.VolumeMountStatus
+	mode   v1.RecursiveReadOnlyMode
+}
+
+// set makes m hold st, its RecursiveReadOnly a copy of *mode (nil: none), and returns
+// the status as a slice of one.
+func (m *oneMount) set(st v1.VolumeMountStatus, mode *v1.RecursiveReadOnlyMode) []v1.VolumeMountStatus {
+	m.status[0] = st
+	m.status[0].RecursiveReadOnly = nil
+	if mode != nil {
+		m.mode = *mode
+		m.status[0].RecursiveReadOnly = &m.mode
+	}
+	return m.status[:]
 }
 
 // runtimeStatusesNewestFirst returns the runtime's container instances (nil ones
@@ -396,6 +419,15 @@ func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 func volumeMountStatuses(c *v1.Container) []v1.VolumeMountStatus {
 	if len(c.VolumeMounts) == 0 {
 		return nil
+	}
+	if len(c.VolumeMounts) == 1 {
+		m := &c.VolumeMounts[0]
+		var mode *v1.RecursiveReadOnlyMode
+		if m.ReadOnly {
+			disabled := v1.RecursiveReadOnlyDisabled
+			mode = &disabled // not moved to the heap: set copies the value
+		}
+		return new(oneMount).set(v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}, mode)
 	}
 	out := make([]v1.VolumeMountStatus, len(c.VolumeMounts))
 	var modes []v1.RecursiveReadOnlyMode

@@ -104,10 +104,16 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	}
 	old := oldStatusOf(pod, &opts)
 	var s v1.PodStatus
+	// data holds the start time and the pod IPs, allocated once if the status has either.
+	var data *podStatusData
+	hasStartTime := (old.StartTime != nil && !old.StartTime.IsZero()) || !opts.Now.IsZero()
+	if hasStartTime || (rs != nil && len(rs.IPs) > 0) {
+		data = new(podStatusData)
+	}
 
 	hostIPs := nodeIPs(opts.HostIPs)
-	if rs != nil {
-		s.PodIPs = sortPodIPs(rs.IPs, hostIPs)
+	if rs != nil && len(rs.IPs) > 0 {
+		s.PodIPs = sortPodIPs(rs.IPs, hostIPs, &data.podIPs)
 	}
 	if len(s.PodIPs) > 0 {
 		s.PodIP = s.PodIPs[0].IP
@@ -179,13 +185,21 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	switch {
 	case old.StartTime != nil && !old.StartTime.IsZero():
-		st := *old.StartTime
-		s.StartTime = &st
-	case !opts.Now.IsZero():
-		st := metav1.NewTime(opts.Now)
-		s.StartTime = &st
+		data.startTime = *old.StartTime
+		s.StartTime = &data.startTime
+	case hasStartTime:
+		data.startTime = metav1.NewTime(opts.Now)
+		s.StartTime = &data.startTime
 	}
 	return s
+}
+
+// podStatusData is what a generated status points to besides its conditions and
+// container statuses: its start time and the array of its pod IPs (at most two), in one
+// allocation instead of two.
+type podStatusData struct {
+	startTime metav1.Time
+	podIPs    [2]v1.PodIP
 }
 
 // oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero (read only,
@@ -249,15 +263,16 @@ func nodeIPs(ips []string) []ipAddr {
 }
 
 // sortPodIPs is the kubelet's sortPodIPs: the first pod IP of the primary host IP's
-// family (IPv4 without host IPs), then the first of the other family, re-formatted.
-func sortPodIPs(podIPs []string, hostIPs []ipAddr) []v1.PodIP {
+// family (IPv4 without host IPs), then the first of the other family, re-formatted, in
+// buf (nil if none is valid).
+func sortPodIPs(podIPs []string, hostIPs []ipAddr, buf *[2]v1.PodIP) []v1.PodIP {
 	primaryV4 := len(hostIPs) == 0 || hostIPs[0].a.Is4()
 	var out []v1.PodIP
 	for _, wantV4 := range [...]bool{primaryV4, !primaryV4} {
 		for _, s := range podIPs {
 			if ip, ok := parseIP(s); ok && ip.a.Is4() == wantV4 {
 				if out == nil {
-					out = make([]v1.PodIP, 0, 2)
+					out = buf[:0]
 				}
 				out = append(out, v1.PodIP{IP: ip.s})
 				break
