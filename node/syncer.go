@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -196,21 +197,46 @@ func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time
 
 // stoppedStatuses maps pods to the status inspected after their kill, each kept from a
 // successful SyncTerminatingPod to the next status read of the pod. Every status read of
-// every pod worker asks it, so it takes no lock common to all pods: a sync.Map (keyed by
-// types.UID) locks only around the pod's own slot.
+// every pod worker asks it, so it takes no lock common to all pods: a pod's UID hashes to
+// one of stoppedShards maps, each behind a lock of its own. Keeping a status allocates
+// nothing once its shard's map has room (a sync.Map allocates an entry and boxes the UID
+// for every store). Its seed is set by New.
 type stoppedStatuses struct {
-	m sync.Map
+	seed   maphash.Seed
+	shards [stoppedShards]stoppedShard
+}
+
+// stoppedShards is the number of maps of stoppedStatuses.
+const stoppedShards = 64
+
+// stoppedShard is one map of stoppedStatuses and its lock.
+type stoppedShard struct {
+	mu sync.Mutex
+	m  map[types.UID]*pleg.PodStatus
+}
+
+func (s *stoppedStatuses) shard(uid types.UID) *stoppedShard {
+	return &s.shards[maphash.String(s.seed, string(uid))%stoppedShards]
 }
 
 func (s *stoppedStatuses) put(uid types.UID, status *pleg.PodStatus) {
-	s.m.Store(uid, status)
+	sh := s.shard(uid)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = make(map[types.UID]*pleg.PodStatus)
+	}
+	sh.m[uid] = status
+	sh.mu.Unlock()
 }
 
 // take returns and forgets the pod's status, or nil.
 func (s *stoppedStatuses) take(uid types.UID) *pleg.PodStatus {
-	v, ok := s.m.LoadAndDelete(uid)
-	if !ok {
-		return nil
+	sh := s.shard(uid)
+	sh.mu.Lock()
+	status, ok := sh.m[uid]
+	if ok {
+		delete(sh.m, uid)
 	}
-	return v.(*pleg.PodStatus)
+	sh.mu.Unlock()
+	return status
 }
