@@ -61,7 +61,8 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 
 // podConditions is PodConditions with the old status resolved (oldStatusOf), read only.
 func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, opts *GenerateOptions) []v1.PodCondition {
-	conds := make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal))
+	couldRestart := allContainersCouldRestart(&pod.Spec)
+	conds := make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal, couldRestart))
 	for _, c := range pod.Status.Conditions {
 		if !statusmgr.IsKubeletOwnedCondition(c.Type) {
 			conds = append(conds, c)
@@ -96,7 +97,7 @@ func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, o
 	conds = append(conds, stamp(statusmgr.PodReadyCondition(pod, &view)))
 	conds = append(conds, stamp(statusmgr.ContainersReadyCondition(pod, &view)))
 	conds = append(conds, stamp(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}))
-	if allContainersCouldRestart(&pod.Spec) {
+	if couldRestart {
 		c := allContainersRestartingCondition(pod, rs, old, status.Phase)
 		c.LastTransitionTime = transitionTime(old, c, opts.Now)
 		conds = append(conds, c)
@@ -105,10 +106,11 @@ func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, o
 }
 
 // conditionCount is the length of PodConditions' result at most: the conditions it keeps
-// from pod.Status and old, and the kubelet's own (five, AllContainersRestarting the sixth).
-func conditionCount(pod *v1.Pod, old *v1.PodStatus, podIsTerminal bool) int {
+// from pod.Status and old, and the kubelet's own (five, AllContainersRestarting the sixth
+// when couldRestart, allContainersCouldRestart's answer).
+func conditionCount(pod *v1.Pod, old *v1.PodStatus, podIsTerminal, couldRestart bool) int {
 	n := 5
-	if allContainersCouldRestart(&pod.Spec) {
+	if couldRestart {
 		n++
 	}
 	if conditionIndex(old.Conditions, v1.DisruptionTarget) >= 0 {

@@ -498,7 +498,7 @@ func hasAnyActiveRegularContainerStarted(spec *v1.PodSpec, rs *pleg.PodStatus) b
 		}
 	}
 	for _, cs := range rs.ContainerStatuses {
-		if cs == nil || !slices.ContainsFunc(spec.Containers, func(c v1.Container) bool { return c.Name == cs.Name }) {
+		if cs == nil || containerByName(spec.Containers, cs.Name) == nil {
 			continue
 		}
 		if sandbox == nil || sandbox.CreatedAt.IsZero() || cs.CreatedAt.IsZero() || !cs.CreatedAt.Before(sandbox.CreatedAt) {
@@ -517,6 +517,9 @@ func shouldAllContainersRestart(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStat
 		if c.Type == v1.AllContainersRestarting && c.Status == v1.ConditionTrue {
 			return true
 		}
+	}
+	if !allContainersCouldRestart(&pod.Spec) {
+		return false // no rule can trigger: the usual pod, without a look at its statuses
 	}
 	triggers := func(c *v1.Container, exitCode int32) bool {
 		rule, ok := matchingRestartRule(c, exitCode)
@@ -553,14 +556,16 @@ func shouldAllContainersRestart(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStat
 // allContainersCouldRestart reports whether some init or regular container has a
 // RestartAllContainers rule.
 func allContainersCouldRestart(spec *v1.PodSpec) bool {
-	has := func(cs []v1.Container) bool {
-		return slices.ContainsFunc(cs, func(c v1.Container) bool {
-			return slices.ContainsFunc(c.RestartPolicyRules, func(r v1.ContainerRestartRule) bool {
-				return r.Action == v1.ContainerRestartRuleActionRestartAllContainers
-			})
-		})
+	for _, cs := range [...][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for j := range cs[i].RestartPolicyRules {
+				if cs[i].RestartPolicyRules[j].Action == v1.ContainerRestartRuleActionRestartAllContainers {
+					return true
+				}
+			}
+		}
 	}
-	return has(spec.InitContainers) || has(spec.Containers)
+	return false
 }
 
 // applyProbes sets Started and Ready of the statuses as the kubelet's prober manager
@@ -593,16 +598,9 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts *Generate
 		}
 		return c == nil || c.ReadinessProbe == nil
 	}
-	byName := func(cs []v1.Container, name string) *v1.Container {
-		i := slices.IndexFunc(cs, func(c v1.Container) bool { return c.Name == name })
-		if i < 0 {
-			return nil
-		}
-		return &cs[i]
-	}
 	for i := range regular {
 		st := &regular[i]
-		c := byName(pod.Spec.Containers, st.Name)
+		c := containerByName(pod.Spec.Containers, st.Name)
 		s := started(c, st)
 		setStarted(st, s)
 		if s {
@@ -611,7 +609,7 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts *Generate
 	}
 	for i := range init {
 		st := &init[i]
-		c := byName(pod.Spec.InitContainers, st.Name)
+		c := containerByName(pod.Spec.InitContainers, st.Name)
 		s := started(c, st)
 		setStarted(st, s)
 		if !isRestartableInitContainer(c) {
