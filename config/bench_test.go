@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -169,4 +170,53 @@ func BenchmarkWatchEvents(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/update")
 	b.ReportMetric(float64(mallocs)/float64(events), "allocs/update")
+}
+
+// BenchmarkMuxReconciles is the Mux's own cost per update as a node's watch feeds it: one
+// pod per Update, each a status change (a Reconcile), merged by a shared-pods store and
+// delivered to a consumer goroutine. It checks that every update was delivered once.
+func BenchmarkMuxReconciles(b *testing.B) {
+	m, err := NewMux(MuxConfig{SharedPods: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case u := <-m.Updates():
+				if u.Op == Reconcile {
+					n++
+				}
+			case <-ctx.Done():
+				got <- n
+				return
+			}
+		}
+	}()
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid", ResourceVersion: "1"}}
+	q := p.DeepCopy()
+	q.ResourceVersion, q.Status.Phase = "2", v1.PodRunning
+	if err := m.Update(ctx, PodUpdate{Op: Add, Source: APISource, Pods: []*v1.Pod{p}}); err != nil {
+		b.Fatal(err)
+	}
+	versions, updates := [2][]*v1.Pod{{q}, {p}}, 0
+	for b.Loop() {
+		if err := m.Update(ctx, PodUpdate{Op: Update, Source: APISource, Pods: versions[updates%2]}); err != nil {
+			b.Fatal(err)
+		}
+		updates++
+	}
+	b.StopTimer()
+	// The buffer may still hold the last updates: wait until the consumer took them.
+	for len(m.Updates()) > 0 {
+		runtime.Gosched()
+	}
+	cancel()
+	if n := <-got; n != updates {
+		b.Fatalf("%d reconciles delivered, want %d", n, updates)
+	}
 }
