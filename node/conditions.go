@@ -56,13 +56,18 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	if pod == nil || status == nil {
 		return nil
 	}
-	return podConditions(pod, rs, status, oldStatusOf(pod, &opts), &opts)
+	return podConditions(pod, rs, status, oldStatusOf(pod, &opts), &opts, nil)
 }
 
-// podConditions is PodConditions with the old status resolved (oldStatusOf), read only.
-func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, opts *GenerateOptions) []v1.PodCondition {
+// podConditions is PodConditions with the old status resolved (oldStatusOf), read only,
+// building the conditions in buf, empty with room for conditionCount's number of them
+// (nil: a slice of that capacity is allocated).
+func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, opts *GenerateOptions, buf []v1.PodCondition) []v1.PodCondition {
 	couldRestart := allContainersCouldRestart(&pod.Spec)
-	conds := make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal, couldRestart))
+	conds := buf
+	if conds == nil {
+		conds = make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal, couldRestart))
+	}
 	for _, c := range pod.Status.Conditions {
 		if !statusmgr.IsKubeletOwnedCondition(c.Type) {
 			conds = append(conds, c)

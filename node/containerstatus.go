@@ -68,11 +68,11 @@ func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init b
 	restarting := shouldAllContainersRestart(pod, rs, &old)
 	hasInit := len(pod.Spec.InitContainers) > 0
 	if init {
-		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts)
+		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts, nil)
 		applyProbes(pod, nil, out, &opts)
 		return out
 	}
-	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts)
+	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts, nil)
 	applyProbes(pod, out, nil, &opts)
 	return out
 }
@@ -107,9 +107,10 @@ func containerIDOf(idType, id, known string) string {
 //
 // It builds one status per distinct container name in the slice it returns (a valid
 // pod has no two containers of one name; the last one of a name gives its default
-// status): no status is allocated on its own and copied afterwards.
+// status): no status is allocated on its own and copied afterwards. That slice is buf,
+// empty with room for a status per container, or allocated when buf is nil.
 func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerStatus, containers []v1.Container,
-	hasInit, isInit, restarting bool, opts *GenerateOptions) []v1.ContainerStatus {
+	hasInit, isInit, restarting bool, opts *GenerateOptions, buf []v1.ContainerStatus) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
 	}
@@ -120,7 +121,10 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	if hasInit {
 		defaultReason = ReasonPodInitializing
 	}
-	statuses := make([]v1.ContainerStatus, 0, len(containers))
+	statuses := buf
+	if statuses == nil {
+		statuses = make([]v1.ContainerStatus, 0, len(containers))
+	}
 	// status returns the status of the container named name, nil if no container has it.
 	status := func(name string) *v1.ContainerStatus {
 		if i := statusIndex(statuses, name); i >= 0 {

@@ -104,10 +104,20 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	}
 	old := oldStatusOf(pod, &opts)
 	var s v1.PodStatus
-	// data holds the start time and the pod IPs, allocated once if the status has either.
-	var data *podStatusData
+	// data holds the start time and the pod IPs, allocated once if the status has either;
+	// the usual pod's status has it, its conditions and its container status in one
+	// allocation (conds and regular then have room for them; nil: allocated on their own).
+	var (
+		data    *podStatusData
+		conds   []v1.PodCondition
+		regular []v1.ContainerStatus
+	)
 	hasStartTime := (old.StartTime != nil && !old.StartTime.IsZero()) || !opts.Now.IsZero()
-	if hasStartTime || (rs != nil && len(rs.IPs) > 0) {
+	switch {
+	case isUsualPod(pod, old, opts.PodIsTerminal):
+		u := new(usualStatus)
+		data, conds, regular = &u.data, u.conditions[:0], u.containers[:0]
+	case hasStartTime || (rs != nil && len(rs.IPs) > 0):
 		data = new(podStatusData)
 	}
 
@@ -130,13 +140,13 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	restarting := shouldAllContainersRestart(pod, rs, old)
 	hasInit := len(pod.Spec.InitContainers) > 0
-	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts)
-	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts)
+	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts, regular)
+	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts, nil)
 	ephemeral := make([]v1.Container, len(pod.Spec.EphemeralContainers))
 	for i := range pod.Spec.EphemeralContainers {
 		ephemeral[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 	}
-	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, &opts)
+	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, &opts, nil)
 
 	s.Phase = PodPhaseInitialized(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.PodIsTerminal,
 		hasAnyActiveRegularContainerStarted(&pod.Spec, rs))
@@ -162,7 +172,7 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	}
 
 	applyProbes(pod, s.ContainerStatuses, s.InitContainerStatuses, &opts)
-	s.Conditions = podConditions(pod, rs, &s, old, &opts)
+	s.Conditions = podConditions(pod, rs, &s, old, &opts, conds)
 
 	if len(hostIPs) > 0 {
 		s.HostIP = hostIPs[0].s
@@ -200,6 +210,27 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 type podStatusData struct {
 	startTime metav1.Time
 	podIPs    [2]v1.PodIP
+}
+
+// usualStatus is the memory of the status of the usual pod (isUsualPod): its five
+// conditions, its container status and its podStatusData, in one allocation instead of
+// three.
+type usualStatus struct {
+	conditions [usualConditions]v1.PodCondition
+	containers [1]v1.ContainerStatus
+	data       podStatusData
+}
+
+// usualConditions is the number of conditions of the usual pod: the kubelet's own five.
+const usualConditions = 5
+
+// isUsualPod reports whether pod's status has the usual shape: one regular container,
+// no init or ephemeral one, and exactly the kubelet's five conditions (none kept from
+// pod.Status or old, no RestartAllContainers rule). old is the old status, as
+// podConditions reads it.
+func isUsualPod(pod *v1.Pod, old *v1.PodStatus, podIsTerminal bool) bool {
+	return len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && len(pod.Spec.EphemeralContainers) == 0 &&
+		conditionCount(pod, old, podIsTerminal, allContainersCouldRestart(&pod.Spec)) == usualConditions
 }
 
 // oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero (read only,
