@@ -104,22 +104,8 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	}
 	old := oldStatusOf(pod, &opts)
 	var s v1.PodStatus
-	// data holds the start time and the pod IPs, allocated once if the status has either;
-	// the usual pod's status has it, its conditions and its container status in one
-	// allocation (conds and regular then have room for them; nil: allocated on their own).
-	var (
-		data    *podStatusData
-		conds   []v1.PodCondition
-		regular []v1.ContainerStatus
-	)
 	hasStartTime := (old.StartTime != nil && !old.StartTime.IsZero()) || !opts.Now.IsZero()
-	switch {
-	case isUsualPod(pod, old, opts.PodIsTerminal):
-		u := new(usualStatus)
-		data, conds, regular = &u.data, u.conditions[:0], u.containers[:0]
-	case hasStartTime || (rs != nil && len(rs.IPs) > 0):
-		data = new(podStatusData)
-	}
+	data, conds, regular := statusMemory(pod, rs, old, &opts, hasStartTime)
 
 	hostIPs := nodeIPs(opts.HostIPs)
 	if rs != nil && len(rs.IPs) > 0 {
@@ -210,6 +196,22 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 type podStatusData struct {
 	startTime metav1.Time
 	podIPs    [2]v1.PodIP
+}
+
+// statusMemory returns what GenerateAPIStatus builds a status in: its podStatusData
+// (nil if the status has neither a start time nor pod IPs) and, for the usual pod
+// (isUsualPod), empty slices with room for its conditions and its container status,
+// allocated with it (nil otherwise: each is allocated on its own).
+func statusMemory(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStatus, opts *GenerateOptions, hasStartTime bool) (
+	*podStatusData, []v1.PodCondition, []v1.ContainerStatus) {
+	switch {
+	case isUsualPod(pod, old, opts.PodIsTerminal):
+		u := new(usualStatus)
+		return &u.data, u.conditions[:0], u.containers[:0]
+	case hasStartTime || (rs != nil && len(rs.IPs) > 0):
+		return new(podStatusData), nil, nil
+	}
+	return nil, nil, nil
 }
 
 // usualStatus is the memory of the status of the usual pod (isUsualPod): its five
