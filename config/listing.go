@@ -84,9 +84,10 @@ func (st *sourceState) removeAt(j int) {
 }
 
 // unchangedListing applies the pointer rule to ref, an input pod of a trusted listing: it
-// returns the index of the slot whose last listed input was at ref's address, and true if
-// ref carries the very strings that input carried (the string data and length of its UID,
-// namespace, name and non-empty resourceVersion). The slot keeps those strings alive, so
+// returns the index of the slot whose input a Set last listed at ref's address, and true
+// if ref carries the very strings of the slot's last listed input, by whatever op (the
+// string data and length of its UID, namespace, name and non-empty resourceVersion). The
+// slot keeps those strings alive, so
 // their data cannot have been reused: equal data and length mean equal values, so ref is
 // the slot's pod with the resourceVersion last listed, which the resourceVersion shortcut
 // calls unchanged, and its full name hashes to the slot's nameHash. The address only finds

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
@@ -198,6 +199,42 @@ func TestPointerRuleUsed(t *testing.T) {
 			if j, ok := st.unchangedListing(p); ok == full || (ok && st.slots[j].uid != p.UID) {
 				t.Errorf("FullComparison=%v: %s found by the pointer rule: %v (slot of %s)", full, p.Name, ok, st.slots[j].uid)
 			}
+		}
+	}
+}
+
+// TestPointerRuleOnlyForSets: an Add or Update (a watch's new object) records no
+// address, so a Set that lists its object finds it by UID; a Set that lists again an
+// object an Update replaced, at the address a Set recorded for it, is compared with the
+// Update's version (here it changes the pod back). Every result is the naive store's.
+func TestPointerRuleOnlyForSets(t *testing.T) {
+	a := newPod("a", "uid-a")
+	a.ResourceVersion = "1"
+	a2 := a.DeepCopy()
+	a2.ResourceVersion, a2.Status.Phase = "2", v1.PodSucceeded
+	clk := clocktesting.NewFakePassiveClock(t0)
+	s, model := NewStoreWithConfig(StoreConfig{Clock: clk}), newNaiveStore(true)
+	st := func() *sourceState { return s.sources[APISource] }
+	for i, u := range []PodUpdate{
+		{Op: Add, Source: APISource, Pods: []*v1.Pod{a}},
+		set(a),
+		{Op: Update, Source: APISource, Pods: []*v1.Pod{a2}},
+		set(a2),
+		set(a),
+	} {
+		got, _, err := s.Apply(u)
+		if err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+		want, _ := model.apply(u, clk.Now().Format(SeenTimeLayout))
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("update %d (%v): changes (-model +store):\n%s", i, u.Op, diff)
+		}
+		if wantPtrs := map[int]int{0: 0, 1: 1, 2: 1}[i]; i <= 2 && len(st().byPtr) != wantPtrs {
+			t.Errorf("update %d (%v): %d addresses kept, want %d", i, u.Op, len(st().byPtr), wantPtrs)
+		}
+		if i == 2 && st().slots[0].ptr != uintptr(unsafe.Pointer(a)) {
+			t.Errorf("the Update replaced the address the Set recorded")
 		}
 	}
 }

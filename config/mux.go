@@ -134,9 +134,13 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 		return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
 	}
 	select {
-	case m.turn <- struct{}{}:
-	case <-ctx.Done():
-		return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
+	case m.turn <- struct{}{}: // no merge under way: taken without a wait (and a select)
+	default:
+		select {
+		case m.turn <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
+		}
 	}
 	firstSet := u.Op == Set && !m.store.SeenSource(u.Source)
 	c, drops, err := m.store.Apply(u)
@@ -152,6 +156,12 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 	sent := 0
 deliver:
 	for _, pu := range out {
+		select {
+		case m.updates <- pu: // room in the buffer: sent without a wait (and a select)
+			sent++
+			continue
+		default:
+		}
 		select {
 		case m.updates <- pu:
 			sent++

@@ -86,8 +86,8 @@ type sourceState struct {
 	slots []slot
 	// byUID maps every stored pod's UID to its index in slots.
 	byUID map[types.UID]int
-	// byPtr maps the address of an input pod to the index of the slot it was last listed
-	// for: a hint for the pointer rule (see unchangedListing), kept for APISource when the
+	// byPtr maps the address of an input pod to the index of the slot a Set last listed
+	// it for: a hint for the pointer rule (see unchangedListing), kept for APISource when the
 	// store trusts resourceVersions and ptrsOff is 0, nil or empty otherwise. Invariant:
 	// byPtr[p] == i only if slots[i].ptr == p.
 	byPtr map[uintptr]int
@@ -116,7 +116,8 @@ type slot struct {
 	uid             types.UID
 	namespace, name string
 	nameHash        uint64
-	// ptr is the address of the input pod last listed, if byPtr is kept (0 otherwise).
+	// ptr is the address of the input pod a Set last listed, if byPtr is kept (0
+	// otherwise); the strings above may be those of a later Add, Update or Delete.
 	// It is not a reference: the store does not keep its inputs alive.
 	ptr uintptr
 }
@@ -161,17 +162,17 @@ type StoreConfig struct {
 	//
 	// The pointer rule makes the shortcut cheaper for an informer, which lists an
 	// unchanged pod as the same object every time and never modifies it: an APISource pod
-	// at the address of the one last listed for a UID that carries the very same UID,
-	// name, namespace and resourceVersion strings (the same memory, not only equal
-	// contents) is that pod with that resourceVersion, unchanged, found without hashing its
-	// UID or name and without reading more than its header. It trusts exactly what the
+	// of a Set at the address of the one a Set last listed for a UID that carries the very
+	// same UID, name, namespace and resourceVersion strings as its last listing (the same
+	// memory, not only equal contents) is that pod with that resourceVersion, unchanged,
+	// found without hashing its UID or name and without reading more than its header. It trusts exactly what the
 	// shortcut trusts: a pod modified in place after being passed (which the memory
 	// contract forbids) is noticed when its resourceVersion, UID, name or namespace
 	// changed, and other changes under the same resourceVersion are not, as with the
 	// shortcut alone. The store keeps the addresses as numbers, so it keeps no input alive;
 	// a source whose Sets bring new objects every time (fewer than half of its pods found
-	// by the rule) does without the rule for the next 8 Sets. FullComparison turns both
-	// off.
+	// by the rule) does without the rule for the next 8 Sets. Add, Update and Delete, a
+	// watch's new objects, never use it. FullComparison turns both off.
 	FullComparison bool
 	// SharedPods makes the store return its own pods instead of deep copies: every pod in
 	// Changes and from Pods is the stored object, shared with the store, with every
@@ -268,8 +269,10 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		trusted = s.trustVersions && u.Source == APISource
 	)
 	// ptrs: the pointer rule is used and byPtr kept; hits counts the pods it found, and
-	// others the other listed pods stored before.
-	ptrs := trusted && st.ptrsOff == 0
+	// others the other listed pods stored before. Only a Set uses it: the pods of Add,
+	// Update and Delete come from a watch, a new object every time, which the rule
+	// would never find and whose addresses would cost a lookup and two map writes per pod.
+	ptrs := trusted && st.ptrsOff == 0 && u.Op == Set
 	hits, others := 0, 0
 	if ptrs && st.byPtr == nil {
 		st.byPtr = make(map[uintptr]int, len(u.Pods))

@@ -56,9 +56,18 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	if pod == nil || status == nil {
 		return nil
 	}
-	oldStatus := oldStatusOf(pod, opts)
-	old := &oldStatus
-	conds := make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal))
+	return podConditions(pod, rs, status, oldStatusOf(pod, &opts), &opts, nil)
+}
+
+// podConditions is PodConditions with the old status resolved (oldStatusOf), read only,
+// building the conditions in buf, empty with room for conditionCount's number of them
+// (nil: a slice of that capacity is allocated).
+func podConditions(pod *v1.Pod, rs *pleg.PodStatus, status, old *v1.PodStatus, opts *GenerateOptions, buf []v1.PodCondition) []v1.PodCondition {
+	couldRestart := allContainersCouldRestart(&pod.Spec)
+	conds := buf
+	if conds == nil {
+		conds = make([]v1.PodCondition, 0, conditionCount(pod, old, opts.PodIsTerminal, couldRestart))
+	}
 	for _, c := range pod.Status.Conditions {
 		if !statusmgr.IsKubeletOwnedCondition(c.Type) {
 			conds = append(conds, c)
@@ -93,7 +102,7 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 	conds = append(conds, stamp(statusmgr.PodReadyCondition(pod, &view)))
 	conds = append(conds, stamp(statusmgr.ContainersReadyCondition(pod, &view)))
 	conds = append(conds, stamp(v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue}))
-	if allContainersCouldRestart(&pod.Spec) {
+	if couldRestart {
 		c := allContainersRestartingCondition(pod, rs, old, status.Phase)
 		c.LastTransitionTime = transitionTime(old, c, opts.Now)
 		conds = append(conds, c)
@@ -102,10 +111,11 @@ func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts G
 }
 
 // conditionCount is the length of PodConditions' result at most: the conditions it keeps
-// from pod.Status and old, and the kubelet's own (five, AllContainersRestarting the sixth).
-func conditionCount(pod *v1.Pod, old *v1.PodStatus, podIsTerminal bool) int {
+// from pod.Status and old, and the kubelet's own (five, AllContainersRestarting the sixth
+// when couldRestart, allContainersCouldRestart's answer).
+func conditionCount(pod *v1.Pod, old *v1.PodStatus, podIsTerminal, couldRestart bool) int {
 	n := 5
-	if allContainersCouldRestart(&pod.Spec) {
+	if couldRestart {
 		n++
 	}
 	if conditionIndex(old.Conditions, v1.DisruptionTarget) >= 0 {

@@ -68,12 +68,12 @@ func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init b
 	restarting := shouldAllContainersRestart(pod, rs, &old)
 	hasInit := len(pod.Spec.InitContainers) > 0
 	if init {
-		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, opts)
-		applyProbes(pod, nil, out, opts)
+		out := convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts, nil)
+		applyProbes(pod, nil, out, &opts)
 		return out
 	}
-	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, opts)
-	applyProbes(pod, out, nil, opts)
+	out := convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts, nil)
+	applyProbes(pod, out, nil, &opts)
 	return out
 }
 
@@ -107,9 +107,10 @@ func containerIDOf(idType, id, known string) string {
 //
 // It builds one status per distinct container name in the slice it returns (a valid
 // pod has no two containers of one name; the last one of a name gives its default
-// status): no status is allocated on its own and copied afterwards.
+// status): no status is allocated on its own and copied afterwards. That slice is buf,
+// empty with room for a status per container, or allocated when buf is nil.
 func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerStatus, containers []v1.Container,
-	hasInit, isInit, restarting bool, opts GenerateOptions) []v1.ContainerStatus {
+	hasInit, isInit, restarting bool, opts *GenerateOptions, buf []v1.ContainerStatus) []v1.ContainerStatus {
 	if len(containers) == 0 {
 		return nil
 	}
@@ -120,7 +121,10 @@ func convertStatuses(pod *v1.Pod, rs *pleg.PodStatus, previous []v1.ContainerSta
 	if hasInit {
 		defaultReason = ReasonPodInitializing
 	}
-	statuses := make([]v1.ContainerStatus, 0, len(containers))
+	statuses := buf
+	if statuses == nil {
+		statuses = make([]v1.ContainerStatus, 0, len(containers))
+	}
 	// status returns the status of the container named name, nil if no container has it.
 	status := func(name string) *v1.ContainerStatus {
 		if i := statusIndex(statuses, name); i >= 0 {
@@ -349,10 +353,13 @@ func runtimeState(cs *pleg.ContainerStatus, old *v1.ContainerStatus, restarting 
 }
 
 // copyVolumeMounts deep-copies volume mount statuses (nil stays nil), their
-// RecursiveReadOnly values in one allocation.
+// RecursiveReadOnly values in one allocation (a single mount and its value in one).
 func copyVolumeMounts(ms []v1.VolumeMountStatus) []v1.VolumeMountStatus {
 	if ms == nil {
 		return nil
+	}
+	if len(ms) == 1 {
+		return new(oneMount).set(ms[0], ms[0].RecursiveReadOnly)
 	}
 	out := make([]v1.VolumeMountStatus, len(ms))
 	copy(out, ms)
@@ -367,6 +374,26 @@ func copyVolumeMounts(ms []v1.VolumeMountStatus) []v1.VolumeMountStatus {
 		}
 	}
 	return out
+}
+
+// oneMount is the volume mount status of a container with a single mount (the usual
+// case: its service account token) and the RecursiveReadOnly value it points to, in one
+// allocation instead of two.
+type oneMount struct {
+	status [1]v1.VolumeMountStatus
+	mode   v1.RecursiveReadOnlyMode
+}
+
+// set makes m hold st, its RecursiveReadOnly a copy of *mode (nil: none), and returns
+// the status as a slice of one.
+func (m *oneMount) set(st v1.VolumeMountStatus, mode *v1.RecursiveReadOnlyMode) []v1.VolumeMountStatus {
+	m.status[0] = st
+	m.status[0].RecursiveReadOnly = nil
+	if mode != nil {
+		m.mode = *mode
+		m.status[0].RecursiveReadOnly = &m.mode
+	}
+	return m.status[:]
 }
 
 // runtimeStatusesNewestFirst returns the runtime's container instances (nil ones
@@ -396,6 +423,15 @@ func runtimeStatusesNewestFirst(rs *pleg.PodStatus) []*pleg.ContainerStatus {
 func volumeMountStatuses(c *v1.Container) []v1.VolumeMountStatus {
 	if len(c.VolumeMounts) == 0 {
 		return nil
+	}
+	if len(c.VolumeMounts) == 1 {
+		m := &c.VolumeMounts[0]
+		var mode *v1.RecursiveReadOnlyMode
+		if m.ReadOnly {
+			disabled := v1.RecursiveReadOnlyDisabled
+			mode = &disabled // not moved to the heap: set copies the value
+		}
+		return new(oneMount).set(v1.VolumeMountStatus{Name: m.Name, MountPath: m.MountPath, ReadOnly: m.ReadOnly}, mode)
 	}
 	out := make([]v1.VolumeMountStatus, len(c.VolumeMounts))
 	var modes []v1.RecursiveReadOnlyMode
@@ -466,7 +502,7 @@ func hasAnyActiveRegularContainerStarted(spec *v1.PodSpec, rs *pleg.PodStatus) b
 		}
 	}
 	for _, cs := range rs.ContainerStatuses {
-		if cs == nil || !slices.ContainsFunc(spec.Containers, func(c v1.Container) bool { return c.Name == cs.Name }) {
+		if cs == nil || containerByName(spec.Containers, cs.Name) == nil {
 			continue
 		}
 		if sandbox == nil || sandbox.CreatedAt.IsZero() || cs.CreatedAt.IsZero() || !cs.CreatedAt.Before(sandbox.CreatedAt) {
@@ -485,6 +521,9 @@ func shouldAllContainersRestart(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStat
 		if c.Type == v1.AllContainersRestarting && c.Status == v1.ConditionTrue {
 			return true
 		}
+	}
+	if !allContainersCouldRestart(&pod.Spec) {
+		return false // no rule can trigger: the usual pod, without a look at its statuses
 	}
 	triggers := func(c *v1.Container, exitCode int32) bool {
 		rule, ok := matchingRestartRule(c, exitCode)
@@ -521,19 +560,21 @@ func shouldAllContainersRestart(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStat
 // allContainersCouldRestart reports whether some init or regular container has a
 // RestartAllContainers rule.
 func allContainersCouldRestart(spec *v1.PodSpec) bool {
-	has := func(cs []v1.Container) bool {
-		return slices.ContainsFunc(cs, func(c v1.Container) bool {
-			return slices.ContainsFunc(c.RestartPolicyRules, func(r v1.ContainerRestartRule) bool {
-				return r.Action == v1.ContainerRestartRuleActionRestartAllContainers
-			})
-		})
+	for _, cs := range [...][]v1.Container{spec.InitContainers, spec.Containers} {
+		for i := range cs {
+			for j := range cs[i].RestartPolicyRules {
+				if cs[i].RestartPolicyRules[j].Action == v1.ContainerRestartRuleActionRestartAllContainers {
+					return true
+				}
+			}
+		}
 	}
-	return has(spec.InitContainers) || has(spec.Containers)
+	return false
 }
 
 // applyProbes sets Started and Ready of the statuses as the kubelet's prober manager
 // (UpdatePodStatus) does, from the probe results opts.ProbeResult reports.
-func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateOptions) {
+func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts *GenerateOptions) {
 	result := func(st *v1.ContainerStatus, kind ProbeKind) (success, known bool) {
 		if opts.ProbeResult == nil {
 			return false, false
@@ -561,16 +602,9 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateO
 		}
 		return c == nil || c.ReadinessProbe == nil
 	}
-	byName := func(cs []v1.Container, name string) *v1.Container {
-		i := slices.IndexFunc(cs, func(c v1.Container) bool { return c.Name == name })
-		if i < 0 {
-			return nil
-		}
-		return &cs[i]
-	}
 	for i := range regular {
 		st := &regular[i]
-		c := byName(pod.Spec.Containers, st.Name)
+		c := containerByName(pod.Spec.Containers, st.Name)
 		s := started(c, st)
 		setStarted(st, s)
 		if s {
@@ -579,7 +613,7 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts GenerateO
 	}
 	for i := range init {
 		st := &init[i]
-		c := byName(pod.Spec.InitContainers, st.Name)
+		c := containerByName(pod.Spec.InitContainers, st.Name)
 		s := started(c, st)
 		setStarted(st, s)
 		if !isRestartableInitContainer(c) {

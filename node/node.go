@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 	"time"
@@ -159,6 +160,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, runtime: cfg.Runtime,
 		cache: pleg.NewCache(), pods: newPodManager(),
 		ready: make(chan struct{}), running: make(chan struct{}, 1)}
+	n.stopped.seed = maphash.MakeSeed()
 	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	var err error

@@ -102,13 +102,14 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 	if pod == nil {
 		return v1.PodStatus{}
 	}
-	opts.OldStatus = oldStatusOf(pod, opts)
-	old := &opts.OldStatus
+	old := oldStatusOf(pod, &opts)
 	var s v1.PodStatus
+	hasStartTime := (old.StartTime != nil && !old.StartTime.IsZero()) || !opts.Now.IsZero()
+	data, conds, regular := statusMemory(pod, rs, old, &opts, hasStartTime)
 
 	hostIPs := nodeIPs(opts.HostIPs)
-	if rs != nil {
-		s.PodIPs = sortPodIPs(rs.IPs, hostIPs)
+	if rs != nil && len(rs.IPs) > 0 {
+		s.PodIPs = sortPodIPs(rs.IPs, hostIPs, &data.podIPs)
 	}
 	if len(s.PodIPs) > 0 {
 		s.PodIP = s.PodIPs[0].IP
@@ -125,13 +126,13 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	restarting := shouldAllContainersRestart(pod, rs, old)
 	hasInit := len(pod.Spec.InitContainers) > 0
-	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, opts)
-	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, opts)
+	s.ContainerStatuses = convertStatuses(pod, rs, old.ContainerStatuses, pod.Spec.Containers, hasInit, false, restarting, &opts, regular)
+	s.InitContainerStatuses = convertStatuses(pod, rs, old.InitContainerStatuses, pod.Spec.InitContainers, hasInit, true, restarting, &opts, nil)
 	ephemeral := make([]v1.Container, len(pod.Spec.EphemeralContainers))
 	for i := range pod.Spec.EphemeralContainers {
 		ephemeral[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 	}
-	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, opts)
+	s.EphemeralContainerStatuses = convertStatuses(pod, rs, old.EphemeralContainerStatuses, ephemeral, hasInit, false, restarting, &opts, nil)
 
 	s.Phase = PodPhaseInitialized(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.PodIsTerminal,
 		hasAnyActiveRegularContainerStarted(&pod.Spec, rs))
@@ -156,8 +157,8 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 		s.Phase = pod.Status.Phase
 	}
 
-	applyProbes(pod, s.ContainerStatuses, s.InitContainerStatuses, opts)
-	s.Conditions = PodConditions(pod, rs, &s, opts)
+	applyProbes(pod, s.ContainerStatuses, s.InitContainerStatuses, &opts)
+	s.Conditions = podConditions(pod, rs, &s, old, &opts, conds)
 
 	if len(hostIPs) > 0 {
 		s.HostIP = hostIPs[0].s
@@ -180,21 +181,67 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	switch {
 	case old.StartTime != nil && !old.StartTime.IsZero():
-		st := *old.StartTime
-		s.StartTime = &st
-	case !opts.Now.IsZero():
-		st := metav1.NewTime(opts.Now)
-		s.StartTime = &st
+		data.startTime = *old.StartTime
+		s.StartTime = &data.startTime
+	case hasStartTime:
+		data.startTime = metav1.NewTime(opts.Now)
+		s.StartTime = &data.startTime
 	}
 	return s
 }
 
-// oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero.
-func oldStatusOf(pod *v1.Pod, opts GenerateOptions) v1.PodStatus {
-	if opts.OldStatus.Phase == "" && reflect.ValueOf(opts.OldStatus).IsZero() { // a phase: not zero, at once
-		return pod.Status
+// podStatusData is what a generated status points to besides its conditions and
+// container statuses: its start time and the array of its pod IPs (at most two), in one
+// allocation instead of two.
+type podStatusData struct {
+	startTime metav1.Time
+	podIPs    [2]v1.PodIP
+}
+
+// statusMemory returns what GenerateAPIStatus builds a status in: its podStatusData
+// (nil if the status has neither a start time nor pod IPs) and, for the usual pod
+// (isUsualPod), empty slices with room for its conditions and its container status,
+// allocated with it (nil otherwise: each is allocated on its own).
+func statusMemory(pod *v1.Pod, rs *pleg.PodStatus, old *v1.PodStatus, opts *GenerateOptions, hasStartTime bool) (
+	*podStatusData, []v1.PodCondition, []v1.ContainerStatus) {
+	switch {
+	case isUsualPod(pod, old, opts.PodIsTerminal):
+		u := new(usualStatus)
+		return &u.data, u.conditions[:0], u.containers[:0]
+	case hasStartTime || (rs != nil && len(rs.IPs) > 0):
+		return new(podStatusData), nil, nil
 	}
-	return opts.OldStatus
+	return nil, nil, nil
+}
+
+// usualStatus is the memory of the status of the usual pod (isUsualPod): its five
+// conditions, its container status and its podStatusData, in one allocation instead of
+// three.
+type usualStatus struct {
+	conditions [usualConditions]v1.PodCondition
+	containers [1]v1.ContainerStatus
+	data       podStatusData
+}
+
+// usualConditions is the number of conditions of the usual pod: the kubelet's own five.
+const usualConditions = 5
+
+// isUsualPod reports whether pod's status has the usual shape: one regular container,
+// no init or ephemeral one, and exactly the kubelet's five conditions (none kept from
+// pod.Status or old, no RestartAllContainers rule). old is the old status, as
+// podConditions reads it.
+func isUsualPod(pod *v1.Pod, old *v1.PodStatus, podIsTerminal bool) bool {
+	return len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && len(pod.Spec.EphemeralContainers) == 0 &&
+		conditionCount(pod, old, podIsTerminal, allContainersCouldRestart(&pod.Spec)) == usualConditions
+}
+
+// oldStatusOf returns opts.OldStatus, or pod.Status when OldStatus is zero (read only,
+// not copied).
+func oldStatusOf(pod *v1.Pod, opts *GenerateOptions) *v1.PodStatus {
+	if opts.OldStatus.Phase == "" && reflect.ValueOf(&opts.OldStatus).Elem().IsZero() { // a phase: not zero, at once
+		return &pod.Status
+	}
+	return &opts.OldStatus
 }
 
 // ipAddr is a parsed IP address (an IPv4-mapped IPv6 address as IPv4, as net.IP
@@ -249,15 +296,16 @@ func nodeIPs(ips []string) []ipAddr {
 }
 
 // sortPodIPs is the kubelet's sortPodIPs: the first pod IP of the primary host IP's
-// family (IPv4 without host IPs), then the first of the other family, re-formatted.
-func sortPodIPs(podIPs []string, hostIPs []ipAddr) []v1.PodIP {
+// family (IPv4 without host IPs), then the first of the other family, re-formatted, in
+// buf (nil if none is valid).
+func sortPodIPs(podIPs []string, hostIPs []ipAddr, buf *[2]v1.PodIP) []v1.PodIP {
 	primaryV4 := len(hostIPs) == 0 || hostIPs[0].a.Is4()
 	var out []v1.PodIP
 	for _, wantV4 := range [...]bool{primaryV4, !primaryV4} {
 		for _, s := range podIPs {
 			if ip, ok := parseIP(s); ok && ip.a.Is4() == wantV4 {
 				if out == nil {
-					out = make([]v1.PodIP, 0, 2)
+					out = buf[:0]
 				}
 				out = append(out, v1.PodIP{IP: ip.s})
 				break

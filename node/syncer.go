@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
@@ -58,10 +59,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 // within the grace period, and writes the stopped status once nothing runs.
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, gracePeriod int64, fn func(*v1.PodStatus)) error {
 	n := (*Node)(s)
-	st := n.generate(pod, rs, false)
-	if fn != nil {
-		fn(&st)
-	}
+	st := withStatusFunc(n.generate(pod, rs, false), fn)
 	if n.observed() {
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
 			Message: fmt.Sprintf("SyncTerminatingPod (grace %ds), %d running container(s)", gracePeriod, rs.RunningContainers())})
@@ -101,16 +99,25 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 		cp.IPs = rs.IPs
 		stopped = &cp
 	}
-	st = n.generate(pod, stopped, true)
-	if fn != nil {
-		fn(&st)
-	}
+	st = withStatusFunc(n.generate(pod, stopped, true), fn)
 	if err := n.setStatus(pod, st, fn == nil); err != nil {
 		return err
 	}
 	n.stopped.put(pod.UID, stopped)
 	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: "SyncTerminatingPod done: every container stopped"})
 	return nil
+}
+
+// withStatusFunc returns st as fn changes it (a kill's status function; nil changes
+// nothing). Only a status that fn gets is moved to the heap: one that fn cannot keep
+// stays on the caller's stack.
+func withStatusFunc(st v1.PodStatus, fn func(*v1.PodStatus)) v1.PodStatus {
+	if fn != nil {
+		changed := st
+		fn(&changed)
+		return changed
+	}
+	return st
 }
 
 // SyncTerminatingRuntimePod has the runtime stop a pod no source knows of.
@@ -190,21 +197,46 @@ func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time
 
 // stoppedStatuses maps pods to the status inspected after their kill, each kept from a
 // successful SyncTerminatingPod to the next status read of the pod. Every status read of
-// every pod worker asks it, so it takes no lock common to all pods: a sync.Map (keyed by
-// types.UID) locks only around the pod's own slot.
+// every pod worker asks it, so it takes no lock common to all pods: a pod's UID hashes to
+// one of stoppedShards maps, each behind a lock of its own. Keeping a status allocates
+// nothing once its shard's map has room (a sync.Map allocates an entry and boxes the UID
+// for every store). Its seed is set by New.
 type stoppedStatuses struct {
-	m sync.Map
+	seed   maphash.Seed
+	shards [stoppedShards]stoppedShard
+}
+
+// stoppedShards is the number of maps of stoppedStatuses.
+const stoppedShards = 64
+
+// stoppedShard is one map of stoppedStatuses and its lock.
+type stoppedShard struct {
+	mu sync.Mutex
+	m  map[types.UID]*pleg.PodStatus
+}
+
+func (s *stoppedStatuses) shard(uid types.UID) *stoppedShard {
+	return &s.shards[maphash.String(s.seed, string(uid))%stoppedShards]
 }
 
 func (s *stoppedStatuses) put(uid types.UID, status *pleg.PodStatus) {
-	s.m.Store(uid, status)
+	sh := s.shard(uid)
+	sh.mu.Lock()
+	if sh.m == nil {
+		sh.m = make(map[types.UID]*pleg.PodStatus)
+	}
+	sh.m[uid] = status
+	sh.mu.Unlock()
 }
 
 // take returns and forgets the pod's status, or nil.
 func (s *stoppedStatuses) take(uid types.UID) *pleg.PodStatus {
-	v, ok := s.m.LoadAndDelete(uid)
-	if !ok {
-		return nil
+	sh := s.shard(uid)
+	sh.mu.Lock()
+	status, ok := sh.m[uid]
+	if ok {
+		delete(sh.m, uid)
 	}
-	return v.(*pleg.PodStatus)
+	sh.mu.Unlock()
+	return status
 }
