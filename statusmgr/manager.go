@@ -370,11 +370,13 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
-			if !terminate(pod, cached, false) && cached.StartTime != nil && cutsNoMessage(pod, cached) {
+			if !terminate(pod, cached, false) && !cached.StartTime.IsZero() && cutsNoMessage(pod, cached) &&
+				CheckContainerStateTransition(pod, cached, cached) == nil {
 				// The cached status is prepared (or equal to a status prepared) with this
 				// pod's spec but for the termination message budget (ephemeral
-				// containers): terminated and prepared again, it would be equal to itself
-				// (prepare would keep the cached one). Kept as it is.
+				// containers) and the containers the spec lists: terminated and prepared
+				// again, it would be equal to itself (prepare would keep the cached one).
+				// Kept as it is.
 				return cached, true, nil
 			}
 		}

@@ -507,6 +507,26 @@ func TestManagerInvalidPhaseRefused(t *testing.T) {
 	}
 }
 
+// TerminatePod of a pod whose cached status is terminated already but names an init
+// container the spec does not list is refused, as every status checked against the spec
+// (the cached status is not kept as it is).
+func TestManagerTerminatePodRefusesUnknownInitContainers(t *testing.T) {
+	m, err := statusmgr.New(statusmgr.Config{Patcher: statusmgrtest.NewFakeAPI()})
+	must(t, err)
+	pod := testPod("p", "u1")
+	failed := runningStatus(false)
+	failed.Phase = v1.PodFailed
+	failed.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{ExitCode: 1}}
+	failed.InitContainerStatuses = []v1.ContainerStatus{{Name: "ghost", State: v1.ContainerState{Terminated: &v1.ContainerStateTerminated{}}}}
+	must(t, m.SetPodStatus(pod, failed)) // the first status is checked against no old one
+	if err := m.TerminatePod(pod); !errors.Is(err, statusmgr.ErrIllegalTransition) {
+		t.Fatalf("TerminatePod = %v, want ErrIllegalTransition", err)
+	}
+	if n := m.Stats().Refused; n != 1 {
+		t.Errorf("Stats().Refused = %d, want 1", n)
+	}
+}
+
 func TestManagerTerminatePod(t *testing.T) {
 	term := func(s *v1.PodStatus) string {
 		if s.ContainerStatuses[0].State.Terminated == nil {
