@@ -73,9 +73,8 @@ func appendStatusPatch(b []byte, uid types.UID, oldStatus, newStatus *v1.PodStat
 }
 
 // patchBuffers keeps scratch buffers between patches: a patch is built in one and copied
-// out at its exact size, or, for the Manager's own syncs, handed to the StatusPatcher as
-// it is and reused once the call returned. (Everything below appends to a local slice: no
-// write barriers.)
+// out at its exact size; comparisons (statusFieldsEqual, the full sync's reconcile) use
+// one without copying. (Everything below appends to a local slice: no write barriers.)
 var patchBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 2048); return &b }}
 
 // putPatchBuffer returns a scratch buffer of patchBuffers to the pool, unless it grew
