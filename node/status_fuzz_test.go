@@ -222,6 +222,9 @@ func FuzzGenerateAPIStatus(f *testing.F) {
 		if diff := cmp.Diff(*oldBefore, opts.OldStatus); diff != "" {
 			t.Fatalf("old status modified:\n%s", diff)
 		}
+		if diff := cmp.Diff(st.Conditions, node.PodConditions(pod, rs, &st, opts)); diff != "" {
+			t.Errorf("PodConditions of the generated status (-generated +PodConditions):\n%s", diff)
+		}
 		if diff := cmp.Diff(specNames(pod.Spec.InitContainers, false), statusNames(st.InitContainerStatuses)); diff != "" {
 			t.Errorf("init container statuses (-spec order +got):\n%s", diff)
 		}
