@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -502,7 +503,7 @@ func hasAnyActiveRegularContainerStarted(spec *v1.PodSpec, rs *pleg.PodStatus) b
 		}
 	}
 	for _, cs := range rs.ContainerStatuses {
-		if cs == nil || containerByName(spec.Containers, cs.Name) == nil {
+		if cs == nil || podfacts.ContainerByName(spec.Containers, cs.Name) == nil {
 			continue
 		}
 		if sandbox == nil || sandbox.CreatedAt.IsZero() || cs.CreatedAt.IsZero() || !cs.CreatedAt.Before(sandbox.CreatedAt) {
@@ -604,7 +605,7 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts *Generate
 	}
 	for i := range regular {
 		st := &regular[i]
-		c := containerByName(pod.Spec.Containers, st.Name)
+		c := podfacts.ContainerByName(pod.Spec.Containers, st.Name)
 		s := started(c, st)
 		setStarted(st, s)
 		if s {
@@ -613,7 +614,7 @@ func applyProbes(pod *v1.Pod, regular, init []v1.ContainerStatus, opts *Generate
 	}
 	for i := range init {
 		st := &init[i]
-		c := containerByName(pod.Spec.InitContainers, st.Name)
+		c := podfacts.ContainerByName(pod.Spec.InitContainers, st.Name)
 		s := started(c, st)
 		setStarted(st, s)
 		if !isRestartableInitContainer(c) {

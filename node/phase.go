@@ -241,7 +241,7 @@ func isRestartableInitContainer(c *v1.Container) bool {
 // running or terminated status in statuses.
 func hasAnyRegularContainerStarted(spec *v1.PodSpec, statuses []v1.ContainerStatus) bool {
 	for i := range statuses {
-		if containerByName(spec.Containers, statuses[i].Name) == nil {
+		if podfacts.ContainerByName(spec.Containers, statuses[i].Name) == nil {
 			continue
 		}
 		if statuses[i].State.Running != nil || statuses[i].State.Terminated != nil {
@@ -257,17 +257,6 @@ func lastStatus(statuses []v1.ContainerStatus, name string) *v1.ContainerStatus 
 	for i := len(statuses) - 1; i >= 0; i-- {
 		if statuses[i].Name == name {
 			return &statuses[i]
-		}
-	}
-	return nil
-}
-
-// containerByName returns the first container named name, nil if none. (A loop over
-// the indexes: slices.IndexFunc would hand every v1.Container to its function by value.)
-func containerByName(cs []v1.Container, name string) *v1.Container {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
 		}
 	}
 	return nil

@@ -2,6 +2,8 @@ package statusmgr
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // Values TerminatedStatus writes into a container status that has no terminated state.
@@ -97,7 +99,7 @@ func hasPodInitialized(pod *v1.Pod) bool {
 		return false
 	}
 	last := pod.Status.InitContainerStatuses[n-1]
-	c := findContainer(pod.Spec.InitContainers, last.Name)
+	c := podfacts.ContainerByName(pod.Spec.InitContainers, last.Name)
 	if c == nil {
 		return false
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // CheckContainerStateTransition returns an error wrapping ErrIllegalTransition when
@@ -34,7 +36,7 @@ func CheckContainerStateTransition(pod *v1.Pod, oldStatus, newStatus *v1.PodStat
 	spec := &pod.Spec
 	for i := range oldStatus.ContainerStatuses {
 		old := &oldStatus.ContainerStatuses[i]
-		c := findContainer(spec.Containers, old.Name)
+		c := podfacts.ContainerByName(spec.Containers, old.Name)
 		if mayLeaveTerminated(spec, c, old) {
 			continue
 		}
@@ -44,7 +46,7 @@ func CheckContainerStateTransition(pod *v1.Pod, oldStatus, newStatus *v1.PodStat
 	}
 	for i := range oldStatus.InitContainerStatuses {
 		old := &oldStatus.InitContainerStatuses[i]
-		c := findContainer(spec.InitContainers, old.Name)
+		c := podfacts.ContainerByName(spec.InitContainers, old.Name)
 		if c == nil {
 			return fmt.Errorf("%w: init container %q of the status is not in the pod spec", ErrIllegalTransition, old.Name)
 		}
@@ -94,7 +96,7 @@ func restartsAll(pod *v1.Pod, oldStatus *v1.PodStatus) bool {
 	check := func(specs []v1.Container, statuses []v1.ContainerStatus) bool {
 		for i := range statuses {
 			term := statuses[i].State.Terminated
-			c := findContainer(specs, statuses[i].Name)
+			c := podfacts.ContainerByName(specs, statuses[i].Name)
 			if term == nil || c == nil {
 				continue
 			}
@@ -133,13 +135,4 @@ func leavesTerminated(statuses []v1.ContainerStatus, name string) bool {
 		}
 	}
 	return false
-}
-
-func findContainer(cs []v1.Container, name string) *v1.Container {
-	for i := range cs {
-		if cs[i].Name == name {
-			return &cs[i]
-		}
-	}
-	return nil
 }

@@ -1,6 +1,7 @@
 // Package podfacts is the one definition of the facts about a pod that several podlife
 // packages need: the kubelet's config annotation keys, the static and mirror predicates,
-// the pod full name and the terminal phases. It keeps no state.
+// the pod full name, the terminal phases and a container of a spec by its name. It keeps
+// no state.
 //
 // Package config exports the annotation keys (config.ConfigSourceAnnotationKey, ...); the
 // copies other packages export are aliases of these constants.
@@ -69,4 +70,15 @@ func IsTerminalPhase(phase v1.PodPhase) bool {
 // IsTerminal reports whether pod's phase is terminal. A nil pod is not.
 func IsTerminal(pod *v1.Pod) bool {
 	return pod != nil && IsTerminalPhase(pod.Status.Phase)
+}
+
+// ContainerByName returns the first of cs named name, nil if none. (A loop over the
+// indexes: slices.IndexFunc would hand every v1.Container to its function by value.)
+func ContainerByName(cs []v1.Container, name string) *v1.Container {
+	for i := range cs {
+		if cs[i].Name == name {
+			return &cs[i]
+		}
+	}
+	return nil
 }

@@ -96,3 +96,27 @@ func TestFullName(t *testing.T) {
 		}
 	}
 }
+
+func TestContainerByName(t *testing.T) {
+	cs := []v1.Container{{Name: "a", Image: "first"}, {Name: "b"}, {Name: "a", Image: "second"}}
+	tests := []struct {
+		name      string
+		cs        []v1.Container
+		wantIndex int // -1: nil
+	}{
+		{name: "a", cs: cs, wantIndex: 0}, // the first of two
+		{name: "b", cs: cs, wantIndex: 1},
+		{name: "c", cs: cs, wantIndex: -1},
+		{name: "", cs: cs, wantIndex: -1},
+		{name: "a", cs: nil, wantIndex: -1},
+	}
+	for _, tt := range tests {
+		got := ContainerByName(tt.cs, tt.name)
+		switch {
+		case tt.wantIndex < 0 && got != nil:
+			t.Errorf("ContainerByName(%q) = %+v, want nil", tt.name, got)
+		case tt.wantIndex >= 0 && got != &tt.cs[tt.wantIndex]:
+			t.Errorf("ContainerByName(%q) = %p, want the element %d of the slice (%p)", tt.name, got, tt.wantIndex, &tt.cs[tt.wantIndex])
+		}
+	}
+}
