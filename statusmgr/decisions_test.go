@@ -241,7 +241,7 @@ func TestTerminatedStatus(t *testing.T) {
 			if diff := cmp.Diff(in, tc.in); diff != "" {
 				t.Errorf("input modified:\n%s", diff)
 			}
-			if changes, want := terminate(tc.pod, &in, false), !cmp.Equal(got, in); changes != want {
+			if changes, want := needsTermination(tc.pod, &in), !cmp.Equal(got, in); changes != want {
 				t.Errorf("terminate without applying = %v, want %v", changes, want)
 			}
 		})

@@ -370,7 +370,7 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 		from := &pod.Status
 		if cached != nil {
 			from = cached
-			if !terminate(pod, cached, false) && !cached.StartTime.IsZero() && cutsNoMessage(pod, cached) &&
+			if !needsTermination(pod, cached) && !cached.StartTime.IsZero() && cutsNoMessage(pod, cached) &&
 				CheckContainerStateTransition(pod, cached, cached) == nil {
 				// The cached status is prepared (or equal to a status prepared) with this
 				// pod's spec but for the termination message budget (ephemeral

@@ -129,7 +129,7 @@ func TestParityTerminatedStatus(t *testing.T) {
 			if diff := cmp.Diff(before, in); diff != "" {
 				t.Errorf("input status modified (-want +got):\n%s", diff)
 			}
-			if changes, want := terminate(tc.pod, &in, false), !cmp.Equal(got, in); changes != want {
+			if changes, want := needsTermination(tc.pod, &in), !cmp.Equal(got, in); changes != want {
 				t.Errorf("terminate without applying = %v, want %v", changes, want)
 			}
 		})

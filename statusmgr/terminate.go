@@ -42,34 +42,46 @@ func TerminatedStatus(pod *v1.Pod, status v1.PodStatus) (v1.PodStatus, error) {
 // terminatedStatusInto is TerminatedStatus (pod not nil) into *out, a zero struct.
 func terminatedStatusInto(pod *v1.Pod, status, out *v1.PodStatus) {
 	status.DeepCopyInto(out)
-	terminate(pod, out, true)
+	terminate(pod, out)
 }
 
-// terminate makes s TerminatedStatus's status of pod (not nil) in place when apply is
-// true, and reports whether that changes anything; with apply false it only reports it
-// (s is not modified).
-func terminate(pod *v1.Pod, s *v1.PodStatus, apply bool) (changed bool) {
-	var lists [2][]v1.ContainerStatus
-	if hasPodInitialized(pod) {
-		lists[0] = s.ContainerStatuses
-	}
-	lists[1] = initializedContainers(s.InitContainerStatuses)
-	for _, list := range lists {
+// needsTermination reports whether TerminatedStatus would change s, a status of pod (not
+// nil): some initialized container has no terminated state, or the phase of a pod that
+// is not static is not terminal. s is not modified.
+func needsTermination(pod *v1.Pod, s *v1.PodStatus) bool {
+	for _, list := range terminable(pod, s) {
 		for i := range list {
-			if list[i].State.Terminated != nil {
-				continue
+			if list[i].State.Terminated == nil {
+				return true
 			}
-			if changed = true; apply {
+		}
+	}
+	return !IsStaticPod(pod) && !IsTerminalPhase(s.Phase)
+}
+
+// terminate makes s TerminatedStatus's status of pod (not nil), in place.
+func terminate(pod *v1.Pod, s *v1.PodStatus) {
+	for _, list := range terminable(pod, s) {
+		for i := range list {
+			if list[i].State.Terminated == nil {
 				markTerminated(&list[i])
 			}
 		}
 	}
 	if !IsStaticPod(pod) && !IsTerminalPhase(s.Phase) {
-		if changed = true; apply {
-			s.Phase = v1.PodFailed
-		}
+		s.Phase = v1.PodFailed
 	}
-	return changed
+}
+
+// terminable returns the container statuses of s that termination marks: the regular
+// ones once the pod is initialized, and the init ones that were initialized.
+func terminable(pod *v1.Pod, s *v1.PodStatus) [2][]v1.ContainerStatus {
+	var lists [2][]v1.ContainerStatus
+	if hasPodInitialized(pod) {
+		lists[0] = s.ContainerStatuses
+	}
+	lists[1] = initializedContainers(s.InitContainerStatuses)
+	return lists
 }
 
 // markTerminated gives cs, which has no terminated state, the state of a container not
