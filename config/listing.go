@@ -84,16 +84,15 @@ func (st *sourceState) removeAt(j int) {
 }
 
 // unchangedListing applies the pointer rule to ref, an input pod of a trusted listing: it
-// returns the index of the slot whose input a Set last listed at ref's address, and true
-// if ref carries the very strings of the slot's last listed input, by whatever op (the
-// string data and length of its UID, namespace, name and non-empty resourceVersion). The
-// slot keeps those strings alive, so
-// their data cannot have been reused: equal data and length mean equal values, so ref is
-// the slot's pod with the resourceVersion last listed, which the resourceVersion shortcut
-// calls unchanged, and its full name hashes to the slot's nameHash. The address only finds
-// the slot; a different object at a reused address, or one changed in place, fails the
-// comparison (or passes it only when it carries the same values) and is looked up by UID.
-// Only ref's header is read: the strings' data is not.
+// returns the index of the slot whose input a Set last listed at ref's address, and true if
+// ref carries the very strings of the slot's last listed input, by whatever op (the string
+// data and length of its UID, namespace, name and non-empty resourceVersion). The slot
+// keeps those strings alive, so their data cannot have been reused: equal data and length
+// mean equal values, so ref is the slot's pod with the resourceVersion last listed, which
+// the resourceVersion shortcut calls unchanged, and its full name hashes to the slot's
+// nameHash. The address only finds the slot; a different object at a reused address, or one
+// changed in place, fails the comparison (or passes it only when it carries the same
+// values) and is looked up by UID. Only ref's header is read: the strings' data is not.
 func (st *sourceState) unchangedListing(ref *v1.Pod) (int, bool) {
 	j, ok := st.byPtr[uintptr(unsafe.Pointer(ref))]
 	if !ok {

@@ -160,19 +160,19 @@ type StoreConfig struct {
 	// source that sends APISource pods with an unchanged resourceVersion but changed
 	// contents (a test fixture, say) needs FullComparison.
 	//
-	// The pointer rule makes the shortcut cheaper for an informer, which lists an
-	// unchanged pod as the same object every time and never modifies it: an APISource pod
-	// of a Set at the address of the one a Set last listed for a UID that carries the very
-	// same UID, name, namespace and resourceVersion strings as its last listing (the same
-	// memory, not only equal contents) is that pod with that resourceVersion, unchanged,
-	// found without hashing its UID or name and without reading more than its header. It trusts exactly what the
-	// shortcut trusts: a pod modified in place after being passed (which the memory
-	// contract forbids) is noticed when its resourceVersion, UID, name or namespace
-	// changed, and other changes under the same resourceVersion are not, as with the
-	// shortcut alone. The store keeps the addresses as numbers, so it keeps no input alive;
-	// a source whose Sets bring new objects every time (fewer than half of its pods found
-	// by the rule) does without the rule for the next 8 Sets. Add, Update and Delete, a
-	// watch's new objects, never use it. FullComparison turns both off.
+	// The pointer rule makes the shortcut cheaper for an informer, which lists an unchanged
+	// pod as the same object every time and never modifies it: an APISource pod of a Set at
+	// the address of the one a Set last listed for a UID that carries the very same UID, name,
+	// namespace and resourceVersion strings as its last listing (the same memory, not only
+	// equal contents) is that pod with that resourceVersion, unchanged, found without hashing
+	// its UID or name and without reading more than its header. It trusts exactly what the
+	// shortcut trusts: a pod modified in place after being passed (which the memory contract
+	// forbids) is noticed when its resourceVersion, UID, name or namespace changed, and other
+	// changes under the same resourceVersion are not, as with the shortcut alone. The store
+	// keeps the addresses as numbers, so it keeps no input alive; a source whose Sets bring
+	// new objects every time (fewer than half of its pods found by the rule) does without the
+	// rule for the next 8 Sets. Add, Update and Delete, a watch's new objects, never use it.
+	// FullComparison turns both off.
 	FullComparison bool
 	// SharedPods makes the store return its own pods instead of deep copies: every pod in
 	// Changes and from Pods is the stored object, shared with the store, with every
