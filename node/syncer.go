@@ -215,10 +215,12 @@ type stoppedShard struct {
 	m  map[types.UID]*pleg.PodStatus
 }
 
+// shard returns the map uid belongs to.
 func (s *stoppedStatuses) shard(uid types.UID) *stoppedShard {
 	return &s.shards[maphash.String(s.seed, string(uid))%stoppedShards]
 }
 
+// put keeps status as the pod's, replacing one kept before.
 func (s *stoppedStatuses) put(uid types.UID, status *pleg.PodStatus) {
 	sh := s.shard(uid)
 	sh.mu.Lock()
