@@ -22,7 +22,9 @@ func byKind(c Changes) (out [seedpod.W1Kinds][]*v1.Pod) {
 
 // benchmarkW1 runs W1: the initial Set of seedpod.W1Pods pods, reported per pod (initial-*), then
 // seedpod.W1Rounds checked rounds, reported per pod-round. Making the input is not timed.
-// With full, the store compares every pod (StoreConfig.FullComparison), as the kubelet.
+// Without full, the store trusts the api source's resourceVersions
+// (StoreConfig.TrustResourceVersions), as a node configures it; with full, it compares every
+// pod, as the kubelet and the zero StoreConfig.
 // With shared, it returns its own pods instead of deep copies (StoreConfig.SharedPods), as
 // a node does.
 func benchmarkW1(b *testing.B, fresh, full, shared bool) {
@@ -34,7 +36,7 @@ func benchmarkW1(b *testing.B, fresh, full, shared bool) {
 	for b.Loop() {
 		b.StopTimer()
 		g := seedpod.NewW1(fresh)
-		s := NewStoreWithConfig(StoreConfig{FullComparison: full, SharedPods: shared})
+		s := NewStoreWithConfig(StoreConfig{TrustResourceVersions: !full, SharedPods: shared})
 		initial := PodUpdate{Op: Set, Source: "api", Pods: g.List()}
 		runtime.GC()
 		runtime.ReadMemStats(&ms)
@@ -142,7 +144,7 @@ func BenchmarkWatchEvents(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
-		s := NewStoreWithConfig(StoreConfig{SharedPods: true})
+		s := NewStoreWithConfig(StoreConfig{TrustResourceVersions: true, SharedPods: true})
 		s.Merge(PodUpdate{Op: Set, Source: "api"})
 		cur := append([]*v1.Pod(nil), base...)
 		for _, ph := range phases {
@@ -176,7 +178,7 @@ func BenchmarkWatchEvents(b *testing.B) {
 // pod per Update, each a status change (a Reconcile), merged by a shared-pods store and
 // delivered to a consumer goroutine. It checks that every update was delivered once.
 func BenchmarkMuxReconciles(b *testing.B) {
-	m, err := NewMux(MuxConfig{SharedPods: true})
+	m, err := NewMux(MuxConfig{TrustResourceVersions: true, SharedPods: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -33,23 +33,29 @@
 // finalizers, owner references) is nothing. Comparisons have reflect.DeepEqual's exact
 // semantics (nil and empty differ), without its cost: see equal.go.
 //
-// The resourceVersion shortcut: the API server changes a pod's resourceVersion on every
+// By default (NewStore, the zero StoreConfig and the zero MuxConfig) every listed pod of
+// a known UID is compared, as the kubelet compares it, whatever its resourceVersion: a
+// test fixture that changes a pod's labels, deletionTimestamp or status under the same
+// resourceVersion gets the kubelet's Update, Delete or Reconcile.
+//
+// The resourceVersion shortcut, an opt-in for a source that is the API server
+// (StoreConfig.TrustResourceVersions, MuxConfig.TrustResourceVersions; package node turns
+// it on for its "api" source): the API server changes a pod's resourceVersion on every
 // write, so a pod of the "api" source (APISource) listed with a non-empty resourceVersion
 // equal to that of the version of its UID last listed is unchanged: it costs a map lookup
 // and a string comparison, not a walk through the pod, and the stored pod stays as it was.
 // Pods of other sources (file, http) and pods without a resourceVersion are always
-// compared. The kubelet compares every pod; StoreConfig.FullComparison (and
-// MuxConfig.FullComparison) turns the shortcut off for a source that reuses a
-// resourceVersion for changed contents, and classifies exactly as the kubelet.
+// compared. The trade: changed contents under an unchanged resourceVersion, which the API
+// server never sends, are not seen.
 //
 // The pointer rule, part of the shortcut: an informer lists an unchanged pod as the same
 // object every time, so an "api" pod at the address last listed for a UID, whose UID,
 // name, namespace and resourceVersion are the very same strings in memory, is unchanged
 // after reading its header alone: no lookup by UID, no hashing of its name for the
 // duplicate-name filter (the name's hash is kept from the last listing). It trusts what
-// the shortcut trusts and no more (see StoreConfig.FullComparison), keeps no input alive
-// (addresses are kept as numbers), and a source that lists new objects every time does
-// without it, 8 Sets at a time.
+// the shortcut trusts and no more (see StoreConfig.TrustResourceVersions), keeps no input
+// alive (addresses are kept as numbers), and a source that lists new objects every time
+// does without it, 8 Sets at a time.
 //
 // Invariants of a Store:
 //   - per source, at most one pod per UID; sources never affect each other;

@@ -13,7 +13,7 @@ import (
 
 // naiveStore restates Store's rules as plainly as possible: deep copies everywhere,
 // reflect.DeepEqual through naiveCheckAndUpdatePod, linear filters. With trustVersions it
-// also restates the resourceVersion shortcut (StoreConfig).
+// also restates the resourceVersion shortcut (StoreConfig.TrustResourceVersions).
 type naiveStore struct {
 	pods map[string]map[types.UID]*v1.Pod
 	seen map[string]bool
@@ -183,8 +183,8 @@ func fuzzPod(r *fuzzReader) *v1.Pod {
 // FuzzMerge drives a Store and the naive model with the same random updates and checks
 // that Merge never panics, never modifies its input, puts each pod in at most one
 // category, and agrees with the model on the changes, the stored pods and SeenSource:
-// with FullComparison against the kubelet's rules alone, and by default against them
-// with the resourceVersion shortcut. Each runs with deep copies (the store must not
+// by default against the kubelet's rules alone, and with TrustResourceVersions against
+// them with the resourceVersion shortcut. Each runs with deep copies (the store must not
 // notice scribbling over what it returned) and with shared pods (the store must never
 // write to a pod it returned: every one keeps the contents it was returned with). An
 // update may list the previous update's objects again (and one of them twice), as an
@@ -200,20 +200,20 @@ func FuzzMerge(f *testing.F) {
 	// and one of them twice.
 	f.Add([]byte{0, 0, 3, 1, 0, 1, 2, 1, 1, 0x40, 0, 0, 0xc0, 0, 1, 1, 0, 0x21})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		for _, full := range []bool{true, false} {
+		for _, trust := range []bool{false, true} {
 			for _, shared := range []bool{false, true} {
-				t.Run(fmt.Sprintf("FullComparison=%v/shared=%v", full, shared), func(t *testing.T) { fuzzMerge(t, data, full, shared) })
+				t.Run(fmt.Sprintf("TrustResourceVersions=%v/shared=%v", trust, shared), func(t *testing.T) { fuzzMerge(t, data, trust, shared) })
 			}
 		}
 	})
 }
 
-func fuzzMerge(t *testing.T, data []byte, full, shared bool) {
+func fuzzMerge(t *testing.T, data []byte, trust, shared bool) {
 	r := &fuzzReader{b: data}
 	clk := clocktesting.NewFakePassiveClock(t0)
-	s := NewStoreWithConfig(StoreConfig{Clock: clk, FullComparison: full, SharedPods: shared})
+	s := NewStoreWithConfig(StoreConfig{Clock: clk, TrustResourceVersions: trust, SharedPods: shared})
 	var handedOut keptPods // with shared pods: everything returned so far
-	model := newNaiveStore(!full)
+	model := newNaiveStore(trust)
 	sources := []string{"api", "file", ""}
 	var last []*v1.Pod // the previous update's pods
 	for step := 0; len(r.b) > 0 && step < 64; step++ {

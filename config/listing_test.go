@@ -14,9 +14,10 @@ import (
 
 // TestPointerRule runs scripts in which objects are listed again, as an informer lists
 // them, and some are changed in place or reused for another pod (which the memory
-// contract forbids, to show what the pointer rule still notices). Every step is checked
-// against the naive model (the resourceVersion shortcut restated plainly, or the kubelet's
-// rules with FullComparison) and against the counts written down.
+// contract forbids, to show what the pointer rule still notices). The store trusts
+// resourceVersions (StoreConfig.TrustResourceVersions) unless a script says otherwise.
+// Every step is checked against the naive model (the resourceVersion shortcut restated
+// plainly, or the kubelet's rules without it) and against the counts written down.
 func TestPointerRule(t *testing.T) {
 	type step struct {
 		// u makes the update; it may modify the objects of earlier steps.
@@ -30,8 +31,9 @@ func TestPointerRule(t *testing.T) {
 	withRV := func(p *v1.Pod, rv string) *v1.Pod { p.ResourceVersion = rv; return p }
 	tests := []struct {
 		name string
-		// full: run with FullComparison (the rule off); the script's counts are for it.
-		full  bool
+		// exact: run with the zero StoreConfig, which classifies as the kubelet (the
+		// rule off); the script's counts are for it.
+		exact bool
 		steps func() []step
 	}{{
 		name: "the same objects again are unchanged",
@@ -58,8 +60,8 @@ func TestPointerRule(t *testing.T) {
 			}}}
 		},
 	}, {
-		name: "FullComparison: contents changed in place are compared",
-		full: true,
+		name:  "without TrustResourceVersions: contents changed in place are compared",
+		exact: true,
 		steps: func() []step {
 			a := withRV(newPod("a", "uid-a"), "1")
 			return []step{{u: setOf(a), want: [5]int{1, 0, 0, 0, 0}}, {u: setOf(a)}, {u: func() PodUpdate {
@@ -147,8 +149,8 @@ func TestPointerRule(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			bothModes(t, func(t *testing.T, shared bool) {
 				clk := clocktesting.NewFakePassiveClock(t0)
-				s := NewStoreWithConfig(StoreConfig{Clock: clk, FullComparison: tt.full, SharedPods: shared})
-				model := newNaiveStore(!tt.full)
+				s := NewStoreWithConfig(StoreConfig{Clock: clk, TrustResourceVersions: !tt.exact, SharedPods: shared})
+				model := newNaiveStore(!tt.exact)
 				for i, st := range tt.steps() {
 					u := st.u()
 					got, drops, err := s.Apply(u)
@@ -183,21 +185,22 @@ func TestPointerRule(t *testing.T) {
 }
 
 // TestPointerRuleUsed checks that an informer's objects listed again are found by the
-// pointer rule (and only then): every slot of the source holds the address of its object.
+// pointer rule (and only then, with TrustResourceVersions): every slot of the source holds
+// the address of its object.
 func TestPointerRuleUsed(t *testing.T) {
 	a, b := newPod("a", "uid-a"), newPod("b", "uid-b")
 	a.ResourceVersion, b.ResourceVersion = "1", "1"
-	for _, full := range []bool{false, true} {
-		s := NewStoreWithConfig(StoreConfig{FullComparison: full})
+	for _, trust := range []bool{false, true} {
+		s := NewStoreWithConfig(StoreConfig{TrustResourceVersions: trust})
 		s.Merge(set(a, b))
 		s.Merge(set(a, b))
 		st := s.sources[APISource]
-		if got := len(st.byPtr); got != map[bool]int{false: 2, true: 0}[full] {
-			t.Errorf("FullComparison=%v: %d addresses kept, want 2 without it, none with it", full, got)
+		if got := len(st.byPtr); got != map[bool]int{false: 0, true: 2}[trust] {
+			t.Errorf("TrustResourceVersions=%v: %d addresses kept, want 2 with it, none without it", trust, got)
 		}
 		for _, p := range []*v1.Pod{a, b} {
-			if j, ok := st.unchangedListing(p); ok == full || (ok && st.slots[j].uid != p.UID) {
-				t.Errorf("FullComparison=%v: %s found by the pointer rule: %v (slot of %s)", full, p.Name, ok, st.slots[j].uid)
+			if j, ok := st.unchangedListing(p); ok != trust || (ok && st.slots[j].uid != p.UID) {
+				t.Errorf("TrustResourceVersions=%v: %s found by the pointer rule: %v", trust, p.Name, ok)
 			}
 		}
 	}
@@ -213,7 +216,7 @@ func TestPointerRuleOnlyForSets(t *testing.T) {
 	a2 := a.DeepCopy()
 	a2.ResourceVersion, a2.Status.Phase = "2", v1.PodSucceeded
 	clk := clocktesting.NewFakePassiveClock(t0)
-	s, model := NewStoreWithConfig(StoreConfig{Clock: clk}), newNaiveStore(true)
+	s, model := NewStoreWithConfig(StoreConfig{Clock: clk, TrustResourceVersions: true}), newNaiveStore(true)
 	st := func() *sourceState { return s.sources[APISource] }
 	for i, u := range []PodUpdate{
 		{Op: Add, Source: APISource, Pods: []*v1.Pod{a}},
@@ -292,7 +295,7 @@ func TestPointerRuleBacksOff(t *testing.T) {
 		}
 		return out
 	}
-	s := NewStore()
+	s := NewStoreWithConfig(StoreConfig{TrustResourceVersions: true})
 	s.Merge(set(copies()...))
 	st := s.sources[APISource]
 	if c := s.Merge(set(copies()...)); c.Len() != 0 || st.ptrsOff != pointerBackoff {

@@ -24,9 +24,11 @@ type MuxConfig struct {
 	UpdatesBufferLen int
 	// Clock stamps first-seen times. nil means the real clock.
 	Clock clock.PassiveClock
-	// FullComparison turns off the store's resourceVersion shortcut for APISource: see
-	// StoreConfig.FullComparison.
-	FullComparison bool
+	// TrustResourceVersions turns on the store's resourceVersion shortcut (and pointer
+	// rule) for APISource, for a source that is the API server: see
+	// StoreConfig.TrustResourceVersions. Without it (the zero MuxConfig) every pod is
+	// compared field by field and classified exactly as the kubelet does.
+	TrustResourceVersions bool
 	// SharedPods makes the Mux deliver the store's own pods instead of deep copies: shared
 	// with the store, with each other and with the inputs they came from, and read-only
 	// for every receiver (see StoreConfig.SharedPods).
@@ -99,7 +101,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		onDrop:   cfg.OnDrop,
 		onError:  cfg.OnError,
 		turn:     make(chan struct{}, 1),
-		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, FullComparison: cfg.FullComparison, SharedPods: cfg.SharedPods}),
+		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, TrustResourceVersions: cfg.TrustResourceVersions, SharedPods: cfg.SharedPods}),
 		ready:    map[string]chan struct{}{},
 		channels: map[string]chan PodUpdate{},
 	}

@@ -150,17 +150,18 @@ func testMuxFirstSetWithReconcileOnlyStillSignals(t *testing.T, shared bool) {
 	}
 }
 
-// TestMuxFullComparison: MuxConfig.FullComparison reaches the store, so an "api" pod with
-// an unchanged resourceVersion and a new label is an Update only with it.
-func TestMuxFullComparison(t *testing.T) {
+// TestMuxTrustResourceVersions: MuxConfig.TrustResourceVersions reaches the store, so an
+// "api" pod with an unchanged resourceVersion and a new label is an Update only without
+// it (the zero MuxConfig classifies as the kubelet).
+func TestMuxTrustResourceVersions(t *testing.T) {
 	for _, tc := range []struct {
-		full bool
-		want []summary
+		trust bool
+		want  []summary
 	}{
-		{full: false, want: nil},
-		{full: true, want: []summary{{Update, "api", []string{"a"}}}},
+		{trust: false, want: []summary{{Update, "api", []string{"a"}}}},
+		{trust: true, want: nil},
 	} {
-		m := newTestMux(t, MuxConfig{FullComparison: tc.full})
+		m := newTestMux(t, MuxConfig{TrustResourceVersions: tc.trust})
 		ctx := context.Background()
 		a := newPod("a", "uid-a")
 		a.ResourceVersion = "7"
@@ -174,7 +175,7 @@ func TestMuxFullComparison(t *testing.T) {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(tc.want, drain(m)); diff != "" {
-			t.Errorf("FullComparison %v: delivered (-want +got):\n%s", tc.full, diff)
+			t.Errorf("TrustResourceVersions %v: delivered (-want +got):\n%s", tc.trust, diff)
 		}
 	}
 }

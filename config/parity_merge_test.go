@@ -99,10 +99,10 @@ func runMergeScenario(t *testing.T, sc mergeScenario, shared bool) {
 		start = parityT0
 	}
 	ck := clocktesting.NewFakePassiveClock(start)
-	// The kubelet compares every pod: parity holds for the full comparison (the fixtures
-	// change contents under one resourceVersion).
-	merged := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true, SharedPods: shared})
-	applied := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, FullComparison: true, SharedPods: shared})
+	// The kubelet compares every pod, as the zero StoreConfig does (the fixtures change
+	// contents under one resourceVersion).
+	merged := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, SharedPods: shared})
+	applied := config.NewStoreWithConfig(config.StoreConfig{Clock: ck, SharedPods: shared})
 	for i, step := range sc.steps {
 		ck.SetTime(ck.Now().Add(step.advance))
 		want := step.want
@@ -367,7 +367,7 @@ func TestParityMergeCopies(t *testing.T) {
 			*p.DeletionGracePeriodSeconds = 12345
 		}
 	}
-	s := config.NewStoreWithConfig(config.StoreConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), FullComparison: true})
+	s := config.NewStoreWithClock(clocktesting.NewFakePassiveClock(parityT0))
 	in1 := pods(a.DeepCopy(), b.DeepCopy(), c.DeepCopy(), d.DeepCopy())
 	before1 := copyUpdate(setOf("api", in1...)).Pods
 	c1 := s.Merge(setOf("api", in1...))
@@ -447,7 +447,7 @@ func testParityMuxOrder(t *testing.T, shared bool) {
 			want: []delivered{{config.Add, "dup", []string{"a"}}}},
 	}
 	var drops []config.Drop
-	m, err := config.NewMux(config.MuxConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), FullComparison: true, SharedPods: shared,
+	m, err := config.NewMux(config.MuxConfig{Clock: clocktesting.NewFakePassiveClock(parityT0), SharedPods: shared,
 		OnDrop: func(d config.Drop) { drops = append(drops, d) }})
 	if err != nil {
 		t.Fatal(err)

@@ -59,9 +59,13 @@ type Drop struct {
 // returns is a deep copy sharing no memory with the store or the inputs, so a receiver may
 // modify it freely; with StoreConfig.SharedPods it is the store's own object, read-only
 // (see there). Pods are returned only when they changed; an unchanged pod costs a
-// comparison and no allocation, an "api" pod with an unchanged resourceVersion not even
-// the comparison, and an unchanged "api" pod listed as the same object again not even a
-// lookup by UID (see StoreConfig.FullComparison).
+// comparison and no allocation.
+//
+// By default (NewStore, the zero StoreConfig) every pod of a known UID is compared field
+// by field, as the kubelet's merge does, whatever its resourceVersion. With
+// StoreConfig.TrustResourceVersions, an "api" pod with an unchanged resourceVersion costs
+// not even the comparison, and an unchanged "api" pod listed as the same object again not
+// even a lookup by UID (see there).
 type Store struct {
 	clock clock.PassiveClock
 	// trustVersions enables the resourceVersion shortcut for APISource (see StoreConfig).
@@ -141,24 +145,27 @@ func sameMap(a, b map[string]string) bool {
 }
 
 // APISource is the API server's source name, the kubelet's "api": the one source whose
-// resourceVersions a Store trusts (see StoreConfig.FullComparison).
+// resourceVersions a Store may trust (see StoreConfig.TrustResourceVersions).
 const APISource = "api"
 
 // StoreConfig configures a Store made by NewStoreWithConfig. The zero value gives
-// NewStore's store.
+// NewStore's store, which classifies exactly as the kubelet.
 type StoreConfig struct {
 	// Clock stamps first-seen times. nil means the real clock.
 	Clock clock.PassiveClock
-	// FullComparison turns off the resourceVersion shortcut, so that every listed pod of
-	// a known UID is compared field by field, as the kubelet does.
+	// TrustResourceVersions turns on the resourceVersion shortcut and the pointer rule for
+	// APISource, for a source that is the API server. Without it (the zero value, and
+	// NewStore) every listed pod of a known UID is compared field by field, as the
+	// kubelet's merge does.
 	//
 	// The shortcut: the API server changes a pod's resourceVersion on every write, so a
 	// pod from APISource whose resourceVersion is non-empty and equal to that of the
 	// version of the same UID last listed is unchanged, at the cost of a string
 	// comparison instead of a walk through spec, labels, annotations and status. Pods of
-	// other sources, and pods with an empty resourceVersion, are always compared. A
-	// source that sends APISource pods with an unchanged resourceVersion but changed
-	// contents (a test fixture, say) needs FullComparison.
+	// other sources, and pods with an empty resourceVersion, are always compared. The
+	// trade: a source that sends APISource pods with an unchanged resourceVersion but
+	// changed contents (a test fixture, say) gets nothing for those changes: no Update,
+	// Delete or Reconcile. Turn it on only for the API server's pods.
 	//
 	// The pointer rule makes the shortcut cheaper for an informer, which lists an unchanged
 	// pod as the same object every time and never modifies it: an APISource pod of a Set at
@@ -172,8 +179,7 @@ type StoreConfig struct {
 	// keeps the addresses as numbers, so it keeps no input alive; a source whose Sets bring
 	// new objects every time (fewer than half of its pods found by the rule) does without the
 	// rule for the next 8 Sets. Add, Update and Delete, a watch's new objects, never use it.
-	// FullComparison turns both off.
-	FullComparison bool
+	TrustResourceVersions bool
 	// SharedPods makes the store return its own pods instead of deep copies: every pod in
 	// Changes and from Pods is the stored object, shared with the store, with every
 	// receiver of the same pod and (spec, labels, status and the other fields the store
@@ -186,11 +192,12 @@ type StoreConfig struct {
 }
 
 // NewStore returns an empty store that stamps first-seen times from the real clock and
-// trusts APISource's resourceVersions (see StoreConfig).
+// compares every pod as the kubelet's merge does (no resourceVersion shortcut; see
+// StoreConfig.TrustResourceVersions).
 func NewStore() *Store { return NewStoreWithConfig(StoreConfig{}) }
 
 // NewStoreWithClock returns an empty store that stamps first-seen times from c (the real
-// clock if c is nil) and trusts APISource's resourceVersions (see StoreConfig).
+// clock if c is nil) and compares every pod as NewStore's does.
 func NewStoreWithClock(c clock.PassiveClock) *Store {
 	return NewStoreWithConfig(StoreConfig{Clock: c})
 }
@@ -201,7 +208,7 @@ func NewStoreWithConfig(cfg StoreConfig) *Store {
 	if c == nil {
 		c = clock.RealClock{}
 	}
-	return &Store{clock: c, trustVersions: !cfg.FullComparison, shared: cfg.SharedPods, sources: map[string]*sourceState{},
+	return &Store{clock: c, trustVersions: cfg.TrustResourceVersions, shared: cfg.SharedPods, sources: map[string]*sourceState{},
 		claims: nameClaims{seed: maphash.MakeSeed()}}
 }
 
@@ -224,8 +231,9 @@ func (s *Store) Merge(u PodUpdate) Changes {
 //
 //   - Set: the listed pods become the source's pods. Pods new to the source are Adds
 //     (stamped with the source and the first-seen time), known pods are classified by
-//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing; an APISource pod
-//     with the resourceVersion last listed is nothing, see StoreConfig), and stored pods
+//     CheckAndUpdatePod into Updates, Deletes or Reconciles (or nothing; with
+//     StoreConfig.TrustResourceVersions, an APISource pod with the non-empty
+//     resourceVersion last listed is nothing), and stored pods
 //     not listed are Removes. The source counts as seen afterwards.
 //   - Add, Update, Delete: the listed pods are upserted and classified like Set's; other
 //     pods stay. The op itself does not matter (an Update of an unknown pod is an Add).

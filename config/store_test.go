@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -403,9 +404,10 @@ func testMergeSameObjectsAgain(t *testing.T, shared bool) {
 	}
 }
 
-// TestResourceVersionShortcut: a pod of APISource listed again with the non-empty
-// resourceVersion of the version of its UID last listed is unchanged, whatever its
-// contents; every other pod is compared field by field.
+// TestResourceVersionShortcut: with StoreConfig.TrustResourceVersions, a pod of APISource
+// listed again with the non-empty resourceVersion of the version of its UID last listed is
+// unchanged, whatever its contents (the trade the opt-in makes); every other pod, and
+// every pod without the opt-in, is compared field by field.
 func TestResourceVersionShortcut(t *testing.T) { bothModes(t, testResourceVersionShortcut) }
 
 func testResourceVersionShortcut(t *testing.T, shared bool) {
@@ -420,44 +422,52 @@ func testResourceVersionShortcut(t *testing.T, shared bool) {
 	}
 	relabel := func(p *v1.Pod) { p.Labels = map[string]string{"app": "other"} }
 	restatus := func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }
+	deleting := func(p *v1.Pod) { p.DeletionTimestamp, p.DeletionGracePeriodSeconds = ts(100), i64(30) }
 	cases := []struct {
 		name   string
 		source string
-		full   bool
+		// trust: StoreConfig.TrustResourceVersions.
+		trust bool
 		// first is merged, then the versions of second, in order; the last one's
 		// classification is checked.
 		first  *v1.Pod
 		second []*v1.Pod
 		want   string // the category of the last merge's one change, or "none"
 	}{
-		{name: "same version, different spec: unchanged", source: "api",
+		{name: "trusted: same version, different spec: unchanged", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("7", relabel)), want: "none"},
-		{name: "same version, different status: unchanged", source: "api",
+		{name: "trusted: same version, a deletionTimestamp: unchanged", source: "api", trust: true,
+			first: versioned("7", nil), second: list(versioned("7", deleting)), want: "none"},
+		{name: "trusted: same version, different status: unchanged", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("7", restatus)), want: "none"},
-		{name: "new version, different labels: Update", source: "api",
+		{name: "trusted: new version, different labels: Update", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("8", relabel)), want: "update"},
-		{name: "new version, different status: Reconcile", source: "api",
+		{name: "trusted: new version, different status: Reconcile", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("8", restatus)), want: "reconcile"},
-		{name: "new version, same contents: unchanged", source: "api",
+		{name: "trusted: new version, same contents: unchanged", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("8", nil)), want: "none"},
-		{name: "the version last listed counts, not the first", source: "api",
+		{name: "trusted: the version last listed counts, not the first", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("8", relabel), versioned("7", nil)), want: "update"},
-		{name: "same version as the last listed after a change: unchanged", source: "api",
+		{name: "trusted: same version as the last listed after a change: unchanged", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("8", relabel), versioned("8", restatus)), want: "none"},
-		{name: "empty version: compared", source: "api",
+		{name: "trusted: empty version: compared", source: "api", trust: true,
 			first: versioned("", nil), second: list(versioned("", relabel)), want: "update"},
-		{name: "version emptied: compared", source: "api",
+		{name: "trusted: version emptied: compared", source: "api", trust: true,
 			first: versioned("7", nil), second: list(versioned("", restatus)), want: "reconcile"},
-		{name: "other source: compared", source: "file",
+		{name: "trusted: other source: compared", source: "file", trust: true,
 			first: versioned("7", nil), second: list(versioned("7", relabel)), want: "update"},
-		{name: "FullComparison: compared", source: "api", full: true,
+		{name: "default: same version, different labels: Update", source: "api",
 			first: versioned("7", nil), second: list(versioned("7", relabel)), want: "update"},
-		{name: "FullComparison, same version, different status: Reconcile", source: "api", full: true,
+		{name: "default: same version, a deletionTimestamp: Delete", source: "api",
+			first: versioned("7", nil), second: list(versioned("7", deleting)), want: "delete"},
+		{name: "default: same version, different status: Reconcile", source: "api",
 			first: versioned("7", nil), second: list(versioned("7", restatus)), want: "reconcile"},
+		{name: "default: same version as the last listed after a change: compared (labels changed back)", source: "api",
+			first: versioned("7", nil), second: list(versioned("8", relabel), versioned("8", restatus)), want: "update"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), FullComparison: tc.full, SharedPods: shared})
+			s := NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), TrustResourceVersions: tc.trust, SharedPods: shared})
 			if c := s.Merge(PodUpdate{Op: Set, Source: tc.source, Pods: list(tc.first)}); len(c.Adds) != 1 {
 				t.Fatalf("first Set: %+v, want one Add", c)
 			}
@@ -472,14 +482,14 @@ func testResourceVersionShortcut(t *testing.T, shared bool) {
 	}
 }
 
-// TestResourceVersionShortcutKeepsStoredPod: a pod taken as unchanged by its
-// resourceVersion leaves the stored pod as it was.
+// TestResourceVersionShortcutKeepsStoredPod: with StoreConfig.TrustResourceVersions, a pod
+// taken as unchanged by its resourceVersion leaves the stored pod as it was.
 func TestResourceVersionShortcutKeepsStoredPod(t *testing.T) {
 	bothModes(t, testResourceVersionShortcutKeepsStoredPod)
 }
 
 func testResourceVersionShortcutKeepsStoredPod(t *testing.T, shared bool) {
-	s := newTestStore(shared)
+	s := NewStoreWithConfig(StoreConfig{Clock: clocktesting.NewFakePassiveClock(t0), TrustResourceVersions: true, SharedPods: shared})
 	p := newPod("web", "uid-1")
 	p.ResourceVersion = "7"
 	s.Merge(set(p))
@@ -504,4 +514,92 @@ func category(c Changes) string {
 		}
 	}
 	return "none"
+}
+
+// TestDefaultComparesAsKubelet: the pinned NewStore, the zero StoreConfig and the zero
+// MuxConfig compare every pod field by field, as the kubelet's merge does, so a fixture
+// that changes a pod under its UID and resourceVersion (the API server never does, tests
+// do) is classified by its contents. With the opt-in TrustResourceVersions the same
+// fixtures are nothing: the trade the shortcut makes for the API server's pods.
+func TestDefaultComparesAsKubelet(t *testing.T) {
+	base := newPod("web", "uid-1")
+	base.ResourceVersion = "7"
+	edited := func(edit func(*v1.Pod)) *v1.Pod {
+		p := base.DeepCopy()
+		edit(p)
+		return p
+	}
+	fixtures := []struct {
+		name string
+		pod  *v1.Pod
+		want []summary
+	}{
+		{name: "a label changed: Update", pod: edited(func(p *v1.Pod) { p.Labels = map[string]string{"app": "other"} }),
+			want: []summary{{Update, "api", []string{"web"}}}},
+		{name: "a deletionTimestamp: graceful Delete", pod: edited(func(p *v1.Pod) { p.DeletionTimestamp, p.DeletionGracePeriodSeconds = ts(100), i64(30) }),
+			want: []summary{{Delete, "api", []string{"web"}}}},
+		{name: "the status changed: Reconcile", pod: edited(func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }),
+			want: []summary{{Reconcile, "api", []string{"web"}}}},
+	}
+	// merger is a store or a Mux, merging an update and returning its changes.
+	type merger func(t *testing.T, u PodUpdate) []summary
+	store := func(s *Store) merger {
+		return func(_ *testing.T, u PodUpdate) []summary { return summarizeChanges(u.Source, s.Merge(u)) }
+	}
+	mux := func(cfg MuxConfig) merger {
+		m, err := NewMux(cfg)
+		return func(t *testing.T, u PodUpdate) []summary {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := m.Update(context.Background(), u); err != nil {
+				t.Fatal(err)
+			}
+			return drain(m)
+		}
+	}
+	mergers := []struct {
+		name string
+		// trust: made with TrustResourceVersions (the fixtures are nothing).
+		trust bool
+		new   func() merger
+	}{
+		{name: "NewStore", new: func() merger { return store(NewStore()) }},
+		{name: "NewStoreWithClock", new: func() merger { return store(NewStoreWithClock(nil)) }},
+		{name: "zero StoreConfig", new: func() merger { return store(NewStoreWithConfig(StoreConfig{})) }},
+		{name: "shared pods", new: func() merger { return store(NewStoreWithConfig(StoreConfig{SharedPods: true})) }},
+		{name: "zero MuxConfig", new: func() merger { return mux(MuxConfig{}) }},
+		{name: "StoreConfig.TrustResourceVersions", trust: true,
+			new: func() merger { return store(NewStoreWithConfig(StoreConfig{TrustResourceVersions: true})) }},
+		{name: "MuxConfig.TrustResourceVersions", trust: true,
+			new: func() merger { return mux(MuxConfig{TrustResourceVersions: true}) }},
+	}
+	for _, f := range fixtures {
+		for _, mg := range mergers {
+			t.Run(mg.name+"/"+f.name, func(t *testing.T) {
+				merge := mg.new()
+				merge(t, set(base.DeepCopy()))
+				want := f.want
+				if mg.trust {
+					want = nil
+				}
+				if diff := cmp.Diff(want, merge(t, set(f.pod))); diff != "" {
+					t.Errorf("second Set (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}
+}
+
+// summarizeChanges is c as the Mux delivers it from source, reduced to summaries.
+func summarizeChanges(source string, c Changes) []summary {
+	var out []summary
+	for _, u := range []PodUpdate{{Op: Remove, Pods: c.Removes}, {Op: Add, Pods: c.Adds}, {Op: Update, Pods: c.Updates},
+		{Op: Delete, Pods: c.Deletes}, {Op: Reconcile, Pods: c.Reconciles}} {
+		if len(u.Pods) > 0 {
+			u.Source = source
+			out = append(out, summarize(u))
+		}
+	}
+	return out
 }

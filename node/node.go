@@ -94,10 +94,13 @@ type Config struct {
 	// per pod at a time (statusmgr.Config.MaxConcurrentWrites; 0:
 	// statusmgr.DefaultMaxConcurrentWrites).
 	MaxConcurrentWrites int
-	// FullComparison turns off the config merge's resourceVersion shortcut for the "api"
-	// source (config.StoreConfig.FullComparison): set it when that source may deliver a
-	// pod with changed contents under an unchanged resourceVersion (a hand-made fixture;
-	// the API server never does).
+	// FullComparison makes the config merge compare every pod of the "api" source field by
+	// field, as the kubelet does. By default the node trusts that source's resourceVersions
+	// (config.MuxConfig.TrustResourceVersions, the shortcut the W1 and W6 workloads
+	// measure): a pod listed again with an unchanged UID and resourceVersion counts as
+	// unchanged. Set it when that source may deliver a pod with changed contents under an
+	// unchanged resourceVersion (a hand-made fixture; the API server never does), which the
+	// shortcut would not see.
 	FullComparison bool
 	// CopyPods makes the config merge hand the node a deep copy of every new or changed pod
 	// (config.MuxConfig.SharedPods off), as before shared pods: the pods the node hands out
@@ -165,7 +168,7 @@ func New(cfg Config) (*Node, error) {
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	var err error
 	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, Clock: cfg.Clock, Logger: cfg.Logger,
-		FullComparison: cfg.FullComparison, SharedPods: !cfg.CopyPods,
+		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods,
 		OnDrop: func(d config.Drop) {
 			n.emit(Event{Kind: EventError, Pod: d.Pod, Reason: ReasonDropped, Err: d.Err})
 		}})

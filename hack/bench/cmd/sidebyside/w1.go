@@ -31,7 +31,7 @@ func kubeletMerger() merger {
 // source's resourceVersion shortcut off (every pod compared field by field, as the
 // kubelet does).
 func podlifeMerger(full bool) merger {
-	s := config.NewStoreWithConfig(config.StoreConfig{FullComparison: full, SharedPods: true})
+	s := config.NewStoreWithConfig(config.StoreConfig{TrustResourceVersions: !full, SharedPods: true})
 	return func(pods []*v1.Pod) (out [seedpod.W1Kinds][]*v1.Pod) {
 		c := s.Merge(config.PodUpdate{Op: config.Set, Source: "api", Pods: pods})
 		out[seedpod.W1Add], out[seedpod.W1Update], out[seedpod.W1Delete], out[seedpod.W1Remove], out[seedpod.W1Reconcile] = c.Adds, c.Updates, c.Deletes, c.Removes, c.Reconciles
