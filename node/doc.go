@@ -52,7 +52,9 @@
 //     writes the stopped status (podIsTerminal). SyncTerminatingRuntimePod calls
 //     KillRuntimePod. SyncTerminatedPod writes the final status, calls CleanupPod, then
 //     statusmgr.TerminatePod. Every failure is retried by the pod workers with back-off and
-//     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod).
+//     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod);
+//     Config.BackoffInitial and BackoffMax set the back-off, Config.ResyncInterval the
+//     period of a running pod's syncs.
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
 //     with a context cancelled when the call is superseded (and when Run ends). OnEvent is
 //     called outside every lock.

@@ -86,6 +86,20 @@ type Config struct {
 	StatusSyncPeriod time.Duration
 	// EventChannelCapacity is the PLEG's event buffer (DefaultEventChannelCapacity).
 	EventChannelCapacity int
+	// ResyncInterval is how long after a successful sync a running pod is synced again
+	// (podworker.Config.ResyncInterval, jittered downwards by up to half; 0:
+	// podworker.DefaultResyncInterval, a minute: the kubelet's syncFrequency, which the
+	// kubelet jitters upwards by up to half).
+	ResyncInterval time.Duration
+	// BackoffInitial and BackoffMax bound the delay before a failed sync, kill or
+	// cleanup is retried: it doubles per consecutive failure from BackoffInitial up to
+	// BackoffMax, jittered downwards by up to half (podworker.Config; 0:
+	// podworker.DefaultBackoffInitial, 1 s, and podworker.DefaultBackoffMax, 10 s, or
+	// BackoffInitial if larger). The kubelet retries after a fixed 10 s (its
+	// backOffPeriod) jittered upwards by up to half; BackoffInitial = BackoffMax = 10 s
+	// comes closest. BackoffMax below BackoffInitial is invalid.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
 	// MaxConcurrentSyncs bounds the runtime actions in flight at once
 	// (podworker.Config.MaxConcurrentSyncs; 0: podworker.DefaultMaxConcurrentSyncs,
 	// podworker.Unbounded: no bound, the kubelet's rule).
@@ -181,6 +195,7 @@ func New(cfg Config) (*Node, error) {
 	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n),
 		View:            podworker.RuntimeViewFuncs{StatusAfterFunc: n.statusAfter, LastStatusFunc: n.relister.LastStatus},
 		SerializeByName: cfg.SerializeByName, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		ResyncInterval: cfg.ResyncInterval, BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax,
 		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition, Hooks: n.podWorkerHooks()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -224,6 +239,9 @@ func validateConfig(cfg *Config) error {
 		{"RelistPeriod", &cfg.RelistPeriod, DefaultRelistPeriod},
 		{"HousekeepingPeriod", &cfg.HousekeepingPeriod, DefaultHousekeepingPeriod},
 		{"StatusSyncPeriod", &cfg.StatusSyncPeriod, DefaultStatusSyncPeriod},
+		{"ResyncInterval", &cfg.ResyncInterval, podworker.DefaultResyncInterval},
+		{"BackoffInitial", &cfg.BackoffInitial, podworker.DefaultBackoffInitial},
+		{"BackoffMax", &cfg.BackoffMax, max(podworker.DefaultBackoffMax, cfg.BackoffInitial)},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)
