@@ -72,7 +72,10 @@
 // # Who calls what
 //
 // The caller calls New, Run (once), Update or Channel (from any goroutine, before or
-// during Run), Ready, and the query methods. The node calls the Runtime (from the pod
+// during Run: after it, updates fail with ErrStopped), Ready, and the query methods.
+// Updates come only from Config.Sources (others fail with ErrUnknownSource); a pod bound
+// to another node or without a name is dropped from its update (EventError,
+// ReasonDropped) and never runs. The node calls the Runtime (from the pod
 // workers' goroutines and, for ListPods and RemovePod in housekeeping, from the loop), the
 // StatusPatcher (from the status manager's writers: up to statusmgr.DefaultMaxConcurrentWrites
 // calls at once, one per pod at a time) and the hooks.
