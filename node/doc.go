@@ -56,7 +56,9 @@
 //     Config.BackoffInitial and BackoffMax set the back-off, Config.ResyncInterval the
 //     period of a running pod's syncs.
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
-//     with a context cancelled when the call is superseded (and when Run ends). OnEvent is
+//     with a context that ends when the call returns, is superseded or Run ends (see
+//     Runtime: containers that outlive SyncPod are started under the runtime's own
+//     lifetime, never SyncPod's ctx). OnEvent is
 //     called outside every lock.
 //   - Pods are shared and read-only, as in the kubelet: the config merge hands the node
 //     its stored objects (config.MuxConfig.SharedPods), which the pod manager, the pod
