@@ -95,6 +95,12 @@
 // Channel, served by a goroutine that stops when the channel's context ends. SourceReady
 // and SeenAllSources tell whether sources have sent their first Set.
 //
+// Before the store sees an update, the Mux drops its pods without a name (ErrEmptyName)
+// and those MuxConfig.Admit refuses (a node agent's pods of another node), reported as
+// the store's drops are; with MuxConfig.OnlySources, an update from a source not in
+// MuxConfig.Sources fails (ErrUnknownSource). Close tells the sources that the reader is
+// gone: later updates fail with ErrClosed.
+//
 // Delivery blocks while the output channel is full; every blocking point honours the
 // caller's context. Changes of one merge are delivered together, and merges of all sources
 // are delivered in the order they were merged.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -17,8 +18,20 @@ import (
 type MuxConfig struct {
 	// Sources are the sources that must each have sent a Set before SeenAllSources
 	// reports true (the kubelet's "all sources ready"). Names must be non-empty and
-	// distinct. Other sources may send updates too; they just are not waited for.
+	// distinct. Other sources may send updates too (they just are not waited for),
+	// unless OnlySources is set.
 	Sources []string
+	// OnlySources makes an update from a source not in Sources fail with an error
+	// wrapping ErrUnknownSource (it changes nothing): a misspelt source name is an error,
+	// not a source nobody waits for.
+	OnlySources bool
+	// Admit, if set, is asked about every pod of a Set, Add, Update or Delete that has a
+	// UID (before the store sees the update, outside the Mux's lock, from the goroutine
+	// that sent it): a non-nil error drops the pod as the store drops a pod without a UID
+	// (Drop.Err is the error, which should wrap a sentinel of the caller's). A node agent
+	// refuses pods bound to another node here. It must be quick and safe for concurrent
+	// use.
+	Admit func(source string, pod *v1.Pod) error
 	// UpdatesBufferLen is the capacity of the Updates channel. 0 means 50, the kubelet's
 	// value; negative values are invalid.
 	UpdatesBufferLen int
@@ -48,8 +61,19 @@ type MuxConfig struct {
 // MuxConfig.UpdatesBufferLen is 0.
 const DefaultUpdatesBufferLen = 50
 
-// ErrInvalidConfig is wrapped by NewMux's validation errors.
-var ErrInvalidConfig = errors.New("config: invalid MuxConfig")
+// Errors of the Mux.
+var (
+	// ErrInvalidConfig is wrapped by NewMux's validation errors.
+	ErrInvalidConfig = errors.New("config: invalid MuxConfig")
+	// ErrUnknownSource: an update from a source not in MuxConfig.Sources, with
+	// MuxConfig.OnlySources set.
+	ErrUnknownSource = errors.New("config: update from a source not in MuxConfig.Sources")
+	// ErrClosed: an update sent after Close (or whose delivery Close ended).
+	ErrClosed = errors.New("config: Mux closed")
+	// ErrEmptyName: a pod without metadata.name, dropped by the Mux (Drop.Err) before the
+	// store sees it: no pod worker, status or API call can address it.
+	ErrEmptyName = errors.New("config: pod without name")
+)
 
 // Mux merges the updates of several pod sources into one stream of changes, like the
 // kubelet's PodConfig. It is safe for concurrent use.
@@ -64,6 +88,13 @@ type Mux struct {
 	logger  *slog.Logger
 	onDrop  func(Drop)
 	onError func(string, error)
+	admit   func(string, *v1.Pod) error
+	// known holds the names of Sources when OnlySources is set (nil otherwise); it is
+	// never written after NewMux.
+	known map[string]bool
+	// closed is closed by Close.
+	closed    chan struct{}
+	closeOnce sync.Once
 
 	// turn is a lock that can be given up when a context ends: held (one token inside)
 	// from the start of a merge until its changes are delivered. It guards store.
@@ -100,6 +131,8 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		logger:   cfg.Logger,
 		onDrop:   cfg.OnDrop,
 		onError:  cfg.OnError,
+		admit:    cfg.Admit,
+		closed:   make(chan struct{}),
 		turn:     make(chan struct{}, 1),
 		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, TrustResourceVersions: cfg.TrustResourceVersions, SharedPods: cfg.SharedPods}),
 		ready:    map[string]chan struct{}{},
@@ -118,8 +151,20 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		m.ready[s] = make(chan struct{})
 		m.expected = append(m.expected, s)
 	}
+	if cfg.OnlySources {
+		m.known = make(map[string]bool, len(cfg.Sources))
+		for _, s := range cfg.Sources {
+			m.known[s] = true
+		}
+	}
 	return m, nil
 }
+
+// Close makes every later Update fail with ErrClosed, and ends the waits of the Updates
+// under way (for their turn, or for room on Updates) with it: the consumer is gone. The
+// changes an interrupted Update merged stay merged. Updates is not closed. Close may be
+// called more than once.
+func (m *Mux) Close() { m.closeOnce.Do(func() { close(m.closed) }) }
 
 // Updates returns the stream of changes. Reading it is the consumer's only duty: a full
 // channel blocks every source.
@@ -129,12 +174,24 @@ func (m *Mux) Updates() <-chan PodUpdate { return m.updates }
 // error wrapping ErrUnknownOp, ErrInvalidOp or ErrEmptySource for an invalid update (which
 // changes nothing), or ctx's error if ctx ends first. If ctx ends during delivery, the
 // changes not yet delivered are lost to the consumer (the store has merged them); the
-// error says how many updates were undelivered. Dropped pods are logged, counted and
-// passed to OnDrop; they do not make Update fail.
+// error says how many updates were undelivered. After Close, and when Close ends its wait,
+// it returns an error wrapping ErrClosed; with MuxConfig.OnlySources, an update from a
+// source not in Sources returns an error wrapping ErrUnknownSource. Dropped pods (the
+// store's drops, pods without a name: ErrEmptyName, and pods MuxConfig.Admit refuses) are
+// logged, counted and passed to OnDrop; they do not make Update fail.
 func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
 	}
+	select {
+	case <-m.closed:
+		return fmt.Errorf("%w: update from source %q not merged", ErrClosed, u.Source)
+	default:
+	}
+	if m.known != nil && u.Source != "" && !m.known[u.Source] {
+		return fmt.Errorf("%w: %q (sources: %q)", ErrUnknownSource, u.Source, m.expected)
+	}
+	u, admitted, refused := m.admitPods(u)
 	select {
 	case m.turn <- struct{}{}: // no merge under way: taken without a wait (and a select)
 	default:
@@ -142,6 +199,8 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 		case m.turn <- struct{}{}:
 		case <-ctx.Done():
 			return fmt.Errorf("config: update from source %q not merged: %w", u.Source, context.Cause(ctx))
+		case <-m.closed:
+			return fmt.Errorf("%w: update from source %q not merged", ErrClosed, u.Source)
 		}
 	}
 	firstSet := u.Op == Set && !m.store.SeenSource(u.Source)
@@ -150,12 +209,15 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 		<-m.turn
 		return err
 	}
+	if refused != nil {
+		drops = mergeDrops(refused, drops, admitted)
+	}
 	if firstSet {
 		m.markReady(u.Source)
 	}
 	var buf [maxStream]PodUpdate // on the stack: out does not outlive the call
 	out := stream(buf[:0], u.Source, c, firstSet)
-	sent := 0
+	sent, closed := 0, false
 deliver:
 	for _, pu := range out {
 		select {
@@ -169,6 +231,9 @@ deliver:
 			sent++
 		case <-ctx.Done():
 			break deliver
+		case <-m.closed:
+			closed = true
+			break deliver
 		}
 	}
 	if firstSet && sent == len(out) {
@@ -177,9 +242,76 @@ deliver:
 	<-m.turn
 	m.reportDrops(drops)
 	if sent < len(out) {
+		if closed {
+			return fmt.Errorf("%w: %d of %d updates from source %q undelivered", ErrClosed, len(out)-sent, len(out), u.Source)
+		}
 		return fmt.Errorf("config: %d of %d updates from source %q undelivered: %w", len(out)-sent, len(out), u.Source, context.Cause(ctx))
 	}
 	return nil
+}
+
+// admitPods returns u without its pods that have a UID and no name (ErrEmptyName) or that
+// MuxConfig.Admit refuses, and the Drops of those pods. admitted maps the returned
+// update's pod indexes to u's (nil, and u returned as it is, when nothing is dropped).
+// Nil pods and pods without a UID are left to the store, which drops them.
+func (m *Mux) admitPods(u PodUpdate) (out PodUpdate, admitted []int, refused []Drop) {
+	switch u.Op {
+	case Set, Add, Update, Delete:
+	default:
+		return u, nil, nil
+	}
+	for i, p := range u.Pods {
+		if p == nil || p.UID == "" {
+			if admitted != nil {
+				admitted = append(admitted, i)
+				out.Pods = append(out.Pods, p)
+			}
+			continue
+		}
+		err := error(nil)
+		if p.Name == "" {
+			err = fmt.Errorf("%w: uid %s in namespace %q", ErrEmptyName, p.UID, p.Namespace)
+		} else if m.admit != nil {
+			err = m.admit(u.Source, p)
+		}
+		if err == nil {
+			if admitted != nil {
+				admitted = append(admitted, i)
+				out.Pods = append(out.Pods, p)
+			}
+			continue
+		}
+		if admitted == nil {
+			// The first refusal: the pods before it are all admitted.
+			out = u
+			out.Pods = make([]*v1.Pod, i, len(u.Pods)-1)
+			copy(out.Pods, u.Pods[:i])
+			admitted = make([]int, i, len(u.Pods)-1)
+			for j := range i {
+				admitted[j] = j
+			}
+		}
+		refused = append(refused, Drop{Source: u.Source, Index: i, Pod: p, Err: err})
+	}
+	if admitted == nil {
+		return u, nil, nil
+	}
+	return out, admitted, refused
+}
+
+// mergeDrops returns refused and the store's drops (whose indexes are admitted's: turned
+// into the input's), in input order.
+func mergeDrops(refused, drops []Drop, admitted []int) []Drop {
+	all := make([]Drop, 0, len(refused)+len(drops))
+	all = append(all, refused...)
+	for _, d := range drops {
+		if d.Index >= 0 && d.Index < len(admitted) {
+			d.Index = admitted[d.Index]
+		}
+		all = append(all, d)
+	}
+	slices.SortStableFunc(all, func(a, b Drop) int { return a.Index - b.Index })
+	return all
 }
 
 // maxStream is the most updates stream makes of one merge: one per op (the first Set's
@@ -345,7 +477,7 @@ func (m *Mux) SeenAllSources(sources ...string) bool {
 // with Update (the PodUpdate's Source is overwritten with source) and stops when ctx ends;
 // until then, later calls for the same source return the same channel whatever their ctx,
 // and after it a call starts a new channel and goroutine. Errors go to MuxConfig.OnError
-// and the logger. The channel is unbuffered: a send blocks until the previous update of
+// and the logger (after Close, every update sent fails with ErrClosed). The channel is unbuffered: a send blocks until the previous update of
 // the source has been delivered, so a sender should select on its own context too.
 func (m *Mux) Channel(ctx context.Context, source string) chan<- PodUpdate {
 	m.mu.Lock()

@@ -46,7 +46,7 @@ func (r KillReason) String() string {
 // liveness or startup probe kill that sets one, else the spec's value; otherwise
 // MinContainerStopSeconds. Values are taken as they are (0 and negatives included; the
 // minimum is applied by StopTimeout, after the preStop hook), except that none exceeds
-// MaxSeconds.
+// MaxSeconds. A nil pod or container supplies nothing (MinContainerStopSeconds).
 func ContainerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReason) int64 {
 	return min(containerGracePeriod(pod, container, reason), MaxSeconds)
 }
@@ -107,7 +107,8 @@ func ContainerStopTimeout(pod *v1.Pod, container *v1.Container, override *int64,
 	return StopTimeout(budget, preStopElapsed, override)
 }
 
-// HasPreStop reports whether the container has a preStop lifecycle hook.
+// HasPreStop reports whether the container has a preStop lifecycle hook (a nil
+// container has none).
 func HasPreStop(container *v1.Container) bool {
 	return container != nil && container.Lifecycle != nil && container.Lifecycle.PreStop != nil
 }

@@ -30,7 +30,8 @@ import (
 //
 // shortened is true only when a period was already in force (current >= 1) and the result
 // differs from it (a current above MaxSeconds counting as MaxSeconds), which by the rules
-// above means it is smaller. The pod is not modified.
+// above means it is smaller. The pod is not modified; a nil pod supplies nothing (as a pod
+// without deletion grace and spec period).
 func Effective(current int64, pod *v1.Pod, override *int64) (seconds int64, shortened bool) {
 	current = min(current, MaxSeconds)
 	g, set := current, current > 0

@@ -51,7 +51,8 @@ const (
 // already (as GenerateAPIStatus has them: Ready and Started set); rs is the runtime
 // status (nil: nothing exists). The generated conditions carry pod.Generation as
 // observedGeneration and a lastTransitionTime kept from opts.OldStatus while their
-// status is unchanged, else opts.Now (left zero when Now is zero).
+// status is unchanged, else opts.Now (left zero when Now is zero). A nil pod or status
+// has none (nil).
 func PodConditions(pod *v1.Pod, rs *pleg.PodStatus, status *v1.PodStatus, opts GenerateOptions) []v1.PodCondition {
 	if pod == nil || status == nil {
 		return nil

@@ -60,8 +60,8 @@ func (k ProbeKind) String() string {
 // sorted by name as the kubelet sorts them), the kubelet's
 // convertToAPIContainerStatuses followed by its prober's UpdatePodStatus (Ready,
 // Started). old is the pod's last status (usually opts.OldStatus); only its
-// statuses of that kind, and its conditions, are read. rs may be nil. Nothing passed
-// in is modified. See GenerateAPIStatus for the rules.
+// statuses of that kind, and its conditions, are read. rs may be nil; a nil pod has
+// no statuses (nil). Nothing passed in is modified. See GenerateAPIStatus for the rules.
 func ContainerStatuses(pod *v1.Pod, rs *pleg.PodStatus, old v1.PodStatus, init bool, opts GenerateOptions) []v1.ContainerStatus {
 	if pod == nil {
 		return nil

@@ -52,9 +52,13 @@
 //     writes the stopped status (podIsTerminal). SyncTerminatingRuntimePod calls
 //     KillRuntimePod. SyncTerminatedPod writes the final status, calls CleanupPod, then
 //     statusmgr.TerminatePod. Every failure is retried by the pod workers with back-off and
-//     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod).
+//     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod);
+//     Config.BackoffInitial and BackoffMax set the back-off, Config.ResyncInterval the
+//     period of a running pod's syncs.
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
-//     with a context cancelled when the call is superseded (and when Run ends). OnEvent is
+//     with a context that ends when the call returns, is superseded or Run ends (see
+//     Runtime: containers that outlive SyncPod are started under the runtime's own
+//     lifetime, never SyncPod's ctx). OnEvent is
 //     called outside every lock.
 //   - Pods are shared and read-only, as in the kubelet: the config merge hands the node
 //     its stored objects (config.MuxConfig.SharedPods), which the pod manager, the pod
@@ -70,7 +74,10 @@
 // # Who calls what
 //
 // The caller calls New, Run (once), Update or Channel (from any goroutine, before or
-// during Run), Ready, and the query methods. The node calls the Runtime (from the pod
+// during Run: after it, updates fail with ErrStopped), Ready, and the query methods.
+// Updates come only from Config.Sources (others fail with ErrUnknownSource); a pod bound
+// to another node or without a name is dropped from its update (EventError,
+// ReasonDropped) and never runs. The node calls the Runtime (from the pod
 // workers' goroutines and, for ListPods and RemovePod in housekeeping, from the loop), the
 // StatusPatcher (from the status manager's writers: up to statusmgr.DefaultMaxConcurrentWrites
 // calls at once, one per pod at a time) and the hooks.

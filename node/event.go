@@ -57,6 +57,7 @@ const (
 	ReasonFailedSync        = "FailedSync"
 	ReasonFailedKillPod     = "FailedKillPod"
 	ReasonDropped           = "Dropped"
+	ReasonUpdateFailed      = "UpdateFailed"
 	ReasonRemoveRefused     = "RemoveRefused"
 	ReasonForgot            = "Forgot"
 	ReasonRestarted         = "Restarted"

@@ -35,7 +35,11 @@ type MirrorPodClient interface {
 
 // NewMirrorPod returns the mirror pod of a static pod: a copy without UID, resource
 // version and status, annotated with the static pod's hash (its UID when it has none).
+// A nil static pod has no mirror pod: nil.
 func NewMirrorPod(static *v1.Pod) *v1.Pod {
+	if static == nil {
+		return nil
+	}
 	mp := static.DeepCopy()
 	mp.UID, mp.ResourceVersion, mp.Status = "", "", v1.PodStatus{}
 	ann := make(map[string]string, len(mp.Annotations)+1)

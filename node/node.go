@@ -47,6 +47,17 @@ var (
 	// ErrSourcesNotReady is reported (Event.Err) for a removal refused because not every
 	// source has delivered its first full list.
 	ErrSourcesNotReady = errors.New("node: not every pod source is ready")
+	// ErrUnknownSource is wrapped by Update's error (and a Channel's EventError) for an
+	// update from a source not in Config.Sources (a misspelt "apiserver", a static-pod
+	// source not listed). The update changes nothing.
+	ErrUnknownSource = errors.New("node: update from a source not in Config.Sources")
+	// ErrOtherNode is reported (an EventError with ReasonDropped) for a pod bound to
+	// another node (spec.nodeName set and not Config.NodeName): the pod is dropped from its
+	// update and gets no pod worker.
+	ErrOtherNode = errors.New("node: pod bound to another node")
+	// ErrStopped is wrapped by Update's error (and a Channel's EventError) for an update
+	// sent after Run returned, or still waiting when it returned: nobody reads it.
+	ErrStopped = errors.New("node: the node has stopped")
 )
 
 // Config configures a Node. NodeName, Runtime and Patcher are required; everything else
@@ -67,10 +78,13 @@ type Config struct {
 	// through. Required. If it also implements MirrorPodClient, static pods get mirror
 	// pods.
 	Patcher statusmgr.StatusPatcher
-	// Sources are the pod sources that must each deliver a first full list (a
-	// config.Set) before housekeeping runs and before a source's removal kills a pod
-	// (the kubelet's "all sources ready"). nil means []string{SourceAPI}; an empty
-	// non-nil slice means none is waited for. Updates may come from other sources too.
+	// Sources are the pod sources: the only sources Update and Channel accept (an update
+	// from any other fails with ErrUnknownSource), and each must deliver a first full
+	// list (a config.Set) before housekeeping runs and before a source's removal kills a
+	// pod (the kubelet's "all sources ready"). nil means []string{SourceAPI}, so a node
+	// with a static-pod source lists both: Sources: []string{SourceAPI, "file"}. A source
+	// that has nothing to list yet sends an empty Set. An empty non-nil slice means no
+	// source at all.
 	Sources []string
 	// HostIPs are the node's addresses, primary first, for status.hostIP(s).
 	HostIPs []string
@@ -86,6 +100,20 @@ type Config struct {
 	StatusSyncPeriod time.Duration
 	// EventChannelCapacity is the PLEG's event buffer (DefaultEventChannelCapacity).
 	EventChannelCapacity int
+	// ResyncInterval is how long after a successful sync a running pod is synced again
+	// (podworker.Config.ResyncInterval, jittered downwards by up to half; 0:
+	// podworker.DefaultResyncInterval, a minute: the kubelet's syncFrequency, which the
+	// kubelet jitters upwards by up to half).
+	ResyncInterval time.Duration
+	// BackoffInitial and BackoffMax bound the delay before a failed sync, kill or
+	// cleanup is retried: it doubles per consecutive failure from BackoffInitial up to
+	// BackoffMax, jittered downwards by up to half (podworker.Config; 0:
+	// podworker.DefaultBackoffInitial, 1 s, and podworker.DefaultBackoffMax, 10 s, or
+	// BackoffInitial if larger). The kubelet retries after a fixed 10 s (its
+	// backOffPeriod) jittered upwards by up to half; BackoffInitial = BackoffMax = 10 s
+	// comes closest. BackoffMax below BackoffInitial is invalid.
+	BackoffInitial time.Duration
+	BackoffMax     time.Duration
 	// MaxConcurrentSyncs bounds the runtime actions in flight at once
 	// (podworker.Config.MaxConcurrentSyncs; 0: podworker.DefaultMaxConcurrentSyncs,
 	// podworker.Unbounded: no bound, the kubelet's rule).
@@ -167,10 +195,13 @@ func New(cfg Config) (*Node, error) {
 	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	var err error
-	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, Clock: cfg.Clock, Logger: cfg.Logger,
-		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods,
+	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, OnlySources: true, Clock: cfg.Clock, Logger: cfg.Logger,
+		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods, Admit: n.admit,
 		OnDrop: func(d config.Drop) {
 			n.emit(Event{Kind: EventError, Pod: d.Pod, Reason: ReasonDropped, Err: d.Err})
+		},
+		OnError: func(source string, err error) {
+			n.emit(Event{Kind: EventError, Reason: ReasonUpdateFailed, Err: updateError(source, err)})
 		}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -184,6 +215,7 @@ func New(cfg Config) (*Node, error) {
 	n.workers, err = podworker.New(podworker.Config{Syncer: (*syncer)(n),
 		View:            podworker.RuntimeViewFuncs{StatusAfterFunc: n.statusAfter, LastStatusFunc: n.relister.LastStatus},
 		SerializeByName: cfg.SerializeByName, MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
+		ResyncInterval: cfg.ResyncInterval, BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax,
 		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition, Hooks: n.podWorkerHooks()})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
@@ -227,6 +259,9 @@ func validateConfig(cfg *Config) error {
 		{"RelistPeriod", &cfg.RelistPeriod, DefaultRelistPeriod},
 		{"HousekeepingPeriod", &cfg.HousekeepingPeriod, DefaultHousekeepingPeriod},
 		{"StatusSyncPeriod", &cfg.StatusSyncPeriod, DefaultStatusSyncPeriod},
+		{"ResyncInterval", &cfg.ResyncInterval, podworker.DefaultResyncInterval},
+		{"BackoffInitial", &cfg.BackoffInitial, podworker.DefaultBackoffInitial},
+		{"BackoffMax", &cfg.BackoffMax, max(podworker.DefaultBackoffMax, cfg.BackoffInitial)},
 	} {
 		if *d.v < 0 {
 			return bad("%s %v is negative", d.name, *d.v)
@@ -274,25 +309,55 @@ func validateConfig(cfg *Config) error {
 // Update merges one update of a pod source (the API server's watch, a manifest
 // directory, a test) and hands its changes to the loop; it returns once they are queued
 // for it, or with ctx's error. A config.Set replaces everything the source had; the
-// first Set of a source makes it ready. Invalid updates return an error wrapping
-// ErrInvalidUpdate and change nothing; pods the config drops (nil, without a UID, a
-// duplicate name) are reported as EventError with ReasonDropped. It may be called before
-// Run (it then blocks once the buffer of 50 updates is full) and from any goroutine.
+// first Set of a source makes it ready. It fails, and the update changes nothing, with
+// an error wrapping
+//   - ErrInvalidUpdate for an invalid update (no source, an unknown op, Reconcile);
+//   - ErrUnknownSource for a source not in Config.Sources;
+//   - ErrStopped once Run has returned (an update still waiting for room then fails
+//     too, its changes lost).
+//
+// Pods the update cannot run are dropped from it, each reported as an EventError with
+// ReasonDropped, and get no pod worker (in a Set, a dropped pod counts as not listed):
+// nil, without a UID or a name (config.ErrNilPod, ErrEmptyUID, ErrEmptyName), a full
+// name or UID an earlier pod of the update has, or bound to another node (ErrOtherNode;
+// a pod without spec.nodeName is taken as this node's, as static pods and test fixtures
+// come). It may be called before Run (it then blocks once the buffer of 50 updates is
+// full) and from any goroutine.
 func (n *Node) Update(ctx context.Context, u config.PodUpdate) error {
 	if u.Source == "" {
 		return fmt.Errorf("%w: the update names no source", ErrInvalidUpdate)
 	}
 	if err := n.mux.Update(ctx, u); err != nil {
-		if errors.Is(err, config.ErrUnknownOp) || errors.Is(err, config.ErrInvalidOp) || errors.Is(err, config.ErrEmptySource) {
-			return fmt.Errorf("%w: %w", ErrInvalidUpdate, err)
-		}
-		return fmt.Errorf("node: update from source %q: %w", u.Source, err)
+		return updateError(u.Source, err)
+	}
+	return nil
+}
+
+// updateError is the node's error of a failed update of the config merge.
+func updateError(source string, err error) error {
+	switch {
+	case errors.Is(err, config.ErrUnknownOp) || errors.Is(err, config.ErrInvalidOp) || errors.Is(err, config.ErrEmptySource):
+		return fmt.Errorf("%w: %w", ErrInvalidUpdate, err)
+	case errors.Is(err, config.ErrUnknownSource):
+		return fmt.Errorf("%w: %w", ErrUnknownSource, err)
+	case errors.Is(err, config.ErrClosed):
+		return fmt.Errorf("%w: update from source %q: %w", ErrStopped, source, err)
+	}
+	return fmt.Errorf("node: update from source %q: %w", source, err)
+}
+
+// admit is the config merge's Admit: it refuses a pod bound to another node.
+func (n *Node) admit(_ string, p *v1.Pod) error {
+	if p.Spec.NodeName != "" && p.Spec.NodeName != n.cfg.NodeName {
+		return fmt.Errorf("%w: %s/%s (uid %s) is bound to %q, this is %q", ErrOtherNode, p.Namespace, p.Name, p.UID, p.Spec.NodeName, n.cfg.NodeName)
 	}
 	return nil
 }
 
 // Channel returns the channel through which source sends its updates (see Update); the
-// goroutine serving it stops when ctx ends. Failed updates are reported as EventError.
+// goroutine serving it stops when ctx ends. Failed updates are reported as EventError
+// with ReasonUpdateFailed and Update's error (ErrUnknownSource for a source not in
+// Config.Sources, ErrStopped after Run returned, ...); dropped pods as Update's are.
 func (n *Node) Channel(ctx context.Context, source string) chan<- config.PodUpdate {
 	return n.mux.Channel(ctx, source)
 }
@@ -302,7 +367,8 @@ func (n *Node) Channel(ctx context.Context, source string) chan<- config.PodUpda
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
 // Run runs the node until ctx ends, then stops every goroutine it started and returns
-// nil (or the error of a component that failed). It may be called once.
+// nil (or the error of a component that failed). It may be called once. Once it has
+// returned, Update fails with ErrStopped.
 func (n *Node) Run(ctx context.Context) error {
 	select {
 	case n.running <- struct{}{}:
@@ -328,6 +394,7 @@ func (n *Node) Run(ctx context.Context) error {
 	run(n.workers.Run)
 	run(n.status.Run)
 	n.loop(ctx)
+	n.mux.Close() // nobody reads the merge's changes any more: updates fail with ErrStopped
 	cancel()
 	wg.Wait()
 	select {

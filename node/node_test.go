@@ -617,6 +617,11 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"duplicate source", node.Config{NodeName: "n", Runtime: rt, Patcher: api, Sources: []string{"api", "api"}}, "Sources"},
 		{"empty source", node.Config{NodeName: "n", Runtime: rt, Patcher: api, Sources: []string{""}}, "Sources"},
 		{"empty host IP", node.Config{NodeName: "n", Runtime: rt, Patcher: api, HostIPs: []string{""}}, "HostIPs"},
+		{"negative resync interval", node.Config{NodeName: "n", Runtime: rt, Patcher: api, ResyncInterval: -1}, "ResyncInterval"},
+		{"negative initial back-off", node.Config{NodeName: "n", Runtime: rt, Patcher: api, BackoffInitial: -1}, "BackoffInitial"},
+		{"negative maximal back-off", node.Config{NodeName: "n", Runtime: rt, Patcher: api, BackoffMax: -1}, "BackoffMax"},
+		{"maximal back-off below the initial", node.Config{NodeName: "n", Runtime: rt, Patcher: api,
+			BackoffInitial: time.Minute, BackoffMax: time.Second}, "BackoffMax"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -21,7 +21,7 @@ const ReasonRestartingAllContainers = "RestartingAllContainers"
 // has been initialized before (so that a restarting sidecar does not put it back in
 // Pending) is read from statuses: some regular container is running or terminated.
 // Use PodPhaseInitialized to give that fact explicitly, as GenerateAPIStatus does
-// from the runtime status.
+// from the runtime status. A nil pod is Pending.
 func PodPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTerminal bool) v1.PodPhase {
 	if pod == nil {
 		return v1.PodPending
@@ -48,7 +48,7 @@ func PodPhase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTer
 //
 // The kubelet passes one list holding every status; here init containers are looked
 // up in initStatuses and regular ones in statuses. Passing the same list as both
-// gives the kubelet's lookup exactly.
+// gives the kubelet's lookup exactly. A nil pod is Pending.
 func PodPhaseInitialized(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, podIsTerminal, podHasInitialized bool) v1.PodPhase {
 	if pod == nil {
 		return v1.PodPending
@@ -182,8 +182,13 @@ func willRestart(c *v1.Container, spec *v1.PodSpec, t *v1.ContainerStateTerminat
 // RestartAllContainers restart; any other action falls through), then the
 // container-level restartPolicy (Always; OnFailure when exitCode != 0; Never), then
 // the pod's restartPolicy the same way (an empty one counts as Always). Rules and the
-// container-level policy are only read when the container has a restartPolicy.
+// container-level policy are only read when the container has a restartPolicy. A nil
+// container is not restarted (false: there is nothing to restart); a nil spec counts as
+// a spec without a restartPolicy.
 func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
+	if c == nil {
+		return false
+	}
 	if c.RestartPolicy != nil {
 		if rule, ok := matchingRestartRule(c, exitCode); ok {
 			switch rule.Action {
@@ -200,7 +205,11 @@ func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) b
 			return false
 		}
 	}
-	switch spec.RestartPolicy {
+	var policy v1.RestartPolicy
+	if spec != nil {
+		policy = spec.RestartPolicy
+	}
+	switch policy {
 	case v1.RestartPolicyOnFailure:
 		return exitCode != 0
 	case v1.RestartPolicyNever:

@@ -23,7 +23,7 @@ import (
 //
 // It reads requests as the API server stored them: a limit without a request is
 // Burstable here, since the API server's defaulting (request := limit) has not run on
-// a hand-built pod. A pod without containers is BestEffort. It never reads
+// a hand-built pod. A pod without containers (or nil) is BestEffort. It never reads
 // pod.Status (see GenerateAPIStatus for the class the API server already holds).
 func PodQOSClass(pod *v1.Pod) v1.PodQOSClass {
 	if pod == nil {

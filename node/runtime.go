@@ -13,9 +13,46 @@ import (
 // (pleg.RuntimeService: every pod with its containers and sandboxes, and one pod's
 // detailed status) and the actions the node's pod workers take. The node calls at most
 // one action at a time per pod UID (the pod workers serialize them), never while holding
-// a lock, and with a context that is cancelled when the action is superseded (a pod that
-// must stop cancels its SyncPod; a shorter grace period cancels its KillPod). Every
-// method must be safe for concurrent use across pods.
+// a lock. Every method must be safe for concurrent use across pods.
+//
+// # Contexts
+//
+// A context the node passes bounds the call, never what the call starts: the context
+// of SyncPod, KillPod, KillRuntimePod and CleanupPod ends when the call returns, and
+// earlier when the call is superseded or Run ends:
+//   - SyncPod's when SyncPod returns, or when the pod must stop while it runs (deleted,
+//     removed from its source, killed, or terminal on the API server);
+//   - KillPod's when KillPod returns, or when a second delete or an eviction shortens the
+//     grace period (KillPod is then called again with the shorter period);
+//   - KillRuntimePod's and CleanupPod's when the call returns;
+//   - every one of them when Run ends.
+//
+// RemovePod, and ListPods and PodStatus when the PLEG relists or housekeeping lists, get
+// Run's context, which ends when Run ends; PodStatus called to re-inspect one pod within
+// its work (before a stage, after a kill) gets that work's context. After a call's
+// context ended, its error is not reported (the call was superseded), and the call should
+// return soon.
+//
+// So containers and processes that must outlive SyncPod (all of them) are started under
+// the runtime's own lifetime, never under SyncPod's ctx: exec.CommandContext(ctx, ...)
+// with SyncPod's ctx, the obvious way, kills every container the moment SyncPod returns.
+// Keep a context of the runtime's own (one its constructor got, cancelled when the
+// runtime shuts down), and stop containers only in KillPod and KillRuntimePod:
+//
+//	type procRuntime struct {
+//		life context.Context // the runtime's lifetime, not a call's
+//		// ...
+//	}
+//
+//	func (r *procRuntime) SyncPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus) error {
+//		// ctx bounds this call's own work (pulling an image, say); the process outlives it.
+//		cmd := exec.CommandContext(r.life, "/usr/bin/app") // not ctx
+//		return cmd.Start()
+//	}
+//
+// context.WithoutCancel(ctx) keeps the call's values without its end. node/nodetest's
+// Runtime follows the rule: its containers live in its in-memory runtime, whatever
+// happens to the contexts of the calls that started them.
 //
 // The pods it is given are shared and read-only, as in the kubelet: the same objects are
 // held by the node's pod manager, pod workers and status manager and by the config merge,
@@ -30,7 +67,8 @@ type Runtime interface {
 	// found terminal is started again. status is the runtime status the node last
 	// observed (nil or empty: nothing exists yet). It is called on every sync of a pod
 	// that is not terminal, so it must be idempotent. An error is retried after the pod
-	// workers' back-off; the node reports it as a FailedSync.
+	// workers' back-off; the node reports it as a FailedSync. ctx ends when SyncPod
+	// returns: what it starts runs under the runtime's own lifetime (see Contexts).
 	SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error
 
 	// KillPod stops every container of the pod and its sandbox, giving the containers

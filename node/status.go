@@ -59,7 +59,7 @@ type GenerateOptions struct {
 // GenerateAPIStatus builds the pod's API status from its runtime status, as the
 // kubelet's generateAPIPodStatus (1.37 default feature gates). It is pure: nothing
 // passed in is modified and the result shares no memory with the inputs' statuses.
-// rs may be nil (nothing exists in the runtime).
+// rs may be nil (nothing exists in the runtime); a nil pod gets the zero status.
 //
 // Container statuses (init containers in spec order, regular and ephemeral ones by
 // name; ContainerStatuses):

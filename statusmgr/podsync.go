@@ -185,7 +185,8 @@ type Outcome struct {
 	// Server is the server's pod as the sync last saw it (ResultWritten); nil when unknown.
 	Server *v1.Pod
 	// Err is the error of a failed call or patch (ReasonFailed, ReasonDeleteFailed); it
-	// wraps ErrAPI (and the call's error) or ErrEncode.
+	// wraps ErrAPI (and the call's error) or ErrEncode, or ErrNilPod for a sync without
+	// a pod (see NewPodSync).
 	Err error
 	// Stats are the counters the outcome adds (for ResultForgotten, only if the status is
 	// still the one the sync started from).
@@ -242,7 +243,9 @@ type PodSync struct {
 	snap snapshot
 }
 
-// NewPodSync returns the machine of one sync starting from in.
+// NewPodSync returns the machine of one sync starting from in. A sync without a pod
+// (in.Pod nil) makes no call: its first Step ends it, ResultKept and ReasonFailed, with an
+// Err wrapping ErrNilPod.
 func NewPodSync(in PodSyncInput) *PodSync {
 	ps := newPodSync(in)
 	return &ps
@@ -282,6 +285,10 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 	p.waiting = ""
 	switch verb {
 	case "":
+		if p.in.Pod == nil {
+			return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Invalid: 1},
+				Err: fmt.Errorf("%w: PodSyncInput.Pod is required", ErrNilPod)})
+		}
 		if p.in.Target == TargetNoMirror {
 			return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}

@@ -248,9 +248,15 @@ func (m *Manager) FinishSync(ps *PodSync) error {
 // does) and returns the errors of the pods that failed, joined. It writes the finished
 // pods first, in parallel (up to MaxConcurrentWrites at once, MaxConcurrentStatusWrites
 // for the pods not finished, the slots shared with Run's writes) and waits for a pod whose
-// write Run has in flight to end before it syncs that pod again if it still needs it. If ctx ends, the pods not synced stay queued and ctx's error is
-// among the errors returned. Useful without Run (tools, tests, examples).
+// write Run has in flight to end before it syncs that pod again if it still needs it. If
+// ctx ends, the pods not synced stay queued and an error wrapping ErrInterrupted and ctx's
+// error is among the errors returned; with a ctx that has already ended, Sync returns that
+// error alone, every time, and writes nothing. Useful without Run (tools, tests,
+// examples).
 func (m *Manager) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInterrupted, err)
+	}
 	if m.lookup != nil {
 		m.reconcile()
 	}
@@ -265,7 +271,18 @@ func (m *Manager) Sync(ctx context.Context) error {
 		errs   []error
 	)
 	for i, uid := range uids {
-		s, ok, err := m.claim(ctx, uid)
+		// An ended ctx is checked first: claim and acquire find a free pod and a free
+		// slot as ready as ctx.Done, and a select picks at random.
+		var (
+			s   snapshot
+			ok  bool
+			err = ctx.Err()
+		)
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrInterrupted, err)
+		} else {
+			s, ok, err = m.claim(ctx, uid)
+		}
 		if err == nil && ok {
 			if err = m.acquire(ctx, laneOf(s.finished)); err != nil {
 				m.release(uid)

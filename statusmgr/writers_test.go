@@ -631,3 +631,52 @@ func TestPatchesStayTheirReceivers(t *testing.T) {
 		}
 	}
 }
+
+// Sync with a context that has already ended returns its error every time, writes nothing
+// and leaves every status pending, whether or not a pod needs a write: it must not race a
+// free write slot against the ended context.
+func TestManagerSyncCancelledContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		pods int
+	}{
+		{"nothing to sync", 0},
+		{"one pod to sync", 1},
+		{"two pods to sync", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			for i := range 1000 {
+				var mu sync.Mutex
+				calls := 0
+				counting := statusmgr.StatusPatcherFuncs{
+					GetPodFunc: func(context.Context, string, string) (*v1.Pod, error) {
+						mu.Lock()
+						defer mu.Unlock()
+						calls++
+						return nil, errors.New("refused")
+					},
+				}
+				m, err := statusmgr.New(statusmgr.Config{Patcher: counting})
+				must(t, err)
+				for p := range tc.pods {
+					must(t, m.SetPodStatus(testPod(fmt.Sprint("p", p), types.UID(fmt.Sprint("u", p))), runningStatus(true)))
+				}
+				err = m.Sync(ctx)
+				if !errors.Is(err, statusmgr.ErrInterrupted) || !errors.Is(err, context.Canceled) {
+					t.Fatalf("run %d: Sync = %v, want ErrInterrupted and context.Canceled", i, err)
+				}
+				mu.Lock() // Sync returned: its writes have ended
+				if calls != 0 {
+					t.Fatalf("run %d: %d API calls with an ended context, want 0", i, calls)
+				}
+				mu.Unlock()
+				_ = m.Sync(t.Context()) // the statuses were left pending: written now
+				if calls != tc.pods {
+					t.Fatalf("run %d: %d writes after the ended Sync, want %d", i, calls, tc.pods)
+				}
+			}
+		})
+	}
+}

@@ -46,6 +46,12 @@ type ContainerBehaviour struct {
 // Runtime is a node.Runtime over an in-memory container runtime. Containers behave as
 // Defaults and the pods' annotations say; exited containers are restarted by the pod's
 // restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod.
+//
+// Contexts (see node.Runtime): a call's context bounds the call only. The containers
+// SyncPod starts live in Mem, the runtime's own lifetime, and run on after SyncPod
+// returns and its context ends, until KillPod or KillRuntimePod stops them; a runtime
+// of real processes does the same by starting them under a context of its own, never
+// with exec.CommandContext and SyncPod's ctx.
 type Runtime struct {
 	// Mem is the in-memory runtime; tests may inject errors into it (SetListError,
 	// SetPodStatusError) or inspect it.
