@@ -181,7 +181,8 @@ func willRestart(c *v1.Container, spec *v1.PodSpec, t *v1.ContainerStateTerminat
 // restartPolicyRules whose exit codes match decides (Restart and
 // RestartAllContainers restart; any other action falls through), then the
 // container-level restartPolicy (Always; OnFailure when exitCode != 0; Never), then
-// the pod's restartPolicy the same way (an empty one counts as Always). Rules and the
+// the pod's restartPolicy the same way (an empty one counts as Always, as the API
+// server defaults it: podfacts.RestartPolicy). Rules and the
 // container-level policy are only read when the container has a restartPolicy.
 func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
 	if c.RestartPolicy != nil {
@@ -200,7 +201,7 @@ func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) b
 			return false
 		}
 	}
-	switch spec.RestartPolicy {
+	switch podfacts.RestartPolicy(spec) {
 	case v1.RestartPolicyOnFailure:
 		return exitCode != 0
 	case v1.RestartPolicyNever:
