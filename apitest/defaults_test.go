@@ -77,8 +77,16 @@ func TestDefaultPod(t *testing.T) {
 				return p
 			}()},
 		{name: "a negative grace period becomes 1",
-			pod:  func() *v1.Pod { p := in(ctr("c", "busybox:1")); p.Spec.TerminationGracePeriodSeconds = new(int64(-3)); return p }(),
-			want: func() *v1.Pod { p := stored(def(ctr("c", "busybox:1"), "IfNotPresent")); p.Spec.TerminationGracePeriodSeconds = new(int64(1)); return p }()},
+			pod: func() *v1.Pod {
+				p := in(ctr("c", "busybox:1"))
+				p.Spec.TerminationGracePeriodSeconds = new(int64(-3))
+				return p
+			}(),
+			want: func() *v1.Pod {
+				p := stored(def(ctr("c", "busybox:1"), "IfNotPresent"))
+				p.Spec.TerminationGracePeriodSeconds = new(int64(1))
+				return p
+			}()},
 		{name: "imagePullPolicy follows the tag, in every kind of container",
 			pod: func() *v1.Pod {
 				p := in(ctr("tagged", "busybox:1.36"), ctr("latest", "busybox:latest"), ctr("digest", "busybox@"+sha),
@@ -116,15 +124,23 @@ func TestDefaultPod(t *testing.T) {
 				return p
 			}()},
 		{name: "service account: the deprecated field fills the name",
-			pod:  func() *v1.Pod { p := in(ctr("c", "x:1")); p.Spec.DeprecatedServiceAccount = "old"; return p }(),
-			want: func() *v1.Pod { p := stored(def(ctr("c", "x:1"), "IfNotPresent")); p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "old", "old"; return p }()},
+			pod: func() *v1.Pod { p := in(ctr("c", "x:1")); p.Spec.DeprecatedServiceAccount = "old"; return p }(),
+			want: func() *v1.Pod {
+				p := stored(def(ctr("c", "x:1"), "IfNotPresent"))
+				p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "old", "old"
+				return p
+			}()},
 		{name: "service account: the name wins",
 			pod: func() *v1.Pod {
 				p := in(ctr("c", "x:1"))
 				p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "new", "old"
 				return p
 			}(),
-			want: func() *v1.Pod { p := stored(def(ctr("c", "x:1"), "IfNotPresent")); p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "new", "new"; return p }()},
+			want: func() *v1.Pod {
+				p := stored(def(ctr("c", "x:1"), "IfNotPresent"))
+				p.Spec.ServiceAccountName, p.Spec.DeprecatedServiceAccount = "new", "new"
+				return p
+			}()},
 		{name: "ports: protocol TCP; hostPort from containerPort with hostNetwork",
 			pod: func() *v1.Pod {
 				c := ctr("c", "x:1")
@@ -221,14 +237,34 @@ func TestDefaultPod(t *testing.T) {
 				return p
 			}()},
 		{name: "status: podIPs from podIP",
-			pod:  func() *v1.Pod { p := in(ctr("c", "x:1")); p.Status.PodIP = "10.0.0.1"; return p }(),
-			want: func() *v1.Pod { p := stored(def(ctr("c", "x:1"), "IfNotPresent")); p.Status.PodIP, p.Status.PodIPs = "10.0.0.1", []v1.PodIP{{IP: "10.0.0.1"}}; return p }()},
+			pod: func() *v1.Pod { p := in(ctr("c", "x:1")); p.Status.PodIP = "10.0.0.1"; return p }(),
+			want: func() *v1.Pod {
+				p := stored(def(ctr("c", "x:1"), "IfNotPresent"))
+				p.Status.PodIP, p.Status.PodIPs = "10.0.0.1", []v1.PodIP{{IP: "10.0.0.1"}}
+				return p
+			}()},
 		{name: "status: podIP from podIPs",
-			pod:  func() *v1.Pod { p := in(ctr("c", "x:1")); p.Status.PodIPs = []v1.PodIP{{IP: "fd00::1"}, {IP: "10.0.0.1"}}; return p }(),
-			want: func() *v1.Pod { p := stored(def(ctr("c", "x:1"), "IfNotPresent")); p.Status.PodIP, p.Status.PodIPs = "fd00::1", []v1.PodIP{{IP: "fd00::1"}, {IP: "10.0.0.1"}}; return p }()},
+			pod: func() *v1.Pod {
+				p := in(ctr("c", "x:1"))
+				p.Status.PodIPs = []v1.PodIP{{IP: "fd00::1"}, {IP: "10.0.0.1"}}
+				return p
+			}(),
+			want: func() *v1.Pod {
+				p := stored(def(ctr("c", "x:1"), "IfNotPresent"))
+				p.Status.PodIP, p.Status.PodIPs = "fd00::1", []v1.PodIP{{IP: "fd00::1"}, {IP: "10.0.0.1"}}
+				return p
+			}()},
 		{name: "status: podIP wins over a different podIPs",
-			pod:  func() *v1.Pod { p := in(ctr("c", "x:1")); p.Status.PodIP, p.Status.PodIPs = "10.0.0.2", []v1.PodIP{{IP: "10.0.0.1"}}; return p }(),
-			want: func() *v1.Pod { p := stored(def(ctr("c", "x:1"), "IfNotPresent")); p.Status.PodIP, p.Status.PodIPs = "10.0.0.2", []v1.PodIP{{IP: "10.0.0.2"}}; return p }()},
+			pod: func() *v1.Pod {
+				p := in(ctr("c", "x:1"))
+				p.Status.PodIP, p.Status.PodIPs = "10.0.0.2", []v1.PodIP{{IP: "10.0.0.1"}}
+				return p
+			}(),
+			want: func() *v1.Pod {
+				p := stored(def(ctr("c", "x:1"), "IfNotPresent"))
+				p.Status.PodIP, p.Status.PodIPs = "10.0.0.2", []v1.PodIP{{IP: "10.0.0.2"}}
+				return p
+			}()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
