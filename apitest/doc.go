@@ -8,8 +8,12 @@
 // kube-apiserver):
 //
 //   - Every change bumps the pod's resourceVersion, from one counter for the whole server.
-//   - Create gives a pod without a UID a new one, stamps creationTimestamp and defaults
-//     the phase to Pending; a taken name is AlreadyExists. (Other defaults are not set.)
+//   - Create defaults the pod as kube-apiserver 1.37 does (DefaultPod: restartPolicy
+//     Always, terminationGracePeriodSeconds 30, dnsPolicy ClusterFirst, imagePullPolicy,
+//     probes, ports, volumes, ...), gives a pod without a UID a new one, stamps
+//     creationTimestamp, sets generation 1 and resets the status to phase Pending with
+//     the QoS class (and the SchedulingGated condition of a gated pod); a taken name is
+//     AlreadyExists.
 //   - PatchStatus applies a strategic merge patch through the status subresource: the
 //     spec, deletionTimestamp, deletionGracePeriodSeconds, ownerReferences, name,
 //     namespace, UID, creationTimestamp and generation stay as they were; labels,
@@ -27,7 +31,8 @@
 //   - Watch lists a node's pods and then streams ADDED, MODIFIED and DELETED events of
 //     the pods bound to it, in the order of the changes.
 //
-// What it adds for tests: Put and MarkDeleted store a pod as given (fixtures); Pod, Pods
+// What it adds for tests: Put and MarkDeleted store a pod as given (fixtures: not
+// defaulted; DefaultPod makes one look like a stored object); Pod, Pods
 // and WaitForPods read the store without polling; FinalDelete is the node agent's final
 // delete, listed by FinalDeleted; SetObserver hears of every change.
 //

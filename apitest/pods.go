@@ -11,11 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-)
 
-// defaultGraceSeconds is the terminationGracePeriodSeconds the API server defaults a pod's
-// spec to.
-const defaultGraceSeconds = 30
+	"github.com/podlife/podlife/internal/podfacts"
+)
 
 // errModified is the API server's reason for a Conflict on a stale resourceVersion.
 var errModified = errors.New("the object has been modified; please apply your changes to the latest version and try again")
@@ -28,9 +26,12 @@ func Conflict(name string, err error) error {
 	return apierrors.NewConflict(v1.Resource("pods"), name, err)
 }
 
-// Create stores a new pod as the API server does: a generated UID if it has none, a
-// creation timestamp, phase Pending if unset. A pod with the same namespace and name gives
-// AlreadyExists; a nil pod or one without a name, BadRequest. It returns a copy.
+// Create stores a new pod as the API server does: the defaults of DefaultPod, a
+// generated UID if it has none, a creation timestamp, generation 1, and a status reset to
+// phase Pending with the pod's QoS class (and, for a pod with scheduling gates, the
+// PodScheduled False SchedulingGated condition): the status passed in is dropped. A pod
+// with the same namespace and name gives AlreadyExists; a nil pod or one without a name,
+// BadRequest. It returns a copy; pod is not modified.
 func (s *Server) Create(pod *v1.Pod) (*v1.Pod, error) {
 	if pod == nil || pod.Name == "" {
 		return nil, apierrors.NewBadRequest("apitest: a pod needs a name")
@@ -46,14 +47,30 @@ func (s *Server) Create(pod *v1.Pod) (*v1.Pod, error) {
 		p.UID = types.UID(fmt.Sprintf("uid-%04d", s.uids))
 	}
 	p.CreationTimestamp = metav1.NewTime(s.clock.Now())
-	if p.Status.Phase == "" {
-		p.Status.Phase = v1.PodPending
-	}
+	prepareForCreate(p, p.CreationTimestamp)
 	s.store(Added, p, "create", "created")
 	out := p.DeepCopy()
 	s.mu.Unlock()
 	s.deliver()
 	return out, nil
+}
+
+// prepareForCreate does to a new pod what the API server does on create: the defaults,
+// generation 1, the status reset to phase Pending with the QoS class and the
+// SchedulingGated condition (k8s.io/kubernetes pkg/registry/core/pod/strategy.go
+// PrepareForCreate; the pod-level resources' defaults and the feature-gated mutations of
+// affinity, topology spread and AppArmor are not done).
+// now stamps the condition's lastTransitionTime.
+func prepareForCreate(p *v1.Pod, now metav1.Time) {
+	DefaultPod(p)
+	p.Generation = 1
+	p.Status = v1.PodStatus{Phase: v1.PodPending}
+	if len(p.Spec.SchedulingGates) > 0 {
+		p.Status.Conditions = []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionFalse,
+			Reason: v1.PodReasonSchedulingGated, Message: "Scheduling is blocked due to non-empty scheduling gates",
+			LastTransitionTime: now}}
+	}
+	p.Status.QOSClass = podfacts.QOSClass(p)
 }
 
 // Get returns a deep copy of the stored pod, or NotFound.
@@ -233,12 +250,9 @@ func (s *Server) deleteGrace(cur *v1.Pod, requested *int64) (grace *int64, remov
 		}
 		return requested, false
 	}
-	g := int64(defaultGraceSeconds)
-	switch {
-	case requested != nil:
+	g := podfacts.TerminationGracePeriodSeconds(&cur.Spec)
+	if requested != nil {
 		g = *requested
-	case cur.Spec.TerminationGracePeriodSeconds != nil:
-		g = *cur.Spec.TerminationGracePeriodSeconds
 	}
 	if g < 0 {
 		g = 1

@@ -109,7 +109,9 @@ func (s *Server) SetObserver(obs func(Change)) {
 }
 
 // Put stores a deep copy of pod as it is (creating or replacing it, e.g. with a new UID),
-// with a new resourceVersion: a fixture, not an API call. A nil pod is ignored.
+// with a new resourceVersion: a fixture, not an API call, so it is not defaulted (call
+// DefaultPod on it first for a pod as the API server would store it). A nil pod is
+// ignored.
 func (s *Server) Put(pod *v1.Pod) {
 	if pod == nil {
 		return

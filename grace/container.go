@@ -5,6 +5,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // MinContainerStopSeconds is the shortest time a container is given to stop after its
@@ -41,12 +43,12 @@ func (r KillReason) String() string {
 }
 
 // ContainerGracePeriod returns the budget, in seconds, for stopping one container before any
-// preStop hook runs: the pod's DeletionGracePeriodSeconds when set; otherwise, when the spec
-// has terminationGracePeriodSeconds, the failed probe's terminationGracePeriodSeconds for a
-// liveness or startup probe kill that sets one, else the spec's value; otherwise
-// MinContainerStopSeconds. Values are taken as they are (0 and negatives included; the
-// minimum is applied by StopTimeout, after the preStop hook), except that none exceeds
-// MaxSeconds. A nil pod or container supplies nothing (MinContainerStopSeconds).
+// preStop hook runs: the pod's DeletionGracePeriodSeconds when set; otherwise the failed
+// probe's terminationGracePeriodSeconds for a liveness or startup probe kill that sets one,
+// else the spec's terminationGracePeriodSeconds as the API server stores it (none is 30, a
+// negative one 1); MinContainerStopSeconds for a nil pod or container. Values are taken as they are (a
+// deletion grace or probe grace of 0 or below included; the minimum is applied by
+// StopTimeout, after the preStop hook), except that none exceeds MaxSeconds.
 func ContainerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReason) int64 {
 	return min(containerGracePeriod(pod, container, reason), MaxSeconds)
 }
@@ -57,9 +59,6 @@ func containerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReaso
 	}
 	if pod.DeletionGracePeriodSeconds != nil {
 		return *pod.DeletionGracePeriodSeconds
-	}
-	if pod.Spec.TerminationGracePeriodSeconds == nil {
-		return MinContainerStopSeconds
 	}
 	if container != nil {
 		var probe *v1.Probe
@@ -73,7 +72,7 @@ func containerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReaso
 			return *probe.TerminationGracePeriodSeconds
 		}
 	}
-	return *pod.Spec.TerminationGracePeriodSeconds
+	return podfacts.TerminationGracePeriodSeconds(&pod.Spec)
 }
 
 // StopTimeout returns how long, in seconds, the runtime's stop of a container may take once

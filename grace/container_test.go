@@ -35,7 +35,8 @@ func TestContainerGracePeriod(t *testing.T) {
 		want      int64
 	}{
 		{name: "nil pod: minimum", pod: nil, container: container(false, nil, nil), want: 2},
-		{name: "no grace anywhere: minimum", pod: pod(nil, nil), container: container(false, nil, nil), want: 2},
+		{name: "no grace anywhere: the API server's default 30", pod: pod(nil, nil), container: container(false, nil, nil), want: 30},
+		{name: "negative spec grace: the API server's 1", pod: pod(nil, i64(-7)), container: container(false, nil, nil), want: 1},
 		{name: "spec grace", pod: pod(nil, i64(30)), container: container(false, nil, nil), want: 30},
 		{name: "deletion grace wins over spec", pod: pod(i64(10), i64(30)), container: container(false, nil, nil), want: 10},
 		{name: "deletion grace 0 taken as is", pod: pod(i64(0), i64(30)), container: container(false, nil, nil), want: 0},
@@ -45,7 +46,7 @@ func TestContainerGracePeriod(t *testing.T) {
 		{name: "startup kill ignores the liveness probe's grace", pod: pod(nil, i64(30)), container: container(false, i64(7), nil), reason: KillStartupProbe, want: 30},
 		{name: "pod termination ignores probe grace", pod: pod(nil, i64(30)), container: container(false, i64(7), i64(4)), reason: KillPodTermination, want: 30},
 		{name: "deletion grace wins over probe grace", pod: pod(i64(20), i64(30)), container: container(false, i64(7), nil), reason: KillLivenessProbe, want: 20},
-		{name: "probe grace needs a spec grace", pod: pod(nil, nil), container: container(false, i64(7), nil), reason: KillLivenessProbe, want: 2},
+		{name: "probe grace without a spec grace (30 by default)", pod: pod(nil, nil), container: container(false, i64(7), nil), reason: KillLivenessProbe, want: 7},
 		{name: "nil container with probe reason uses spec", pod: pod(nil, i64(30)), container: nil, reason: KillLivenessProbe, want: 30},
 		{name: "unknown reason behaves as termination", pod: pod(nil, i64(30)), container: container(false, i64(7), nil), reason: KillReason(99), want: 30},
 	}

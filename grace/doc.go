@@ -19,6 +19,10 @@
 // largest whole number of seconds a time.Duration holds), whatever its input, so
 // time.Duration(seconds)*time.Second never overflows.
 //
+// A pod without terminationGracePeriodSeconds has the API server's default, 30 s (the
+// kubelet only ever sees defaulted pods; apitest.DefaultPod), at both levels.
+//
 // Nothing here reads a clock, keeps state or panics; a nil pod or container is treated as
-// one without any of the fields consulted.
+// one without any of the fields consulted (a nil pod has no spec to default: 1 s at pod
+// level, MinContainerStopSeconds at container level).
 package grace

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // Effective returns the grace period, in seconds, that a terminating pod is given, and whether
@@ -23,7 +25,8 @@ import (
 //  2. An override replaces the result of 1 only when nothing is in force yet or it is smaller:
 //     it may only shorten.
 //  3. Only when none of current, deletion grace and override supplied a value does the spec's
-//     terminationGracePeriodSeconds count.
+//     terminationGracePeriodSeconds count; a pod without one has the API server's default,
+//     30 (the kubelet only sees defaulted pods; a nil pod has no spec and gets 1).
 //  4. The result is never below 1 (zero and negative values become 1) and never above
 //     MaxSeconds (larger values, current included, count as MaxSeconds), so
 //     time.Duration(seconds)*time.Second never overflows.
@@ -43,8 +46,8 @@ func Effective(current int64, pod *v1.Pod, override *int64) (seconds int64, shor
 	if override != nil && (!set || *override < g) {
 		g, set = *override, true
 	}
-	if !set && pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds
+	if !set && pod != nil {
+		g = podfacts.TerminationGracePeriodSeconds(&pod.Spec)
 	}
 	g = max(min(g, MaxSeconds), 1)
 	return g, current > 0 && g != current

@@ -28,7 +28,7 @@ func TestEffective(t *testing.T) {
 	}{
 		// Falling back to the spec.
 		{name: "nothing in force takes the spec", pod: pod(nil, i64(30)), want: 30},
-		{name: "no spec, nothing else: minimum 1", pod: pod(nil, nil), want: 1},
+		{name: "no spec, nothing else: the API server's default 30", pod: pod(nil, nil), want: 30},
 		{name: "spec 0 is clamped to 1", pod: pod(nil, i64(0)), want: 1},
 		{name: "negative spec is clamped to 1", pod: pod(nil, i64(-7)), want: 1},
 		{name: "nil pod without override: 1", pod: nil, want: 1},

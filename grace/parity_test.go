@@ -33,6 +33,15 @@ func parityPod(deletion, spec *int64) *v1.Pod {
 	return p
 }
 
+// apiDefault is the spec's terminationGracePeriodSeconds as the API server stores it: nil
+// is 30 (the only pods the kubelet sees). Negative values stay, Effective clamps them anyway.
+func apiDefault(spec *int64) *int64 {
+	if spec == nil {
+		return parityI64(30)
+	}
+	return spec
+}
+
 // effectiveResult is the pair Effective returns.
 type effectiveResult struct {
 	Seconds   int64
@@ -41,7 +50,8 @@ type effectiveResult struct {
 
 // kubeletModel restates §1 steps 1 to 6 literally (a nil pod has no fields here; the kubelet
 // would panic, rule 10). With podlifeDecision, step 3's "g == 0" means "nothing in force
-// yet": DESIGN.md's "a deletion grace of 0 counts as a value in force".
+// yet": DESIGN.md's "a deletion grace of 0 counts as a value in force"; and a pod without
+// terminationGracePeriodSeconds has the API server's 30 (apiDefault).
 func kubeletModel(current int64, pod *v1.Pod, override *int64, podlifeDecision bool) effectiveResult {
 	g, overridden := current, false // step 1
 	if pod != nil && pod.DeletionGracePeriodSeconds != nil && (g == 0 || *pod.DeletionGracePeriodSeconds < g) {
@@ -54,8 +64,15 @@ func kubeletModel(current int64, pod *v1.Pod, override *int64, podlifeDecision b
 	if override != nil && (noneYet || *override < g) {
 		g, overridden = *override, true // step 3
 	}
-	if !overridden && g == 0 && pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil {
-		g = *pod.Spec.TerminationGracePeriodSeconds // step 4
+	spec := (*int64)(nil)
+	if pod != nil {
+		spec = pod.Spec.TerminationGracePeriodSeconds
+		if podlifeDecision {
+			spec = apiDefault(spec)
+		}
+	}
+	if !overridden && g == 0 && spec != nil {
+		g = *spec // step 4
 	}
 	if g < 1 {
 		g = 1 // step 5
@@ -65,6 +82,8 @@ func kubeletModel(current int64, pod *v1.Pod, override *int64, podlifeDecision b
 
 func TestParityEffective(t *testing.T) {
 	const decision = "DESIGN.md: grace.Effective only ever decreases (a deletion grace of 0 is a value in force)"
+	// The kubelet only sees pods the API server defaulted; podlife's callers may pass others.
+	const apiDefaultDecision = "issue 34: an empty field reads as the API server's default (terminationGracePeriodSeconds nil is 30)"
 	cases := []struct {
 		name     string
 		current  int64
@@ -119,7 +138,7 @@ func TestParityEffective(t *testing.T) {
 		{name: "§1 step 4: negative spec taken (then clamped)", pod: parityPod(nil, parityI64(-7)),
 			kubelet: effectiveResult{1, false}, want: effectiveResult{1, false}},
 		{name: "§1 step 4: no spec, nothing else", pod: parityPod(nil, nil),
-			kubelet: effectiveResult{1, false}, want: effectiveResult{1, false}},
+			kubelet: effectiveResult{1, false}, want: effectiveResult{30, false}, decision: apiDefaultDecision},
 		{name: "§1 step 4: spec not used after an override", pod: parityPod(nil, parityI64(30)), override: parityI64(7),
 			kubelet: effectiveResult{7, false}, want: effectiveResult{7, false}},
 		{name: "§1 step 4: spec not used after a deletion grace", pod: parityPod(parityI64(7), parityI64(30)),
@@ -208,7 +227,8 @@ func TestParityEffective(t *testing.T) {
 }
 
 // TestParityEffectiveSweep checks every combination of small inputs: podlife equals §1's
-// steps except exactly where DESIGN.md's decision applies (a deletion grace of 0 met by an
+// steps, for the pod as the API server stores it (no terminationGracePeriodSeconds is 30),
+// except exactly where DESIGN.md's decision applies (a deletion grace of 0 met by an
 // override), and there the result is 1 and never exceeds a current value >= 1.
 func TestParityEffectiveSweep(t *testing.T) {
 	vals := []*int64{nil, parityI64(-3), parityI64(0), parityI64(1), parityI64(2), parityI64(5), parityI64(30), parityI64(100)}
@@ -219,7 +239,8 @@ func TestParityEffectiveSweep(t *testing.T) {
 					name := fmt.Sprintf("current=%d dgp=%s spec=%s override=%s", current, show(dgp), show(spec), show(ov))
 					gs, gsh := grace.Effective(current, parityPod(dgp, spec), ov)
 					got := effectiveResult{gs, gsh}
-					kubelet := kubeletModel(current, parityPod(dgp, spec), ov, false)
+					// The kubelet's answer for the pod as the API server stores it.
+					kubelet := kubeletModel(current, parityPod(dgp, apiDefault(spec)), ov, false)
 					if want := kubeletModel(current, parityPod(dgp, spec), ov, true); got != want {
 						t.Errorf("%s: got %v, podlife's rule gives %v", name, got, want)
 					}

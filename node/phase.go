@@ -181,10 +181,11 @@ func willRestart(c *v1.Container, spec *v1.PodSpec, t *v1.ContainerStateTerminat
 // restartPolicyRules whose exit codes match decides (Restart and
 // RestartAllContainers restart; any other action falls through), then the
 // container-level restartPolicy (Always; OnFailure when exitCode != 0; Never), then
-// the pod's restartPolicy the same way (an empty one counts as Always). Rules and the
-// container-level policy are only read when the container has a restartPolicy. A nil
-// container is not restarted (false: there is nothing to restart); a nil spec counts as
-// a spec without a restartPolicy.
+// the pod's restartPolicy the same way (an empty one counts as Always, as the API
+// server defaults it: podfacts.RestartPolicy). Rules and the container-level policy
+// are only read when the container has a restartPolicy. A nil container is not
+// restarted (false: there is nothing to restart); a nil spec counts as a spec without
+// a restartPolicy.
 func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) bool {
 	if c == nil {
 		return false
@@ -205,11 +206,7 @@ func ContainerShouldRestart(c *v1.Container, spec *v1.PodSpec, exitCode int32) b
 			return false
 		}
 	}
-	var policy v1.RestartPolicy
-	if spec != nil {
-		policy = spec.RestartPolicy
-	}
-	switch policy {
+	switch podfacts.RestartPolicy(spec) {
 	case v1.RestartPolicyOnFailure:
 		return exitCode != 0
 	case v1.RestartPolicyNever:

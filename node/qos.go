@@ -1,9 +1,9 @@
 package node
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // PodQOSClass computes the pod's QoS class from its spec, as the kubelet's
@@ -21,95 +21,9 @@ import (
 //     Guaranteed, and the two resources must agree or the result is Burstable.
 //     Other resources (ephemeral-storage, extended resources) never count.
 //
-// It reads requests as the API server stored them: a limit without a request is
-// Burstable here, since the API server's defaulting (request := limit) has not run on
-// a hand-built pod. A pod without containers (or nil) is BestEffort. It never reads
-// pod.Status (see GenerateAPIStatus for the class the API server already holds).
-func PodQOSClass(pod *v1.Pod) v1.PodQOSClass {
-	if pod == nil {
-		return v1.PodQOSBestEffort
-	}
-	if podLevelResourcesSet(pod.Spec.Resources) {
-		return requirementsQOS(pod.Spec.Resources)
-	}
-	var class v1.PodQOSClass
-	merge := func(c *v1.Container) bool {
-		cq := requirementsQOS(&c.Resources)
-		switch {
-		case cq == v1.PodQOSBurstable:
-			class = v1.PodQOSBurstable
-			return false
-		case class == "":
-			class = cq
-		case class != cq:
-			class = v1.PodQOSBurstable
-			return false
-		}
-		return true
-	}
-	for i := range pod.Spec.InitContainers {
-		if !merge(&pod.Spec.InitContainers[i]) {
-			return class
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if !merge(&pod.Spec.Containers[i]) {
-			return class
-		}
-	}
-	if class == "" {
-		return v1.PodQOSBestEffort
-	}
-	return class
-}
-
-// podLevelResourcesSet reports whether pod-level resources name a resource the
-// pod-level resources feature supports (cpu, memory, hugepages-*): the kubelet's
-// resourcehelper.IsPodLevelResourcesSet.
-func podLevelResourcesSet(r *v1.ResourceRequirements) bool {
-	if r == nil {
-		return false
-	}
-	supported := func(name v1.ResourceName) bool {
-		return name == v1.ResourceCPU || name == v1.ResourceMemory ||
-			strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
-	}
-	for name := range r.Requests {
-		if supported(name) {
-			return true
-		}
-	}
-	for name := range r.Limits {
-		if supported(name) {
-			return true
-		}
-	}
-	return false
-}
-
-// requirementsQOS classifies one set of requirements (see PodQOSClass).
-func requirementsQOS(r *v1.ResourceRequirements) v1.PodQOSClass {
-	if len(r.Requests) == 0 && len(r.Limits) == 0 {
-		return v1.PodQOSBestEffort
-	}
-	cpu := resourceQOS(r, v1.ResourceCPU)
-	mem := resourceQOS(r, v1.ResourceMemory)
-	if cpu != mem {
-		return v1.PodQOSBurstable
-	}
-	return cpu
-}
-
-// resourceQOS classifies one resource of a set of requirements.
-func resourceQOS(r *v1.ResourceRequirements, name v1.ResourceName) v1.PodQOSClass {
-	req := r.Requests[name]
-	lim := r.Limits[name]
-	switch {
-	case !req.Equal(lim):
-		return v1.PodQOSBurstable
-	case req.IsZero():
-		return v1.PodQOSBestEffort
-	default:
-		return v1.PodQOSGuaranteed
-	}
-}
+// A container's limit without a request counts as that request: the API server
+// defaults the request to the limit, so a hand-built pod gets the class the API server
+// would store (apitest.DefaultPod). Pod-level resources are read as they are. A pod
+// without containers is BestEffort. It never reads pod.Status (see GenerateAPIStatus for
+// the class the API server already holds).
+func PodQOSClass(pod *v1.Pod) v1.PodQOSClass { return podfacts.QOSClass(pod) }

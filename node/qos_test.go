@@ -131,6 +131,15 @@ func TestPodQOSClass(t *testing.T) {
 			Requests: v1.ResourceList{huge: resource.MustParse("100Mi")}, Limits: v1.ResourceList{huge: resource.MustParse("100Mi")},
 		}, gc), v1.PodQOSBestEffort},
 	)
+	// A container's limit without a request counts as the request the API server would
+	// default it to. (Not made into pod-level cases: the API server defaults pod-level
+	// requests as well, which PodQOSClass does not.)
+	cases = append(cases,
+		tc{podWith("limits-only-guaranteed", v1.ResourceRequirements{Limits: cpuMem("100m", "100Mi")}), v1.PodQOSGuaranteed},
+		tc{podWith("limits-only-cpu-burstable", v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}), v1.PodQOSBurstable},
+		tc{podWith("limits-and-lower-cpu-request-burstable", v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("50m")}, Limits: cpuMem("100m", "100Mi")}), v1.PodQOSBurstable},
+		tc{podWith("limits-and-equal-memory-request-guaranteed", v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceMemory: resource.MustParse("100Mi")}, Limits: cpuMem("100m", "100Mi")}), v1.PodQOSGuaranteed},
+	)
 	for _, c := range cases {
 		t.Run(c.pod.Name, func(t *testing.T) {
 			if diff := cmp.Diff(c.want, node.PodQOSClass(c.pod)); diff != "" {

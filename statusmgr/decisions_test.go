@@ -269,6 +269,13 @@ func TestCheckContainerStateTransition(t *testing.T) {
 		{"Never: running to terminated", podWith(policy(v1.RestartPolicyNever)), st(running("a")), st(terminated("a", 0)), false},
 		{"Never: other container unaffected", podWith(policy(v1.RestartPolicyNever)), st(terminated("a", 0)), st(running("b")), false},
 		{"Always: restart allowed", podWith(policy(v1.RestartPolicyAlways)), st(terminated("a", 0)), st(running("a")), false},
+		{"empty policy is Always: a crashed container restarts", podWith(policy("")), st(terminated("a", 1)), st(running("a")), false},
+		{"empty policy is Always: restart after success", podWith(policy("")), st(terminated("a", 0)), st(waiting("a")), false},
+		{"empty policy is Always: init container may restart", podWith(func(p *v1.Pod) {
+			p.Spec.RestartPolicy = ""
+			p.Spec.InitContainers = []v1.Container{{Name: "i"}}
+		}), &v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{terminated("i", 0)}},
+			&v1.PodStatus{InitContainerStatuses: []v1.ContainerStatus{running("i")}}, false},
 		{"OnFailure: after failure allowed", podWith(policy(v1.RestartPolicyOnFailure)), st(terminated("a", 2)), st(running("a")), false},
 		{"OnFailure: after success refused", podWith(policy(v1.RestartPolicyOnFailure)), st(terminated("a", 0)), st(running("a")), true},
 		{"container policy Always overrides pod Never", podWith(func(p *v1.Pod) {

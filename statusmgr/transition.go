@@ -12,8 +12,9 @@ import (
 // newStatus would move a container that is terminated in oldStatus back to a
 // non-terminated state and nothing allows it to restart (the kubelet's
 // checkContainerStateTransition). A container may leave the terminated state when:
-//   - its effective restart policy is Always (the pod's restartPolicy, or the container's
-//     own restartPolicy when set);
+//   - its effective restart policy is Always (the pod's restartPolicy, an empty one
+//     counting as Always as the API server defaults it, or the container's own
+//     restartPolicy when set);
 //   - its effective restart policy is OnFailure and it exited with a non-zero code;
 //   - one of its restartPolicyRules with action Restart matches its exit code;
 //   - it is a restartable init container (a sidecar: restartPolicy Always);
@@ -70,7 +71,7 @@ func mayLeaveTerminated(spec *v1.PodSpec, c *v1.Container, old *v1.ContainerStat
 	if term == nil {
 		return true
 	}
-	policy := spec.RestartPolicy
+	policy := podfacts.RestartPolicy(spec)
 	if c != nil && c.RestartPolicy != nil {
 		policy = v1.RestartPolicy(*c.RestartPolicy)
 	}

@@ -1,7 +1,9 @@
 // Package podfacts is the one definition of the facts about a pod that several podlife
 // packages need: the kubelet's config annotation keys, the static and mirror predicates,
-// the pod full name, the terminal phases and a container of a spec by its name. It keeps
-// no state.
+// the pod full name, the terminal phases, a container of a spec by its name, the QoS
+// class, and the API server's defaults of the spec fields a decision reads
+// (RestartPolicy, TerminationGracePeriodSeconds, ImagePullPolicy): an empty field is
+// read through them, never compared directly. It keeps no state.
 //
 // Package config exports the annotation keys (config.ConfigSourceAnnotationKey, ...); the
 // copies other packages export are aliases of these constants.

@@ -16,6 +16,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
@@ -198,8 +199,9 @@ func PodSpec(pod *v1.Pod, def ContainerBehaviour, status *pleg.PodStatus) (plegt
 	if err != nil {
 		return plegtest.PodSpec{}, err
 	}
-	restart := pod.Spec.RestartPolicy == v1.RestartPolicyAlways || pod.Spec.RestartPolicy == ""
-	if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && status != nil {
+	policy := podfacts.RestartPolicy(&pod.Spec)
+	restart := policy == v1.RestartPolicyAlways
+	if policy == v1.RestartPolicyOnFailure && status != nil {
 		for _, c := range pod.Spec.Containers {
 			if cs := status.FindContainerStatusByName(c.Name); cs != nil && cs.State == pleg.ContainerStateExited && cs.ExitCode != 0 {
 				restart = true

@@ -39,9 +39,11 @@ func (f *FakeAPI) SetClock(clk clock.PassiveClock) { f.srv.SetClock(clk) }
 // once it returns.
 func (f *FakeAPI) SetObserver(obs func(Change)) { f.srv.SetObserver(obs) }
 
-// Create stores a new pod as the API server does: a generated UID if it has none, a
-// creation timestamp, phase Pending. A pod with the same namespace and name gives
-// AlreadyExists; a nil pod or one without a name, BadRequest. It returns a copy.
+// Create stores a new pod as the API server does (apitest.Server.Create): the API
+// server's defaults (apitest.DefaultPod), a generated UID if it has none, a creation
+// timestamp, generation 1, the status reset to phase Pending with the QoS class. A pod
+// with the same namespace and name gives AlreadyExists; a nil pod or one without a name,
+// BadRequest. It returns a copy.
 func (f *FakeAPI) Create(pod *v1.Pod) (*v1.Pod, error) { return f.srv.Create(pod) }
 
 // Delete deletes a pod the way a user does (kubectl delete, with --grace-period when

@@ -39,9 +39,11 @@ func TestCreate(t *testing.T) {
 	if _, err := f.Create(nil); !apierrors.IsBadRequest(err) {
 		t.Errorf("create nil = %v, want BadRequest", err)
 	}
+	// A given UID is kept (a test's convenience); the status is reset, as the API server
+	// does.
 	keep := newPod("b", "n1", nil, v1.PodRunning)
 	keep.UID = "mine"
-	if p, _ := f.Create(keep); p.UID != "mine" || p.Status.Phase != v1.PodRunning {
+	if p, _ := f.Create(keep); p.UID != "mine" || p.Status.Phase != v1.PodPending {
 		t.Errorf("create kept uid %q phase %q", p.UID, p.Status.Phase)
 	}
 }
@@ -77,6 +79,12 @@ func TestDelete(t *testing.T) {
 			f.SetClock(clocktesting.NewFakePassiveClock(t0))
 			if _, err := f.Create(tc.pod); err != nil {
 				t.Fatal(err)
+			}
+			if ph := tc.pod.Status.Phase; ph != "" && ph != v1.PodPending {
+				// Create resets the status: the node writes the phase.
+				if _, err := f.PatchPodStatus(context.Background(), "ns", "p", []byte(`{"status":{"phase":"`+string(ph)+`"}}`)); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if tc.first != nil {
 				if err := f.Delete("ns", "p", tc.first); err != nil {
