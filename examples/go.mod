@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-cmp v0.7.0
-	github.com/podlife/podlife v0.0.0
+	github.com/podlife/podlife v0.1.0
 	github.com/prometheus/client_golang v1.24.0
 	github.com/virtual-kubelet/virtual-kubelet v1.14.1
 	google.golang.org/grpc v1.83.2
@@ -70,5 +70,3 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
-
-replace github.com/podlife/podlife => ../

@@ -7,7 +7,7 @@ go 1.26.8
 
 require (
 	github.com/go-logr/logr v1.4.4
-	github.com/podlife/podlife v0.0.0
+	github.com/podlife/podlife v0.1.0
 	github.com/podlife/podlife/examples v0.0.0-00010101000000-000000000000
 	github.com/virtual-kubelet/virtual-kubelet v1.14.1
 	k8s.io/api v0.37.2
