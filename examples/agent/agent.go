@@ -166,6 +166,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	return errors.Join(err, sourceErr)
 }
 
+// Started is the instant Step.Since counts from (when New assembled the agent), on its
+// clock: an observer's own lines placed on Since's scale measure from it.
+func (a *Agent) Started() time.Time { return a.started }
+
 // Node returns the agent's node, for queries, tests and observers.
 func (a *Agent) Node() *node.Node { return a.node }
 

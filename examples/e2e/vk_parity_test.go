@@ -13,30 +13,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
 )
 
 // The cases of virtual-kubelet's provider e2e suite (test/e2e/basic.go of v1.14.1) that need
-// no kubelet HTTP API, replayed against vk.Run (as system:node:node1, with the events written
-// by kube.NewRecorder) over a vktest provider, polled and notifying: graceful delete, force
-// delete, and pods referring to missing optional and mandatory Secrets and ConfigMaps.
-// virtual-kubelet's "running pods from the provider" is the provider's GetPods; its
-// WaitUntilPodEventWithReason is an admin's watch of the pod's events.
+// no kubelet HTTP API, replayed against vk.Run (as system:node:node1, with the events vk.Run
+// writes by default, as nodeutil does: no Recorder set) over a vktest provider, polled and
+// notifying: graceful delete, force delete, and pods referring to missing optional and
+// mandatory Secrets and ConfigMaps. virtual-kubelet's "running pods from the provider" is
+// the provider's GetPods; its WaitUntilPodEventWithReason is an admin's watch of the pod's
+// events.
 
-// parityRunner starts vk.Run with an event recorder on a new provider.
+// parityRunner starts vk.Run as a provider moved over from nodeutil would (its default
+// events) on a new provider.
 func (e *vkEnv) parityRunner() *vkProvider {
 	e.t.Helper()
-	recCtx, stopRec := context.WithCancel(context.Background())
-	rec, err := kube.NewRecorder(recCtx, e.nodeClient, "virtual-kubelet", node)
-	if err != nil {
-		e.t.Fatal(err)
-	}
 	p := e.newProvider("", vktest.Config{})
-	patcher := e.newPatcher("", nil)
-	e.startRunnerWith("", p, patcher, func(c *vk.Config) { c.Recorder = rec })
-	e.t.Cleanup(func() { stopRec(); <-rec.Done() }) // after the runner stopped (cleanups run last first)
+	e.startRunner("", p, e.newPatcher("", nil))
 	return p
 }
 

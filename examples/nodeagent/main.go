@@ -1,11 +1,14 @@
 // Command nodeagent runs podlife's example node agent on an in-memory API server and an
-// in-memory container runtime, creates pods, deletes them gracefully, and prints the
-// timeline of their whole lifecycle: the config ops, the pod workers' work and stages, the
-// PLEG events, the status patches and the final delete. A legend of the line kinds comes
-// first; the lines are in time order; a container killed at the end of the grace period
-// shows as such, exit code 137; the summary gives the p50/p99 of create to Running, delete
-// to gone and delete to every container stopped. From 100 pods on, a progress line a
-// second replaces the timeline.
+// in-memory container runtime, creates pods, deletes them (gracefully, or at once with
+// -grace 0), and prints the timeline of their whole lifecycle: the config ops, the pod
+// workers' work and stages, the PLEG events, the status patches and the final delete. A
+// legend of the line kinds comes first; the lines, the command's own "#" lines included,
+// are in time order, on one clock (the agent's: every figure is measured between steps of
+// the timeline); a pod keeps its name in the pod column after the node has forgotten it; a
+// container killed at the end of the grace period shows as such, exit code 137; the
+// summary gives the p50/p99 of create to Running, delete to gone and delete to every
+// container stopped, and the containers killed (with -quiet too). From 100 pods on, a
+// progress line a second replaces the timeline.
 //
 //	go run ./nodeagent                         # one pod, from the examples module
 //	go run ./nodeagent -pods 3 -grace 10 -stop-delay 2s
@@ -76,13 +79,38 @@ func run(args []string, out io.Writer) error {
 
 // runContext is run; with a real cluster it also stops when ctx ends.
 func runContext(ctx context.Context, args []string, out io.Writer) error {
+	return runClock(ctx, clock.RealClock{}, args, out)
+}
+
+// about is what -h prints before the flags.
+const about = `Usage: nodeagent [flags]
+
+nodeagent shows a pod's whole lifecycle under podlife, the kubelet's pod lifecycle as a Go
+library. It runs podlife's example node agent on an in-memory API server and an in-memory
+container runtime, creates -pods pods, waits until they are Running, deletes them (with a
+grace period of -grace seconds), and prints every step of their lifecycle in time order
+(config ops, pod workers, PLEG events, status patches, the final delete), then a summary
+of how long each phase took. -vk runs the pods on an in-memory virtual-kubelet provider,
+-cri as real containers on a CRI runtime; -kubeconfig (or -server, or -in-cluster) makes
+it a virtual node of a real cluster instead, serving the pods bound to -node.
+
+Flags:
+`
+
+// runClock is runContext on clk, the clock of the agent and of the timeline (the in-memory
+// run's figures).
+func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("nodeagent", flag.ContinueOnError)
 	fs.SetOutput(out) // -h prints the usage where the output goes
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), about)
+		fs.PrintDefaults()
+	}
 	pods := fs.Int("pods", 1, "number of pods to create and then delete")
 	grace := fs.Int64("grace", 30, "terminationGracePeriodSeconds of the pods (the graceful delete uses it)")
 	stopDelay := fs.Duration("stop-delay", time.Second, "how long containers take to exit after the stop signal (negative: they ignore it and are killed when the grace period runs out)")
 	relist := fs.Duration("relist", time.Second, "PLEG relist period")
-	quiet := fs.Bool("quiet", false, "print only the summary, not the timeline (implied from -pods "+fmt.Sprint(progressPods)+" on, which prints a progress line every second instead)")
+	quiet := fs.Bool("quiet", false, "print only the \"#\" lines and the summary, not the timeline (implied from -pods "+fmt.Sprint(progressPods)+" on, which prints a progress line every second instead)")
 	useVK := fs.Bool("vk", false, "run the pods on an in-memory virtual-kubelet provider (package vk) instead of the in-memory container runtime")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long (with a real cluster: run this long)")
 	criEndpoint := fs.String("cri", "", "run the pods as real containers on the CRI runtime at this endpoint (unix:///path/to/containerd.sock) through package cri")
@@ -130,24 +158,9 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	if *pods >= progressPods {
 		*quiet, progress = true, time.Second
 	}
-	clk := clock.RealClock{}
-	tl := newTimeline(clk, out, *quiet, progress, *pods)
-	closed := false
-	closeTimeline := func() *lifecycleStats {
-		if closed {
-			return tl.stats
-		}
-		closed = true
-		return tl.close()
-	}
-	defer closeTimeline()
-	if !*quiet {
-		fmt.Fprint(out, legend)
-	}
-	origin := clk.Now() // just before the agent's own start: "#" lines fall in place
-	say := func(format string, args ...any) { tl.say(clk.Since(origin), format, args...) }
 	server := statusmgrtest.NewFakeAPI()
-	cfg := agent.Config{Server: server, RelistPeriod: *relist, Observer: tl.step, Clock: clk}
+	var tl *timeline // set before anything is observed: the pods are created after it
+	cfg := agent.Config{Server: server, RelistPeriod: *relist, Observer: func(s agent.Step) { tl.step(s) }, Clock: clk}
 	ms.wire(&cfg)
 	var a *agent.Agent
 	if *useVK {
@@ -172,6 +185,21 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	if !*quiet {
+		fmt.Fprint(out, legend)
+	}
+	// One clock for every figure: the steps' (time since the agent started), which the
+	// command's own lines are placed on and its figures measured from.
+	tl = newTimeline(clk, a.Started(), out, *quiet, progress, *pods)
+	closed := false
+	closeTimeline := func() *lifecycleStats {
+		if closed {
+			return tl.stats
+		}
+		closed = true
+		return tl.close()
+	}
+	defer closeTimeline()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
 	agentCtx, stopAgent := context.WithCancel(ctx)
@@ -191,8 +219,7 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}()
 
-	start := time.Now()
-	say("# creating %d pod(s) on node %s", *pods, agent.DefaultNodeName)
+	tl.say("# creating %d pod(s) on node %s", *pods, agent.DefaultNodeName)
 	names := make([]string, *pods)
 	var createdPods []*v1.Pod
 	for i := range names {
@@ -211,8 +238,22 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	if err := server.WaitForPods(ctx, allRunning(names)); err != nil {
 		return fmt.Errorf("waiting for the pods to run: %w", err)
 	}
-	created := time.Since(start)
-	say("# every pod is Running on the API server after %v; deleting them gracefully", created.Round(time.Millisecond))
+	// The figures are the timeline's: from the first "created" to the last "phase
+	// Running" step.
+	var firstCreated, lastRunning time.Duration
+	if err := tl.await(ctx, func(l *lifecycleStats) (ok bool) {
+		firstCreated, lastRunning, ok = l.span(*pods, createdAt, runningAt)
+		return ok
+	}); err != nil {
+		return fmt.Errorf("waiting for the pods to run: %w", err)
+	}
+	how := fmt.Sprintf("deleting them gracefully (grace %ds)", *grace)
+	if *grace == 0 {
+		how = fmt.Sprintf("deleting them at once (-grace 0, a force delete: the objects go at once; the containers "+
+			"still get the kubelet's minimum grace period, %ds, hence \"grace %ds\" below)", minGraceSeconds, minGraceSeconds)
+	}
+	tl.say("# every pod is Running on the API server after %v (created at %.3fs, the last Running at %.3fs); %s",
+		(lastRunning - firstCreated).Round(time.Millisecond), firstCreated.Seconds(), lastRunning.Seconds(), how)
 	for _, n := range names {
 		if err := server.Delete("default", n, nil); err != nil {
 			return err
@@ -221,13 +262,21 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	if err := server.WaitForPods(ctx, func(p map[types.NamespacedName]*v1.Pod) bool { return len(p) == 0 }); err != nil {
 		return fmt.Errorf("waiting for the pods to be deleted: %w", err)
 	}
-	total := time.Since(start)
+	var firstDeleting, lastGone time.Duration
+	if err := tl.await(ctx, func(l *lifecycleStats) (ok bool) {
+		firstDeleting, lastGone, ok = l.span(*pods, deletingAt, goneAt)
+		return ok
+	}); err != nil {
+		return fmt.Errorf("waiting for the pods to be deleted: %w", err)
+	}
+	tl.say("# every pod is gone after %v (deletion took %v; the last gone at %.3fs)",
+		(lastGone - firstCreated).Round(time.Millisecond), (lastGone - firstDeleting).Round(time.Millisecond), lastGone.Seconds())
 	// Let housekeeping forget the finished pods before stopping: every container has
 	// stopped by then (with -grace 0 the objects go at once, long before).
 	if err := waitForget(ctx, a); err != nil {
 		return err
 	}
-	stopped := time.Since(start)
+	forgotten := clk.Since(a.Started())
 	stopAgent()
 	agentDone = true
 	if err := <-done; err != nil {
@@ -242,22 +291,29 @@ func runContext(ctx context.Context, args []string, out io.Writer) error {
 	}
 	stats := closeTimeline()
 	calls := server.Counts()
-	fmt.Fprintf(out, "# every pod is gone after %v (deletion took %v); API calls: %d get, %d patch (%d bytes), %d delete\n",
-		total.Round(time.Millisecond), (total - created).Round(time.Millisecond), calls.Gets, calls.Patches, calls.PatchBytes, calls.Deletes)
+	fmt.Fprintf(out, "# API calls: %d get, %d patch (%d bytes), %d delete\n",
+		calls.Gets, calls.Patches, calls.PatchBytes, calls.Deletes)
 	if *grace == 0 {
 		// The API server deletes a pod with grace 0 at once: its object going says nothing
 		// of its containers, which the agent stops afterwards.
 		fmt.Fprintf(out, "# -grace 0: the objects went at once; the containers really took %v to stop (every pod forgotten after %v)\n",
-			percentile(stats.deleteToStopped(), 100).Round(time.Millisecond), stopped.Round(time.Millisecond))
+			percentile(stats.deleteToStopped(), 100).Round(time.Millisecond), (forgotten - firstCreated).Round(time.Millisecond))
 	}
 	fmt.Fprintf(out, "# create to Running: %s\n", describe(stats.createToRunning()))
 	fmt.Fprintf(out, "# delete to gone:    %s\n", describe(stats.deleteToGone()))
 	fmt.Fprintf(out, "# delete to every container stopped: %s\n", describe(stats.deleteToStopped()))
+	if line := stats.killedLine(); line != "" {
+		fmt.Fprintln(out, line)
+	}
 	if rt != nil {
 		fmt.Fprintf(out, "# CRI (%s) calls: %v\n", rt.RuntimeVersion(), rt.Stats())
 	}
 	return nil
 }
+
+// minGraceSeconds is the grace period the kubelet gives containers when the deletion's is
+// 0 (grace.Effective never returns less).
+const minGraceSeconds = 1
 
 // progressPods is the number of pods from which the timeline gives way to a progress line
 // a second (-quiet implied).

@@ -58,7 +58,7 @@ func TestRunVK(t *testing.T) {
 			"patched status: phase Succeeded",
 			"deleted from the API (grace 0, UID precondition",
 			"# every pod is gone after",
-			"(deletion took 3s)",
+			"(deletion took 3s;",
 		} {
 			if !strings.Contains(text, want) {
 				t.Errorf("timeline lacks %q:\n%s", want, text)

@@ -9,8 +9,9 @@
 //
 // Like virtual-kubelet's pod controller, Run resolves each container's environment before
 // CreatePod (AdapterConfig.Env; Config.SkipEnvResolution), shows a failing CreatePod in the
-// pod's status (ProviderFailed) and as events (Config.Recorder), and runs only the pods
-// Config.PodFilter accepts; NewRunner gives Ready, Done and Err.
+// pod's status (ProviderFailed) and as events, and runs only the pods Config.PodFilter
+// accepts; NewRunner gives Ready, Done and Err. Like nodeutil, Run records the events
+// through the node's client unless told otherwise (Config.Recorder, Config.NoEvents).
 //
 // Run replaces virtual-kubelet's pod controller while keeping its node controller (the
 // Node object, its status and its lease): pods come from a list+watch of the node's pods

@@ -75,11 +75,19 @@ type Config struct {
 	// PodFilter, if set, selects the node's pods podlife runs (FilterSource): the pods it
 	// rejects are left alone, neither run nor their statuses written.
 	PodFilter func(*v1.Pod) bool
-	// Recorder, if set, gets the pod events: the kubelet's (agent.Config.Recorder) and
-	// virtual-kubelet's provider failures (AdapterConfig.Recorder). kube.NewRecorder
-	// writes them to the API server.
+	// Recorder gets the pod events: the kubelet's (agent.Config.Recorder) and
+	// virtual-kubelet's pod controller's (AdapterConfig.Recorder: MandatorySecretNotFound,
+	// ProviderCreateFailed, ...). Nil means what virtual-kubelet's nodeutil does: Run
+	// writes them to the API server through Client (kube.NewRecorder, component
+	// EventComponent, host NodeName) and shuts the recorder down before it returns.
 	Recorder plnode.EventRecorder
+	// NoEvents: no events at all (Recorder must be nil).
+	NoEvents bool
 }
+
+// EventComponent is the source component of the events Run records when Config.Recorder
+// is nil.
+const EventComponent = "virtual-kubelet"
 
 // Defaults of the node controller's own client (Config.RESTConfig): a lease renewal every
 // 10 s and a node status update now and then need little, but must never wait.
@@ -146,8 +154,9 @@ func NewAgent(cfg agent.Config, adapter *Adapter) (*agent.Agent, error) {
 // virtual-kubelet's pod controller (pods from a list+watch of the node's pods, statuses
 // patched so other writers' conditions survive, the final delete with grace 0 and the
 // UID precondition only after the provider stopped the pod and its terminal phase is on
-// the server). It returns once every goroutine it started has ended, with the first
-// error of either controller. It is NewRunner and Runner.Run.
+// the server); the pod events go to the API server unless Config says otherwise. It
+// returns once every goroutine it started has ended, with the first error of either
+// controller. It is NewRunner and Runner.Run.
 func Run(ctx context.Context, cfg Config) error {
 	r, err := NewRunner(cfg)
 	if err != nil {
@@ -161,6 +170,7 @@ func Run(ctx context.Context, cfg Config) error {
 type Runner struct {
 	nc     *node.NodeController
 	agent  *agent.Agent
+	events *runEvents    // Run's own event recorder (Config.Recorder nil); nil if none
 	listed chan struct{} // closed once the pod source has listed the node's pods
 	ready  chan struct{}
 	done   chan struct{}
@@ -176,6 +186,9 @@ func NewRunner(cfg Config) (*Runner, error) {
 	}
 	if cfg.LeaseQPS < 0 || cfg.LeaseBurst < 0 {
 		return nil, errors.New("vk: negative LeaseQPS or LeaseBurst")
+	}
+	if cfg.NoEvents && cfg.Recorder != nil {
+		return nil, errors.New("vk: NoEvents with a Recorder")
 	}
 	heartbeats := cfg.Client
 	if cfg.RESTConfig != nil {
@@ -210,6 +223,11 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("vk: node controller: %w", err)
 	}
+	var events *runEvents
+	if cfg.Recorder == nil && !cfg.NoEvents {
+		events = &runEvents{client: cfg.Client, host: cfg.NodeName}
+		cfg.Recorder = events
+	}
 	acfg := AdapterConfig{Provider: cfg.Provider, Clock: cfg.Clock, PollPeriod: cfg.PollPeriod,
 		Logger: cfg.Logger, Recorder: cfg.Recorder}
 	if !cfg.SkipEnvResolution {
@@ -229,7 +247,7 @@ func NewRunner(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{nc: nc, listed: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
+	r := &Runner{nc: nc, events: events, listed: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
 	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher,
 		Source:       &listedSource{src: FilterSource(source, cfg.PodFilter), listed: r.listed},
 		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger,
@@ -242,11 +260,18 @@ func NewRunner(cfg Config) (*Runner, error) {
 }
 
 // Run runs the node controller and the agent until ctx ends or either fails, and returns
-// once every goroutine it started has ended, with the first error of either. A Runner
-// runs once: a second Run returns an error at once.
+// once every goroutine it started has ended, with the first error of either. Its own
+// event recorder (Config.Recorder nil) starts before them and is shut down after them. A
+// Runner runs once: a second Run returns an error at once.
 func (r *Runner) Run(ctx context.Context) error {
 	if !r.ran.CompareAndSwap(false, true) {
 		return errors.New("vk: Runner.Run called twice")
+	}
+	stopEvents, err := r.events.start(ctx)
+	if err != nil {
+		r.err = err
+		close(r.done)
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -279,6 +304,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	case r.err = <-errs:
 	default:
 	}
+	stopEvents() // once nothing records any more
 	close(r.done)
 	return r.err
 }
@@ -314,4 +340,43 @@ func (l *listedSource) Run(ctx context.Context, nodeName string, out chan<- conf
 		}
 		return u, true
 	})
+}
+
+// runEvents is Run's own event recorder (Config.Recorder nil): events go through a
+// kube.Recorder that Run starts before the controllers and shuts down after them, as
+// virtual-kubelet's nodeutil.Node.Run does with its event broadcaster. Events recorded
+// outside Run are dropped.
+type runEvents struct {
+	client kubernetes.Interface
+	host   string
+	rec    atomic.Pointer[kube.Recorder] // set by start, before anything records
+}
+
+var _ plnode.EventRecorder = (*runEvents)(nil)
+
+func (e *runEvents) Event(pod *v1.Pod, eventType, reason, message string) {
+	if r := e.rec.Load(); r != nil {
+		r.Event(pod, eventType, reason, message)
+	}
+}
+
+// start starts the recorder (e nil: none) and returns what shuts it down and waits for
+// it. Its context is ctx's values without its cancellation: the events of the
+// controllers' last steps still go out, up to the shutdown.
+func (e *runEvents) start(ctx context.Context) (stop func(), err error) {
+	if e == nil {
+		return func() {}, nil
+	}
+	recCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	rec, err := kube.NewRecorder(recCtx, e.client, EventComponent, e.host)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("vk: events: %w", err)
+	}
+	e.rec.Store(rec)
+	return func() {
+		e.rec.Store(nil)
+		cancel()
+		<-rec.Done()
+	}, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
+	plnode "github.com/podlife/podlife/node"
 )
 
 // TestRunRegistersNodeAndRunsPods runs vk.Run against client-go's fake clientset: the
@@ -74,6 +77,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{NodeName: "n", Client: fake.NewClientset()},
 		{NodeName: "n", Provider: vktest.New(vktest.Config{})},
 		{NodeName: "n", Provider: vktest.New(vktest.Config{}), Client: fake.NewClientset(), Node: vk.DefaultNode("other")},
+		{NodeName: "n", Provider: vktest.New(vktest.Config{}), Client: fake.NewClientset(), NoEvents: true,
+			Recorder: plnode.EventRecorderFunc(func(*v1.Pod, string, string, string) {})},
 	} {
 		if err := vk.Run(context.Background(), cfg); err == nil {
 			t.Errorf("Run(%+v) = nil, want an error", cfg)
@@ -144,4 +149,80 @@ func TestRunnerNodeFailure(t *testing.T) {
 		default:
 		}
 	})
+}
+
+// TestRunRecordsEvents: with no Recorder, Run writes the pod events to the API server
+// through the node's client, as virtual-kubelet's nodeutil does (a pod referring to a
+// missing Secret gets a MandatorySecretNotFound warning event, source virtual-kubelet on
+// the node); with NoEvents, none. The recorder ends with Run (synctest finds a goroutine
+// left behind).
+func TestRunRecordsEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		noEvents bool
+		want     []string // reason source/host of each event
+	}{
+		{name: "default", want: []string{"MandatorySecretNotFound virtual-kubelet/vnode"}},
+		{name: "NoEvents", noEvents: true, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				client := fake.NewClientset()
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() {
+					done <- vk.Run(ctx, vk.Config{NodeName: "vnode", Provider: vktest.New(vktest.Config{}),
+						Client: client, NoEvents: tc.noEvents})
+				}()
+				_, err := client.CoreV1().Pods("default").Create(ctx, &v1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"},
+					Spec: v1.PodSpec{NodeName: "vnode", Containers: []v1.Container{{Name: "app", Image: "busybox",
+						Env: []v1.EnvVar{{Name: "K", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+							LocalObjectReference: v1.LocalObjectReference{Name: "missing"}, Key: "k"}}}}}}},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				// The container waits with CreateContainerConfigError once the create is
+				// refused; its event (if any) is written within seconds.
+				deadline := time.Now().Add(time.Minute)
+				for {
+					got, err := client.CoreV1().Pods("default").Get(ctx, "web", metav1.GetOptions{})
+					if err == nil && len(got.Status.ContainerStatuses) == 1 && got.Status.ContainerStatuses[0].State.Waiting != nil &&
+						got.Status.ContainerStatuses[0].State.Waiting.Reason == vk.ReasonCreateContainerConfigError {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("no CreateContainerConfigError a minute after the pod's creation: %+v, %v", got, err)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				seen := map[string]bool{}
+				for _, ev := range events.Items {
+					s := ev.Reason + " " + ev.Source.Component + "/" + ev.Source.Host
+					if ev.InvolvedObject.UID != "uid-web" || ev.Type != v1.EventTypeWarning {
+						s += " (" + string(ev.InvolvedObject.UID) + ", " + ev.Type + ")"
+					}
+					if !seen[s] {
+						seen[s] = true
+						got = append(got, s)
+					}
+				}
+				if diff := cmp.Diff(tc.want, got); diff != "" {
+					t.Errorf("events (-want +got):\n%s", diff)
+				}
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			})
+		})
+	}
 }
