@@ -96,7 +96,7 @@
 // and SeenAllSources tell whether sources have sent their first Set.
 //
 // Before the store sees an update, the Mux drops its pods without a name (ErrEmptyName)
-// and those MuxConfig.Admit refuses (a node agent's pods of another node), reported as
+// and those MuxConfig.Accept refuses (a node agent's pods of another node), reported as
 // the store's drops are; with MuxConfig.OnlySources, an update from a source not in
 // MuxConfig.Sources fails (ErrUnknownSource). Close tells the sources that the reader is
 // gone: later updates fail with ErrClosed.

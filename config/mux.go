@@ -25,13 +25,13 @@ type MuxConfig struct {
 	// wrapping ErrUnknownSource (it changes nothing): a misspelt source name is an error,
 	// not a source nobody waits for.
 	OnlySources bool
-	// Admit, if set, is asked about every pod of a Set, Add, Update or Delete that has a
+	// Accept, if set, is asked about every pod of a Set, Add, Update or Delete that has a
 	// UID (before the store sees the update, outside the Mux's lock, from the goroutine
 	// that sent it): a non-nil error drops the pod as the store drops a pod without a UID
 	// (Drop.Err is the error, which should wrap a sentinel of the caller's). A node agent
 	// refuses pods bound to another node here. It must be quick and safe for concurrent
 	// use.
-	Admit func(source string, pod *v1.Pod) error
+	Accept func(source string, pod *v1.Pod) error
 	// UpdatesBufferLen is the capacity of the Updates channel. 0 means 50, the kubelet's
 	// value; negative values are invalid.
 	UpdatesBufferLen int
@@ -88,7 +88,7 @@ type Mux struct {
 	logger  *slog.Logger
 	onDrop  func(Drop)
 	onError func(string, error)
-	admit   func(string, *v1.Pod) error
+	accept  func(string, *v1.Pod) error
 	// known holds the names of Sources when OnlySources is set (nil otherwise); it is
 	// never written after NewMux.
 	known map[string]bool
@@ -131,7 +131,7 @@ func NewMux(cfg MuxConfig) (*Mux, error) {
 		logger:   cfg.Logger,
 		onDrop:   cfg.OnDrop,
 		onError:  cfg.OnError,
-		admit:    cfg.Admit,
+		accept:   cfg.Accept,
 		closed:   make(chan struct{}),
 		turn:     make(chan struct{}, 1),
 		store:    NewStoreWithConfig(StoreConfig{Clock: cfg.Clock, TrustResourceVersions: cfg.TrustResourceVersions, SharedPods: cfg.SharedPods}),
@@ -177,7 +177,7 @@ func (m *Mux) Updates() <-chan PodUpdate { return m.updates }
 // error says how many updates were undelivered. After Close, and when Close ends its wait,
 // it returns an error wrapping ErrClosed; with MuxConfig.OnlySources, an update from a
 // source not in Sources returns an error wrapping ErrUnknownSource. Dropped pods (the
-// store's drops, pods without a name: ErrEmptyName, and pods MuxConfig.Admit refuses) are
+// store's drops, pods without a name: ErrEmptyName, and pods MuxConfig.Accept refuses) are
 // logged, counted and passed to OnDrop; they do not make Update fail.
 func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 	if ctx.Err() != nil {
@@ -191,7 +191,7 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 	if m.known != nil && u.Source != "" && !m.known[u.Source] {
 		return fmt.Errorf("%w: %q (sources: %q)", ErrUnknownSource, u.Source, m.expected)
 	}
-	u, admitted, refused := m.admitPods(u)
+	u, accepted, refused := m.acceptPods(u)
 	select {
 	case m.turn <- struct{}{}: // no merge under way: taken without a wait (and a select)
 	default:
@@ -210,7 +210,7 @@ func (m *Mux) Update(ctx context.Context, u PodUpdate) error {
 		return err
 	}
 	if refused != nil {
-		drops = mergeDrops(refused, drops, admitted)
+		drops = mergeDrops(refused, drops, accepted)
 	}
 	if firstSet {
 		m.markReady(u.Source)
@@ -250,11 +250,11 @@ deliver:
 	return nil
 }
 
-// admitPods returns u without its pods that have a UID and no name (ErrEmptyName) or that
-// MuxConfig.Admit refuses, and the Drops of those pods. admitted maps the returned
+// acceptPods returns u without its pods that have a UID and no name (ErrEmptyName) or that
+// MuxConfig.Accept refuses, and the Drops of those pods. accepted maps the returned
 // update's pod indexes to u's (nil, and u returned as it is, when nothing is dropped).
 // Nil pods and pods without a UID are left to the store, which drops them.
-func (m *Mux) admitPods(u PodUpdate) (out PodUpdate, admitted []int, refused []Drop) {
+func (m *Mux) acceptPods(u PodUpdate) (out PodUpdate, accepted []int, refused []Drop) {
 	switch u.Op {
 	case Set, Add, Update, Delete:
 	default:
@@ -262,8 +262,8 @@ func (m *Mux) admitPods(u PodUpdate) (out PodUpdate, admitted []int, refused []D
 	}
 	for i, p := range u.Pods {
 		if p == nil || p.UID == "" {
-			if admitted != nil {
-				admitted = append(admitted, i)
+			if accepted != nil {
+				accepted = append(accepted, i)
 				out.Pods = append(out.Pods, p)
 			}
 			continue
@@ -271,42 +271,42 @@ func (m *Mux) admitPods(u PodUpdate) (out PodUpdate, admitted []int, refused []D
 		err := error(nil)
 		if p.Name == "" {
 			err = fmt.Errorf("%w: uid %s in namespace %q", ErrEmptyName, p.UID, p.Namespace)
-		} else if m.admit != nil {
-			err = m.admit(u.Source, p)
+		} else if m.accept != nil {
+			err = m.accept(u.Source, p)
 		}
 		if err == nil {
-			if admitted != nil {
-				admitted = append(admitted, i)
+			if accepted != nil {
+				accepted = append(accepted, i)
 				out.Pods = append(out.Pods, p)
 			}
 			continue
 		}
-		if admitted == nil {
-			// The first refusal: the pods before it are all admitted.
+		if accepted == nil {
+			// The first refusal: the pods before it are all accepted.
 			out = u
 			out.Pods = make([]*v1.Pod, i, len(u.Pods)-1)
 			copy(out.Pods, u.Pods[:i])
-			admitted = make([]int, i, len(u.Pods)-1)
+			accepted = make([]int, i, len(u.Pods)-1)
 			for j := range i {
-				admitted[j] = j
+				accepted[j] = j
 			}
 		}
 		refused = append(refused, Drop{Source: u.Source, Index: i, Pod: p, Err: err})
 	}
-	if admitted == nil {
+	if accepted == nil {
 		return u, nil, nil
 	}
-	return out, admitted, refused
+	return out, accepted, refused
 }
 
-// mergeDrops returns refused and the store's drops (whose indexes are admitted's: turned
+// mergeDrops returns refused and the store's drops (whose indexes are accepted's: turned
 // into the input's), in input order.
-func mergeDrops(refused, drops []Drop, admitted []int) []Drop {
+func mergeDrops(refused, drops []Drop, accepted []int) []Drop {
 	all := make([]Drop, 0, len(refused)+len(drops))
 	all = append(all, refused...)
 	for _, d := range drops {
-		if d.Index >= 0 && d.Index < len(admitted) {
-			d.Index = admitted[d.Index]
+		if d.Index >= 0 && d.Index < len(accepted) {
+			d.Index = accepted[d.Index]
 		}
 		all = append(all, d)
 	}

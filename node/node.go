@@ -196,7 +196,7 @@ func New(cfg Config) (*Node, error) {
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	var err error
 	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, OnlySources: true, Clock: cfg.Clock, Logger: cfg.Logger,
-		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods, Admit: n.admit,
+		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods, Accept: n.accept,
 		OnDrop: func(d config.Drop) {
 			n.emit(Event{Kind: EventError, Pod: d.Pod, Reason: ReasonDropped, Err: d.Err})
 		},
@@ -346,8 +346,8 @@ func updateError(source string, err error) error {
 	return fmt.Errorf("node: update from source %q: %w", source, err)
 }
 
-// admit is the config merge's Admit: it refuses a pod bound to another node.
-func (n *Node) admit(_ string, p *v1.Pod) error {
+// accept is the config merge's Accept: it refuses a pod bound to another node.
+func (n *Node) accept(_ string, p *v1.Pod) error {
 	if p.Spec.NodeName != "" && p.Spec.NodeName != n.cfg.NodeName {
 		return fmt.Errorf("%w: %s/%s (uid %s) is bound to %q, this is %q", ErrOtherNode, p.Namespace, p.Name, p.UID, p.Spec.NodeName, n.cfg.NodeName)
 	}

@@ -13,10 +13,10 @@ import (
 
 var errOtherNode = errors.New("test: pod of another node")
 
-// The Mux drops pods without a name and pods Admit refuses before the store sees them:
+// The Mux drops pods without a name and pods Accept refuses before the store sees them:
 // reported as Drops with their input indexes (the store's drops among them), the rest
 // merged; a dropped pod counts as not listed.
-func TestMuxAdmit(t *testing.T) {
+func TestMuxAccept(t *testing.T) {
 	other := newPod("other", "uid-o")
 	other.Spec.NodeName = "node2"
 	nameless := newPod("", "uid-n")
@@ -34,7 +34,7 @@ func TestMuxAdmit(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name      string
-		admit     bool
+		accept    bool
 		u         PodUpdate
 		wantAdds  []string
 		wantDrops []drop
@@ -43,7 +43,7 @@ func TestMuxAdmit(t *testing.T) {
 			[]string{"a", "b"}, []drop{{1, ErrEmptyName.Error()}}},
 		{"nameless first", false, set(nameless, newPod("a", "uid-a")),
 			[]string{"a"}, []drop{{0, ErrEmptyName.Error()}}},
-		{"another node's pod kept without Admit", false, set(other),
+		{"another node's pod kept without Accept", false, set(other),
 			[]string{"other"}, nil},
 		{"another node's pod refused", true, set(newPod("a", "uid-a"), other),
 			[]string{"a"}, []drop{{1, errOtherNode.Error()}}},
@@ -60,8 +60,8 @@ func TestMuxAdmit(t *testing.T) {
 				}
 				drops = append(drops, drop{d.Index, sentinel(d.Err)})
 			}}
-			if tc.admit {
-				cfg.Admit = func(_ string, p *v1.Pod) error {
+			if tc.accept {
+				cfg.Accept = func(_ string, p *v1.Pod) error {
 					if p.Spec.NodeName != "" && p.Spec.NodeName != "node1" {
 						return errOtherNode
 					}
