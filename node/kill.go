@@ -126,11 +126,11 @@ func (n *Node) handleKill(req *killRequest) {
 		return
 	}
 	if n.observed() {
-		msg := "KillPod"
+		msg := "KillPod requested"
 		if g := req.opts.GracePeriodOverride; g != nil {
-			msg = fmt.Sprintf("KillPod (grace override %ds)", *g)
+			msg = fmt.Sprintf("KillPod requested (grace override %ds)", *g)
 		}
-		n.emit(Event{Kind: EventConfig, Pod: p, Reason: ReasonKilling, Message: msg})
+		n.emit(Event{Kind: EventWork, Pod: p, Reason: ReasonKilling, Message: msg})
 	}
 	ko := &podworker.KillPodOptions{CompletedCh: req.done, Evict: req.opts.Evict,
 		PodStatusFunc: req.opts.Status, PodTerminationGracePeriodSecondsOverride: req.opts.GracePeriodOverride}

@@ -421,7 +421,8 @@ func (n *Node) push(s *pleg.PodStatus) {
 }
 
 // Workers, Status, Relister and Mux expose the node's components, for queries, tests and
-// observers. Calling their mutating methods interferes with the loop.
+// observers. Calling their mutating methods interferes with the loop: to end a pod, call
+// KillPod.
 func (n *Node) Workers() *podworker.Runner { return n.workers }
 func (n *Node) Status() *statusmgr.Manager { return n.status }
 func (n *Node) Relister() *pleg.Relister   { return n.relister }
