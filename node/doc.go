@@ -55,6 +55,23 @@
 //     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod);
 //     Config.BackoffInitial and BackoffMax set the back-off, Config.ResyncInterval the
 //     period of a running pod's syncs.
+//   - KillPod is the kubelet's killPodNow, the one entry point for ending a pod on the
+//     node's own decision (eviction, graceful shutdown, preemption): through the loop,
+//     in order with config changes, it hands a kill (a grace override that may only
+//     shorten the period in force, a status function, the eviction mark) to the pod's
+//     worker and returns once the containers are stopped. A killed pod is never started
+//     again while its UID is known, whatever its sources say. Its status function runs
+//     on the statuses SyncTerminatingPod writes, and the final status keeps what it set
+//     (a terminal phase of the status manager's status is never left), so the API
+//     server sees its phase, reason, message and DisruptionTarget condition before the
+//     pod's final delete. A status function may set the phase (Failed, or Succeeded),
+//     reason, message and kubelet-owned or DisruptionTarget conditions (use
+//     SetDisruptionTarget; the status manager stamps the transition time); conditions
+//     of other types are the API server's and are not written; container statuses,
+//     IPs and qosClass are regenerated. It must be quick and pure: it runs on a pod
+//     worker's goroutine, outside every lock, possibly more than once. Shutdown (with
+//     ShutdownPlan and ShutdownStatus) is the kubelet's graceful node shutdown on top of
+//     KillPod: pods by priority group, lowest first, each group's period at most.
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
 //     with a context that ends when the call returns, is superseded or Run ends (see
 //     Runtime: containers that outlive SyncPod are started under the runtime's own
@@ -75,6 +92,10 @@
 //
 // The caller calls New, Run (once), Update or Channel (from any goroutine, before or
 // during Run: after it, updates fail with ErrStopped), Ready, and the query methods.
+// KillPod and Shutdown may be called from any goroutine (before Run they wait for it;
+// after it they fail with ErrStopped) except those they wait for: not from OnEvent (the
+// loop's goroutine), a Runtime or StatusGenerator method, a status function or a
+// metrics hook, where they would wait for themselves (until their context ends).
 // Updates come only from Config.Sources (others fail with ErrUnknownSource); a pod bound
 // to another node or without a name is dropped from its update (EventError,
 // ReasonDropped) and never runs. The node calls the Runtime (from the pod

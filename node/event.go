@@ -18,7 +18,8 @@ const (
 	EventConfig EventKind = iota
 	// EventPLEG: the loop handled a PLEG event (PLEG says which).
 	EventPLEG
-	// EventWork: a pod worker called the node's PodSyncer, or one of its steps finished.
+	// EventWork: a pod worker called the node's PodSyncer, or one of its steps finished,
+	// or KillPod handed a kill to the pod workers.
 	EventWork
 	// EventHousekeeping: a step of the housekeeping round.
 	EventHousekeeping

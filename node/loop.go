@@ -45,6 +45,8 @@ func (n *Node) loop(ctx context.Context) {
 			next = n.handlePLEGRun(ev)
 		case <-nextReady:
 			next = n.handlePLEGRun(next)
+		case req := <-n.kills:
+			n.handleKill(req)
 		case <-housekeeping.C():
 			n.housekeeping(ctx)
 			housekeeping.Reset(n.cfg.HousekeepingPeriod)

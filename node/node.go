@@ -177,6 +177,9 @@ type Node struct {
 	// stopped holds, per pod, the status SyncTerminatingPod inspected after a successful
 	// kill, until the terminated work takes it (see statusAfter).
 	stopped stoppedStatuses
+	// kills carries KillPod's requests to the loop; ended is closed when the loop ends.
+	kills chan *killRequest
+	ended chan struct{}
 
 	ready     chan struct{} // closed once every source delivered its first full list
 	readyOnce sync.Once
@@ -190,7 +193,8 @@ func New(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, runtime: cfg.Runtime,
 		cache: pleg.NewCache(), pods: newPodManager(),
-		ready: make(chan struct{}), running: make(chan struct{}, 1)}
+		ready: make(chan struct{}), running: make(chan struct{}, 1),
+		kills: make(chan *killRequest), ended: make(chan struct{})}
 	n.stopped.seed = maphash.MakeSeed()
 	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
@@ -394,7 +398,8 @@ func (n *Node) Run(ctx context.Context) error {
 	run(n.workers.Run)
 	run(n.status.Run)
 	n.loop(ctx)
-	n.mux.Close() // nobody reads the merge's changes any more: updates fail with ErrStopped
+	close(n.ended) // KillPod's requests fail with ErrStopped
+	n.mux.Close()  // nobody reads the merge's changes any more: updates fail with ErrStopped
 	cancel()
 	wg.Wait()
 	select {
@@ -416,7 +421,8 @@ func (n *Node) push(s *pleg.PodStatus) {
 }
 
 // Workers, Status, Relister and Mux expose the node's components, for queries, tests and
-// observers. Calling their mutating methods interferes with the loop.
+// observers. Calling their mutating methods interferes with the loop: to end a pod, call
+// KillPod.
 func (n *Node) Workers() *podworker.Runner { return n.workers }
 func (n *Node) Status() *statusmgr.Manager { return n.status }
 func (n *Node) Relister() *pleg.Relister   { return n.relister }

@@ -83,8 +83,10 @@ type GenerateOptions struct {
 //
 // The phase is PodPhaseInitialized on the statuses before Started/Ready are set
 // (as the kubelet computes it), with "a regular container of the current sandbox
-// exists" read from rs. A generated non-terminal phase yields to a terminal phase of
-// opts.OldStatus, then of pod.Status; a terminal pod.Status phase is never left. The
+// exists" read from rs. A terminal phase of opts.OldStatus is never left (the kubelet
+// lets a generated terminal phase replace it; podlife's status manager refuses that
+// change); a generated non-terminal phase yields to a terminal phase of pod.Status; a
+// terminal pod.Status phase is never left. The
 // reason and message of the old status are kept while the phase is unchanged (from
 // pod.Status where the old ones are empty).
 //
@@ -136,13 +138,15 @@ func GenerateAPIStatus(pod *v1.Pod, rs *pleg.PodStatus, opts GenerateOptions) v1
 
 	s.Phase = PodPhaseInitialized(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.PodIsTerminal,
 		hasAnyActiveRegularContainerStarted(&pod.Spec, rs))
-	if !podfacts.IsTerminalPhase(s.Phase) {
-		switch {
-		case podfacts.IsTerminalPhase(old.Phase):
-			s.Phase = old.Phase
-		case podfacts.IsTerminalPhase(pod.Status.Phase):
-			s.Phase = pod.Status.Phase
-		}
+	switch {
+	case podfacts.IsTerminalPhase(old.Phase):
+		// Also over a generated terminal phase (podlife; the kubelet only over a
+		// non-terminal one): the status manager never leaves a terminal phase, and a
+		// kill's status function may have set Failed on a pod whose containers then
+		// stopped with exit code 0 (Succeeded).
+		s.Phase = old.Phase
+	case !podfacts.IsTerminalPhase(s.Phase) && podfacts.IsTerminalPhase(pod.Status.Phase):
+		s.Phase = pod.Status.Phase
 	}
 	if s.Phase == old.Phase {
 		s.Reason, s.Message = old.Reason, old.Message

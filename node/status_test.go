@@ -473,3 +473,31 @@ func TestPodConditions(t *testing.T) {
 		}
 	})
 }
+
+// A terminal phase of the old status is never left, not even for another terminal phase
+// (podlife; the status manager refuses the change): an evicted pod (Failed, reason and
+// message of its status function) whose stopped containers all exited 0 stays Failed,
+// with its reason and message.
+func TestGenerateAPIStatusKeepsTerminalPhase(t *testing.T) {
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}, RestartPolicy: v1.RestartPolicyAlways},
+		Status: v1.PodStatus{Phase: v1.PodRunning}}
+	exited0 := &pleg.PodStatus{ContainerStatuses: []*pleg.ContainerStatus{{ID: "1", Name: "c", State: pleg.ContainerStateExited, ExitCode: 0}}}
+	for _, tc := range []struct {
+		name      string
+		old       v1.PodStatus
+		wantPhase v1.PodPhase
+		wantWhy   string
+	}{
+		{name: "old Failed by a status function", old: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: "low on memory"},
+			wantPhase: v1.PodFailed, wantWhy: "Evicted: low on memory"},
+		{name: "old Running: the generated Succeeded", old: v1.PodStatus{Phase: v1.PodRunning, Reason: "R", Message: "m"},
+			wantPhase: v1.PodSucceeded, wantWhy: ": "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := node.GenerateAPIStatus(pod, exited0, node.GenerateOptions{OldStatus: tc.old, PodIsTerminal: true, Now: time.Now()})
+			if got.Phase != tc.wantPhase || got.Reason+": "+got.Message != tc.wantWhy {
+				t.Errorf("phase %s, reason and message %q, want %s, %q", got.Phase, got.Reason+": "+got.Message, tc.wantPhase, tc.wantWhy)
+			}
+		})
+	}
+}
