@@ -14,7 +14,9 @@
 //
 //   - One loop goroutine applies, one at a time and in arrival order: config changes
 //     (per merge in the kubelet's order REMOVE, ADD, UPDATE, DELETE, RECONCILE), PLEG
-//     events and the housekeeping tick. ADD creates a pod worker (oldest pods first);
+//     events and the housekeeping tick. ADD creates a pod worker (oldest pods first) for each pod
+//     Config.Admit admits (a refused pod is never started and ends Failed with the
+//     handler's reason, as the kubelet's rejectPod writes it);
 //     UPDATE and DELETE update it (a graceful delete is an update that carries the
 //     deletionTimestamp); REMOVE kills it; RECONCILE (only the status changed) records the
 //     pod and syncs it only when its Ready condition disagrees with its containers or it is

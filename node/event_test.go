@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,7 +25,7 @@ func TestEventsFormattedOnlyWhenObserved(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}}
 	reconcile := config.PodUpdate{Op: config.Reconcile, Source: SourceAPI, Pods: []*v1.Pod{pod}}
 	ev := &pleg.PodLifecycleEvent{ID: "uid-unknown", Type: pleg.ContainerStarted, Data: "c1"}
-	step := func(n *Node) { n.dispatch(reconcile); n.handlePLEGRun(ev) }
+	step := func(n *Node) { n.dispatch(context.Background(), reconcile); n.handlePLEGRun(ev) }
 
 	var got []Event
 	for _, observed := range []bool{false, true} {
@@ -84,7 +85,7 @@ func TestAddAdmitsOldestFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n.dispatch(config.PodUpdate{Op: config.Add, Source: SourceAPI, Pods: pods})
+		n.dispatch(context.Background(), config.PodUpdate{Op: config.Add, Source: SourceAPI, Pods: pods})
 		if s := strings.Join(got, " "); s != tc.want {
 			t.Errorf("ages %v: admitted %s, want %s", tc.ages, s, tc.want)
 		}

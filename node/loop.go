@@ -27,7 +27,7 @@ func (n *Node) loop(ctx context.Context) {
 	// handlePLEGRun): while there is one, it stands in for the channel.
 	var next *pleg.PodLifecycleEvent
 	for {
-		if delivered != nil && n.checkReady() {
+		if delivered != nil && n.checkReady(ctx) {
 			delivered = nil
 		}
 		events, nextReady := n.relister.Events(), (<-chan struct{})(nil)
@@ -40,7 +40,7 @@ func (n *Node) loop(ctx context.Context) {
 		case <-delivered:
 			// checkReady runs at the top of the loop.
 		case u := <-n.mux.Updates():
-			n.dispatch(u)
+			n.dispatch(ctx, u)
 		case ev := <-events:
 			next = n.handlePLEGRun(ev)
 		case <-nextReady:
@@ -67,7 +67,7 @@ func (n *Node) isReady() bool {
 // checkReady closes ready once every source's first full list is on the mux's channel
 // and, drained from it here, has been dispatched: only then does the pod manager hold
 // every desired pod, and a pod missing from it is really gone.
-func (n *Node) checkReady() bool {
+func (n *Node) checkReady(ctx context.Context) bool {
 	if n.isReady() {
 		return true
 	}
@@ -77,7 +77,7 @@ func (n *Node) checkReady() bool {
 	for drained := false; !drained; {
 		select {
 		case u := <-n.mux.Updates():
-			n.dispatch(u)
+			n.dispatch(ctx, u)
 		default:
 			drained = true
 		}
@@ -88,8 +88,9 @@ func (n *Node) checkReady() bool {
 }
 
 // dispatch hands one category of changes to the pod workers, as the kubelet's
-// HandlePodRemoves, HandlePodAdditions, HandlePodUpdates and HandlePodReconcile do.
-func (n *Node) dispatch(u config.PodUpdate) {
+// HandlePodRemoves, HandlePodAdditions, HandlePodUpdates and HandlePodReconcile do;
+// an ADD's pods go through Config.Admit first (admitPod).
+func (n *Node) dispatch(ctx context.Context, u config.PodUpdate) {
 	pods := u.Pods
 	if u.Op == config.Add && !slices.IsSortedFunc(pods, olderFirst) {
 		// The kubelet admits new pods oldest first (a copy: the update's list is the
@@ -127,6 +128,9 @@ func (n *Node) dispatch(u config.PodUpdate) {
 			}
 			ut := podworker.SyncPodUpdate
 			if u.Op == config.Add {
+				if !n.admitPod(ctx, p) {
+					continue // refused: never started, its Failed status written
+				}
 				ut = podworker.SyncPodCreate
 			}
 			// A graceful delete is an update whose deletionTimestamp makes the pod stop.
@@ -304,11 +308,12 @@ func (n *Node) housekeeping(ctx context.Context) {
 		n.emit(Event{Kind: EventHousekeeping, Reason: ReasonForgot, Message: fmt.Sprintf("forgot %d finished pod(s)", forgot)})
 	}
 	// Desired pods the workers do not know (a UID reused after its pod finished, a
-	// static pod with a fixed UID) start again, unless they are terminal; the status of
+	// static pod with a fixed UID) start again, unless they are terminal (on the server
+	// or in the status manager: a pod Config.Admit refused is); the status of
 	// their previous run is dropped with the orphans', so the new run starts afresh.
 	var restart []*v1.Pod
 	for _, p := range desired {
-		if _, ok := known[p.UID]; ok || podfacts.IsTerminalPhase(p.Status.Phase) {
+		if _, ok := known[p.UID]; ok || n.isAdmittedPodTerminal(p) {
 			continue
 		}
 		restart = append(restart, p)

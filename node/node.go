@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/internal/validate"
@@ -141,6 +142,19 @@ type Config struct {
 	// name still runs (podworker.Config.SerializeByName); for runtimes that key pods by
 	// name, like virtual-kubelet providers.
 	SerializeByName bool
+	// Admit are the admit handlers (the kubelet's pod admit handlers, e.g.
+	// admission.PredicateHandler): each new pod of a config ADD, oldest first, is
+	// admitted against the pods already admitted and still active (not terminal, or
+	// still terminating; the pods admitted before it in the same ADD included). They are
+	// called in order from the loop goroutine, outside every lock, the first refusal
+	// deciding; the loop waits for them. A refused pod is never started and gets no pod
+	// worker: its status becomes Failed with the handler's reason and "Pod was rejected: "
+	// + its message (admission.RejectedStatus), written to the API server; a Warning
+	// event with that reason is recorded and an EventConfig with ReasonRejected
+	// reported. Once deleted, its object is deleted as any finished pod's. Static pods
+	// are admitted too; a pod already terminal or already terminating is not. nil: every
+	// pod is admitted.
+	Admit []admission.Handler
 	// OnEvent, if set, receives every step of the loop (see Event), outside any lock,
 	// from the loop's and the pod workers' goroutines. It must be quick and safe for
 	// concurrent use; it may call the Node's query methods.

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
@@ -52,6 +53,7 @@ type envOpts struct {
 	noAPISource    bool
 	fullComparison bool
 	copyPods       bool
+	admit          []admission.Handler
 	// recorder, metrics and wrap (the runtime as the node sees it) for observe_test.go.
 	recorder node.EventRecorder
 	metrics  node.Metrics
@@ -69,7 +71,7 @@ func start(t *testing.T, api *statusmgrtest.FakeAPI, mem *plegtest.Runtime, o en
 	}
 	e := &env{t: t, api: api, mem: mem, rt: nodetest.NewRuntime(mem, o.containers), done: make(chan error, 2)}
 	cfg := node.Config{NodeName: nodeName, Runtime: e.rt, Patcher: api, Sources: o.sources, OnEvent: e.record,
-		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison, CopyPods: o.copyPods}
+		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison, CopyPods: o.copyPods, Admit: o.admit}
 	if o.wrap != nil {
 		cfg.Runtime = o.wrap(e.rt)
 	}

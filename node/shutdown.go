@@ -10,7 +10,6 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/podlife/podlife/internal/podfacts"
 )
 
 // Graceful node shutdown: the kubelet's nodeshutdown manager (nodeshutdown_manager.go,
@@ -190,7 +189,7 @@ func ShutdownStatus(pod *v1.Pod) func(*v1.PodStatus) {
 // KillPod waits for, while Run runs; the node keeps running afterwards (end Run's
 // context to stop it).
 func (n *Node) Shutdown(ctx context.Context, cfg ShutdownConfig) error {
-	groups, err := ShutdownPlan(n.activePods(), cfg)
+	groups, err := ShutdownPlan(n.activePodsOldestFirst(), cfg)
 	if err != nil {
 		return err
 	}
@@ -246,21 +245,9 @@ func (n *Node) shutdownGroup(ctx context.Context, g ShutdownGroup) error {
 	return nil
 }
 
-// activePods are the pods the kubelet's GetActivePods returns: the desired pods that
-// are neither known terminated nor terminal (unless their termination was requested),
-// oldest first.
-func (n *Node) activePods() []*v1.Pod {
-	desired, _, _ := n.pods.snapshot()
-	active := desired[:0]
-	for _, p := range desired {
-		if n.workers.IsPodKnownTerminated(p.UID) {
-			continue
-		}
-		if n.isTerminal(p) && !n.workers.IsPodTerminationRequested(p.UID) {
-			continue
-		}
-		active = append(active, p)
-	}
+// activePodsOldestFirst are the active pods (see activePods), oldest first.
+func (n *Node) activePodsOldestFirst() []*v1.Pod {
+	active := n.activePods()
 	slices.SortStableFunc(active, func(a, b *v1.Pod) int {
 		if c := olderFirst(a, b); c != 0 {
 			return c
@@ -268,14 +255,4 @@ func (n *Node) activePods() []*v1.Pod {
 		return cmp.Compare(a.UID, b.UID)
 	})
 	return active
-}
-
-// isTerminal reports whether the pod's phase is terminal, on the server or in the
-// status manager (the kubelet's isAdmittedPodTerminal).
-func (n *Node) isTerminal(p *v1.Pod) bool {
-	if podfacts.IsTerminalPhase(p.Status.Phase) {
-		return true
-	}
-	s, ok := n.status.PodStatusView(p.UID)
-	return ok && podfacts.IsTerminalPhase(s.Phase)
 }
