@@ -74,6 +74,13 @@ type killRequest struct {
 // also before Run (it then waits for Run), but not from the goroutines it waits for:
 // not from OnEvent (the loop calls it), a Runtime method, StatusGenerator or
 // a status function (the pod's worker calls them), nor a metrics hook.
+//
+// An admit handler of Config.Admit (critical-pod preemption: admission.CriticalPodPreemption
+// with a KillFunc calling KillPod) calls it with the context the handler got: the kill is
+// then handed to the pod workers on the loop's goroutine, and the loop waits until the
+// victim's containers are stopped before it admits the next pod, as the kubelet's sync
+// loop waits in killPodNow. The node is not known when Config is built: the KillFunc reads
+// a variable set to New's result (no pod is admitted before Run).
 func (n *Node) KillPod(ctx context.Context, uid types.UID, opts KillPodOptions) error {
 	done, err := n.requestKill(ctx, uid, opts)
 	if err != nil {
@@ -104,12 +111,18 @@ func (n *Node) requestKill(ctx context.Context, uid types.UID, opts KillPodOptio
 		return nil, fmt.Errorf("%w: %d (pod %s)", podworker.ErrNegativeGracePeriod, *g, uid)
 	}
 	req := &killRequest{uid: uid, opts: opts, done: make(chan struct{}), reply: make(chan error, 1)}
-	select {
-	case n.kills <- req:
-	case <-n.ended:
-		return nil, fmt.Errorf("%w: pod %s not killed", ErrStopped, uid)
-	case <-ctx.Done():
-		return nil, fmt.Errorf("node: kill of pod %s not requested: %w", uid, ctx.Err())
+	if ctx.Value(loopKey{}) == n {
+		// An admit handler on the loop (critical-pod preemption): the loop cannot take
+		// the request, so it is handed to the pod workers here, on the loop goroutine.
+		n.handleKill(req)
+	} else {
+		select {
+		case n.kills <- req:
+		case <-n.ended:
+			return nil, fmt.Errorf("%w: pod %s not killed", ErrStopped, uid)
+		case <-ctx.Done():
+			return nil, fmt.Errorf("node: kill of pod %s not requested: %w", uid, ctx.Err())
+		}
 	}
 	if err := <-req.reply; err != nil { // the loop answers at once
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
 )
 
 // Graceful node shutdown: the kubelet's nodeshutdown manager (nodeshutdown_manager.go,
@@ -182,13 +181,20 @@ func ShutdownStatus(pod *v1.Pod) func(*v1.PodStatus) {
 // terminal (oldest first), grouped by ShutdownPlan(cfg), are killed group after group
 // through KillPod with their grace period and ShutdownStatus; the next group starts
 // once every pod of the group is stopped or the group's period has passed on the node's
-// clock, whichever comes first (a kill still going on goes on). Pods added meanwhile
-// are not killed. It returns nil once the last group is done, or an error wrapping
+// clock, whichever comes first (a kill still going on goes on). From its start, new
+// pods are refused by admission (NodeShutdownNotAdmittedReason, the kubelet's message),
+// whatever Config.Admit says. It returns nil once the last group is done, or an error wrapping
 // ErrInvalidShutdown, ErrStopped (Run returned) or ctx's error. Kills that fail (a pod
 // removed meanwhile) are logged and skipped. Call it from any goroutine but those
 // KillPod waits for, while Run runs; the node keeps running afterwards (end Run's
 // context to stop it).
 func (n *Node) Shutdown(ctx context.Context, cfg ShutdownConfig) error {
+	if _, err := ShutdownPeriods(cfg); err != nil {
+		return err
+	}
+	// From now on new pods are refused (NodeShutdownNotAdmittedReason), as the kubelet's
+	// shutdown manager's admit handler does; the pods to kill are those active now.
+	n.shuttingDown.Store(true)
 	groups, err := ShutdownPlan(n.activePodsOldestFirst(), cfg)
 	if err != nil {
 		return err
