@@ -181,10 +181,12 @@ func ShutdownStatus(pod *v1.Pod) func(*v1.PodStatus) {
 // terminal (oldest first), grouped by ShutdownPlan(cfg), are killed group after group
 // through KillPod with their grace period and ShutdownStatus; the next group starts
 // once every pod of the group is stopped or the group's period has passed on the node's
-// clock, whichever comes first (a kill still going on goes on). From its start, new
+// clock, whichever comes first (a kill still going on goes on, and Shutdown waits for
+// it after the last group, so that every pod it killed is terminal once it returns). From its start, new
 // pods are refused by admission (NodeShutdownNotAdmittedReason, the kubelet's message),
 // whatever Config.Admit says. It returns nil once the last group is done, or an error wrapping
-// ErrInvalidShutdown, ErrStopped (Run returned) or ctx's error. Kills that fail (a pod
+// ErrInvalidShutdown, ErrStopped (Run returned) or ctx's error (with ErrKillPending while
+// it waits for kills after the last group). Kills that fail (a pod
 // removed meanwhile) are logged and skipped. Call it from any goroutine but those
 // KillPod waits for, while Run runs; the node keeps running afterwards (end Run's
 // context to stop it).
@@ -200,6 +202,7 @@ func (n *Node) Shutdown(ctx context.Context, cfg ShutdownConfig) error {
 		return err
 	}
 	n.log.InfoContext(ctx, "graceful node shutdown: killing pods by priority", "groups", len(groups))
+	var pending []<-chan struct{}
 	for _, g := range groups {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("node: shutdown: %w", err)
@@ -207,16 +210,30 @@ func (n *Node) Shutdown(ctx context.Context, cfg ShutdownConfig) error {
 		if len(g.Pods) == 0 {
 			continue // no wait for an empty group
 		}
-		if err := n.shutdownGroup(ctx, g); err != nil {
+		waits, err := n.shutdownGroup(ctx, g)
+		if err != nil {
 			return err
+		}
+		pending = append(pending, waits...)
+	}
+	// The kills a group's period cut short go on (with at most that period as their
+	// grace): wait for them, so that every pod's status is terminal once Shutdown returns.
+	for _, done := range pending {
+		select {
+		case <-done:
+		case <-n.ended:
+			return fmt.Errorf("%w: shutdown interrupted", ErrStopped)
+		case <-ctx.Done():
+			return fmt.Errorf("%w: shutdown: %w", ErrKillPending, ctx.Err())
 		}
 	}
 	n.log.InfoContext(ctx, "graceful node shutdown: done")
 	return nil
 }
 
-// shutdownGroup kills the pods of g and waits until they are stopped or g's period ends.
-func (n *Node) shutdownGroup(ctx context.Context, g ShutdownGroup) error {
+// shutdownGroup kills the pods of g and waits until they are stopped or g's period ends;
+// it returns the kills' completion channels.
+func (n *Node) shutdownGroup(ctx context.Context, g ShutdownGroup) ([]<-chan struct{}, error) {
 	var waits []<-chan struct{}
 	for _, sp := range g.Pods {
 		grace := sp.GracePeriodSeconds
@@ -224,9 +241,9 @@ func (n *Node) shutdownGroup(ctx context.Context, g ShutdownGroup) error {
 		done, err := n.requestKill(ctx, sp.Pod.UID, KillPodOptions{GracePeriodOverride: &grace, Status: ShutdownStatus(sp.Pod)})
 		switch {
 		case errors.Is(err, ErrStopped):
-			return err
+			return nil, err
 		case err != nil && ctx.Err() != nil:
-			return fmt.Errorf("node: shutdown: %w", ctx.Err())
+			return nil, fmt.Errorf("node: shutdown: %w", ctx.Err())
 		case err != nil:
 			n.log.InfoContext(ctx, "graceful node shutdown: killing pod failed", append(podKeys(sp.Pod, ""), "err", err)...)
 			continue
@@ -240,15 +257,15 @@ func (n *Node) shutdownGroup(ctx context.Context, g ShutdownGroup) error {
 		case <-done:
 		case <-timer.C():
 			n.log.InfoContext(ctx, "graceful node shutdown: pod killing timed out", "gracePeriod", g.ShutdownGracePeriodSeconds, "priority", g.Priority)
-			return nil
+			return waits, nil
 		case <-n.ended:
-			return fmt.Errorf("%w: shutdown interrupted", ErrStopped)
+			return nil, fmt.Errorf("%w: shutdown interrupted", ErrStopped)
 		case <-ctx.Done():
-			return fmt.Errorf("node: shutdown: %w", ctx.Err())
+			return nil, fmt.Errorf("node: shutdown: %w", ctx.Err())
 		}
 	}
 	n.log.InfoContext(ctx, "graceful node shutdown: every pod of the group stopped", "gracePeriod", g.ShutdownGracePeriodSeconds, "priority", g.Priority)
-	return nil
+	return waits, nil
 }
 
 // activePodsOldestFirst are the active pods (see activePods), oldest first.

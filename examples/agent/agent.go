@@ -28,6 +28,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -86,6 +87,9 @@ type Config struct {
 	// hooks, e.g. package examples/metrics).
 	Recorder node.EventRecorder
 	Metrics  node.Metrics
+	// Admit are the admit handlers each new pod goes through (node.Config.Admit: a
+	// refused pod ends Failed with the handler's reason and is never started).
+	Admit []admission.Handler
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
@@ -137,6 +141,7 @@ func New(cfg Config) (*Agent, error) {
 		HousekeepingPeriod: cfg.HousekeepingPeriod, StatusSyncPeriod: cfg.StatusSyncPeriod,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs, SerializeByName: cfg.SerializeByName,
 		OnEvent: a.onEvent, OnTransition: onTransition, Recorder: cfg.Recorder, Metrics: cfg.Metrics,
+		Admit: cfg.Admit,
 	})
 	if err != nil {
 		return nil, err

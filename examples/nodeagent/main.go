@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -52,6 +53,7 @@ import (
 	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
+	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
@@ -123,6 +125,9 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	fs.StringVar(&cc.Token, "token", "", "with -server: the bearer token of the node's identity")
 	inCluster := fs.Bool("in-cluster", false, "run against the cluster this runs in (rest.InClusterConfig: a pod's service account) instead of the in-memory API")
 	nodeName := fs.String("node", agent.DefaultNodeName, "with a real cluster: the node whose pods the agent runs")
+	var shutdown node.ShutdownConfig
+	fs.DurationVar(&shutdown.GracePeriod, "shutdown-grace-period", 0, "with a real cluster: on SIGTERM or an interrupt, stop every pod as the kubelet's graceful node shutdown does (shutdownGracePeriod; 0: exit at once) and exit once their statuses are on the server")
+	fs.DurationVar(&shutdown.GracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "with -shutdown-grace-period: the last part of it, reserved for critical pods (shutdownGracePeriodCriticalPods)")
 	metricsAddr := fs.String("metrics-addr", "", "serve the kubelet's metrics on /metrics and the PLEG health on /healthz at this address (host:port)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -139,7 +144,7 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
 	}
 	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
-		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, ms, out)
+		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, shutdown, ms, out)
 	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
@@ -380,7 +385,7 @@ func newPod(name string, grace int64) *v1.Pod {
 
 // runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
 func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration,
-	criCfg cri.Config, ms *metricsServer, out io.Writer) error {
+	criCfg cri.Config, shutdown node.ShutdownConfig, ms *metricsServer, out io.Writer) error {
 	if nodeName == "" {
 		return fmt.Errorf("-node must not be empty")
 	}
@@ -432,15 +437,22 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	// SIGTERM (a service manager's stop) or an interrupt: a graceful node shutdown first
+	// when -shutdown-grace-period asks for one, then the agent stops.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	say := writer(out, func() func() { mu.Lock(); return mu.Unlock })
+	go shutdownOnSignal(ctx, sig, a.Node(), shutdown, 30*time.Second, stop, say)
 	stopMetrics, err := ms.serve(ctx, a, out)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
 	mu.Lock()
-	fmt.Fprintf(out, "# running node %s on a real API server for up to %v (interrupt to stop)\n", nodeName, timeout)
+	fmt.Fprintf(out, "# running node %s on a real API server for up to %v (interrupt or SIGTERM to stop)\n", nodeName, timeout)
 	mu.Unlock()
 	return a.Run(ctx)
 }
