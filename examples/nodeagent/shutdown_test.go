@@ -36,7 +36,11 @@ func shutdownRun(t *testing.T, cfg node.ShutdownConfig) (map[string]*v1.Pod, tim
 	defer cancel()
 	var out strings.Builder
 	var mu sync.Mutex
-	say := func(format string, args ...any) { mu.Lock(); defer mu.Unlock(); fmt.Fprintf(&out, format+"\n", args...) }
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(&out, format+"\n", args...)
+	}
 	sig := make(chan os.Signal, 1)
 	go shutdownOnSignal(ctx, sig, a.Node(), cfg, 30*time.Second, cancel, say)
 	done := make(chan error, 1)

@@ -1,9 +1,9 @@
 package podfacts
 
 import (
-	"strings"
-
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/internal/podres"
 )
 
 // QOSClass computes the pod's QoS class from its spec, as the API server does on create
@@ -28,7 +28,7 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 	if pod == nil {
 		return v1.PodQOSBestEffort
 	}
-	if podLevelResourcesSet(pod.Spec.Resources) {
+	if podres.IsPodLevelResourcesSet(pod) {
 		return requirementsQOS(pod.Spec.Resources, false)
 	}
 	var class v1.PodQOSClass
@@ -60,30 +60,6 @@ func QOSClass(pod *v1.Pod) v1.PodQOSClass {
 		return v1.PodQOSBestEffort
 	}
 	return class
-}
-
-// podLevelResourcesSet reports whether pod-level resources name a resource the
-// pod-level resources feature supports (cpu, memory, hugepages-*): the kubelet's
-// resourcehelper.IsPodLevelResourcesSet.
-func podLevelResourcesSet(r *v1.ResourceRequirements) bool {
-	if r == nil {
-		return false
-	}
-	supported := func(name v1.ResourceName) bool {
-		return name == v1.ResourceCPU || name == v1.ResourceMemory ||
-			strings.HasPrefix(string(name), v1.ResourceHugePagesPrefix)
-	}
-	for name := range r.Requests {
-		if supported(name) {
-			return true
-		}
-	}
-	for name := range r.Limits {
-		if supported(name) {
-			return true
-		}
-	}
-	return false
 }
 
 // requirementsQOS classifies one set of requirements (see QOSClass); requestFromLimit
