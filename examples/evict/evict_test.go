@@ -115,7 +115,7 @@ func TestSynchronize(t *testing.T) {
 		want      want
 	}{
 		{name: "a pod over its limit is evicted at once with the kubelet's status and event",
-			pods: []*v1.Pod{pod("big", "1Mi"), pod("small", "1Mi"), pod("unlimited", "")},
+			pods:  []*v1.Pod{pod("big", "1Mi"), pod("small", "1Mi"), pod("unlimited", "")},
 			stats: map[string]eviction.PodStats{"big": over, "small": under, "unlimited": over},
 			want: want{Evicted: []string{"big"}, Kills: []kill{evicted("uid-big", podMsg)},
 				Events: []event{{"uid-big", "Warning", "Evicted", podMsg}}}},
