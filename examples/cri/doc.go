@@ -52,12 +52,19 @@
 //   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, and
 //     the pod's log directory.
 //
+// Beyond node.Runtime, PodStats is a pod's ephemeral-storage use for
+// eviction.LocalStorageEviction (package examples/evict runs the kubelet's local-storage
+// evictions with it): each container's writable layer from ListContainerStats (containerd
+// measures it with its snapshotter every 10 s: a write shows up that much later at most)
+// and the size of its log files; no volumes, as the runtime mounts none.
+//
 // Networking: hostNetwork pods run in the node's network namespace (NamespaceMode NODE).
 // A pod that needs its own network is refused with ErrPodNetwork and an event unless
 // Config.PodNetwork says otherwise (PodNetworkRuntime: let the runtime's CNI set it up;
 // PodNetworkNode: run it in the node's network namespace anyway).
 //
-// Not covered: volumes, probes, resources and cgroups, security contexts beyond the
+// Not covered: volumes, probes, resources and cgroups (an ephemeral-storage limit is only
+// enforced by an evictor, examples/evict, reading PodStats), security contexts beyond the
 // namespaces, env from ConfigMaps/Secrets/fields, sidecar (restartable init) containers as
 // such (they run as ordinary init containers), HTTP preStop hooks (logged and skipped), and
 // restarts on a changed container spec.

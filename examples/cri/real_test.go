@@ -120,3 +120,49 @@ func TestE2ECRIRuntime(t *testing.T) {
 		t.Fatalf("after RemovePod: %+v", st)
 	}
 }
+
+// TestE2ECRIEphemeralStats: a container that writes 8 MiB into its own filesystem shows
+// them in PodStats (its writable layer, as containerd's snapshotter reports it, within its
+// stats collection period) besides its log.
+func TestE2ECRIEphemeralStats(t *testing.T) {
+	r, image := realRuntime(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	uid := types.UID("0f9c5b1e-stat-4c1e-9a51-" + time.Now().Format("150405000000"))
+	pod := testPod(uid, image, "-write-file", "/big", "-write-bytes", "8388608")
+	t.Cleanup(func() {
+		rp := &pleg.Pod{ID: uid, Name: pod.Name, Namespace: pod.Namespace}
+		_ = r.KillRuntimePod(context.Background(), rp)
+		_ = r.RemovePod(context.Background(), rp)
+	})
+	if err := r.SyncPod(ctx, pod, nil); err != nil {
+		t.Fatalf("SyncPod: %v", err)
+	}
+	start := time.Now()
+	for {
+		s, err := r.PodStats(ctx, pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(s.Containers) != 1 || s.Containers[0].Name != "c" || s.Containers[0].LogsBytes == nil {
+			t.Fatalf("stats %+v, want container c with its logs", s)
+		}
+		c := s.Containers[0]
+		var rootfs int64 = -1
+		if c.RootfsBytes != nil {
+			rootfs = *c.RootfsBytes
+		}
+		t.Logf("%v: rootfs %d, logs %d, total %d", time.Since(start).Round(time.Millisecond), rootfs, *c.LogsBytes, *s.EphemeralStorageBytes)
+		if rootfs >= 8<<20 {
+			if *c.LogsBytes == 0 || *s.EphemeralStorageBytes != rootfs+*c.LogsBytes {
+				t.Errorf("logs %d, total %d: want the log counted", *c.LogsBytes, *s.EphemeralStorageBytes)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the writable layer never showed the 8 MiB written")
+		case <-time.After(time.Second):
+		}
+	}
+}

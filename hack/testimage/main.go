@@ -8,6 +8,9 @@
 //	-exit-code N       the exit code, on its own or on SIGTERM (env TESTIMAGE_EXIT_CODE)
 //	-ignore-term       ignore SIGTERM: only SIGKILL stops it (env TESTIMAGE_IGNORE_TERM=1)
 //	-term-delay D      on SIGTERM, exit after D (env TESTIMAGE_TERM_DELAY)
+//	-write-file PATH   at start, write -write-bytes zero bytes to PATH (fill the container's
+//	                   writable layer, as an ephemeral-storage eviction test's dd does)
+//	-write-bytes N     how many bytes -write-file writes (default 8 MiB)
 //
 // Every event is also printed to stdout, so the container's log tells what happened.
 package main
@@ -43,8 +46,17 @@ func run(args []string) int {
 	code := fs.Int("exit-code", envInt("TESTIMAGE_EXIT_CODE"), "exit code")
 	ignoreTerm := fs.Bool("ignore-term", os.Getenv("TESTIMAGE_IGNORE_TERM") == "1", "ignore SIGTERM")
 	termDelay := fs.Duration("term-delay", envDuration("TESTIMAGE_TERM_DELAY"), "on SIGTERM, exit after this long")
+	writeFile := fs.String("write-file", "", "at start, write -write-bytes zero bytes to this file")
+	writeBytes := fs.Int64("write-bytes", 8<<20, "how many bytes -write-file writes")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *writeFile != "" {
+		if err := fill(*writeFile, *writeBytes); err != nil {
+			fmt.Printf("testimage: %v\n", err)
+			return 1
+		}
+		fmt.Printf("testimage: wrote %d bytes to %s\n", *writeBytes, *writeFile)
 	}
 	if *text != "" {
 		fmt.Println(*text)
@@ -79,4 +91,26 @@ func run(args []string) int {
 			return *code
 		}
 	}
+}
+
+// fill writes n zero bytes to path (real blocks, not a sparse file) and syncs it.
+func fill(path string, n int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 1<<20)
+	for n > 0 {
+		k := min(n, int64(len(buf)))
+		if _, err := f.Write(buf[:k]); err != nil {
+			f.Close()
+			return err
+		}
+		n -= k
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
