@@ -28,6 +28,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -86,6 +87,10 @@ type Config struct {
 	// hooks, e.g. package examples/metrics).
 	Recorder node.EventRecorder
 	Metrics  node.Metrics
+	// Admit: see node.Config.Admit (the kubelet's admit handlers, e.g.
+	// admission.PredicateHandler over a node of package examples/nodeinfo): a refused pod
+	// is never started and ends Failed with the handler's reason. nil admits every pod.
+	Admit []admission.Handler
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
@@ -137,6 +142,7 @@ func New(cfg Config) (*Agent, error) {
 		HousekeepingPeriod: cfg.HousekeepingPeriod, StatusSyncPeriod: cfg.StatusSyncPeriod,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs, SerializeByName: cfg.SerializeByName,
 		OnEvent: a.onEvent, OnTransition: onTransition, Recorder: cfg.Recorder, Metrics: cfg.Metrics,
+		Admit: cfg.Admit,
 	})
 	if err != nil {
 		return nil, err
@@ -170,7 +176,9 @@ func (a *Agent) Run(ctx context.Context) error {
 // clock: an observer's own lines placed on Since's scale measure from it.
 func (a *Agent) Started() time.Time { return a.started }
 
-// Node returns the agent's node, for queries, tests and observers.
+// Node returns the agent's node, for queries, tests and observers, and for what ends
+// pods by the node's own decision while Run runs: KillPod, and Shutdown (the kubelet's
+// graceful node shutdown).
 func (a *Agent) Node() *node.Node { return a.node }
 
 // Workers, Status and Relister expose the node's components, for tests and observers.
