@@ -29,6 +29,15 @@
 // (system:node:<node> in group system:nodes):
 //
 //	go run ./nodeagent -kubeconfig node1.kubeconfig -node node1 -timeout 1h
+//
+// On a real node (with -cri, or with -allocatable) the agent admits pods as the kubelet
+// does against the node package nodeinfo describes (the machine's resources, or
+// -allocatable's): a pod asking for more ends Failed (OutOfcpu, ...) and never starts.
+// With -shutdown-grace-period (and -shutdown-grace-period-critical-pods), SIGTERM or
+// SIGINT runs the kubelet's graceful node shutdown (node.Node.Shutdown) before the agent
+// exits: new pods are refused, the pods are killed by priority and end Failed, reason
+// Terminated, and the agent exits once every pod is terminal on the server or the period
+// ran out (plus 5 s for the last statuses); a second signal cuts it short.
 package main
 
 import (
@@ -98,7 +107,9 @@ grace period of -grace seconds), and prints every step of their lifecycle in tim
 (config ops, pod workers, PLEG events, status patches, the final delete), then a summary
 of how long each phase took. -vk runs the pods on an in-memory virtual-kubelet provider,
 -cri as real containers on a CRI runtime; -kubeconfig (or -server, or -in-cluster) makes
-it a virtual node of a real cluster instead, serving the pods bound to -node.
+it a virtual node of a real cluster instead, serving the pods bound to -node; there it
+admits pods against the node's resources (with -cri or -allocatable) and, with
+-shutdown-grace-period, shuts the node down gracefully on SIGTERM before it exits.
 
 Flags:
 `
