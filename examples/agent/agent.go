@@ -87,8 +87,9 @@ type Config struct {
 	// hooks, e.g. package examples/metrics).
 	Recorder node.EventRecorder
 	Metrics  node.Metrics
-	// Admit are the admit handlers each new pod goes through (node.Config.Admit: a
-	// refused pod ends Failed with the handler's reason and is never started).
+	// Admit: see node.Config.Admit (the kubelet's admit handlers, e.g.
+	// admission.PredicateHandler over a node of package examples/nodeinfo): a refused pod
+	// is never started and ends Failed with the handler's reason. nil admits every pod.
 	Admit []admission.Handler
 }
 
@@ -175,7 +176,9 @@ func (a *Agent) Run(ctx context.Context) error {
 // clock: an observer's own lines placed on Since's scale measure from it.
 func (a *Agent) Started() time.Time { return a.started }
 
-// Node returns the agent's node, for queries, tests and observers.
+// Node returns the agent's node, for queries, tests and observers, and for what ends
+// pods by the node's own decision while Run runs: KillPod, and Shutdown (the kubelet's
+// graceful node shutdown).
 func (a *Agent) Node() *node.Node { return a.node }
 
 // Workers, Status and Relister expose the node's components, for tests and observers.

@@ -124,6 +124,9 @@ func (a *Agent) onEvent(e node.Event) {
 	switch e.Kind {
 	case node.EventConfig:
 		detail = configDetail(e.Op, e.Pod)
+		if e.Reason == node.ReasonRejected {
+			detail += " rejected: " + e.Message
+		}
 	case node.EventError:
 		detail = fmt.Sprintf("%s: %v", e.Reason, e.Err)
 	}

@@ -29,6 +29,15 @@
 // (system:node:<node> in group system:nodes):
 //
 //	go run ./nodeagent -kubeconfig node1.kubeconfig -node node1 -timeout 1h
+//
+// On a real node (with -cri, or with -allocatable) the agent admits pods as the kubelet
+// does against the node package nodeinfo describes (the machine's resources, or
+// -allocatable's): a pod asking for more ends Failed (OutOfcpu, ...) and never starts.
+// With -shutdown-grace-period (and -shutdown-grace-period-critical-pods), SIGTERM or
+// SIGINT runs the kubelet's graceful node shutdown (node.Node.Shutdown) before the agent
+// exits: new pods are refused, the pods are killed by priority and end Failed, reason
+// Terminated, and the agent exits once every pod is terminal on the server or the period
+// ran out (plus 5 s for the last statuses); a second signal cuts it short.
 package main
 
 import (
@@ -39,6 +48,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,9 +59,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/examples/nodeinfo"
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
 	"github.com/podlife/podlife/node"
@@ -94,7 +107,9 @@ grace period of -grace seconds), and prints every step of their lifecycle in tim
 (config ops, pod workers, PLEG events, status patches, the final delete), then a summary
 of how long each phase took. -vk runs the pods on an in-memory virtual-kubelet provider,
 -cri as real containers on a CRI runtime; -kubeconfig (or -server, or -in-cluster) makes
-it a virtual node of a real cluster instead, serving the pods bound to -node.
+it a virtual node of a real cluster instead, serving the pods bound to -node; there it
+admits pods against the node's resources (with -cri or -allocatable) and, with
+-shutdown-grace-period, shuts the node down gracefully on SIGTERM before it exits.
 
 Flags:
 `
@@ -125,12 +140,24 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	fs.StringVar(&cc.Token, "token", "", "with -server: the bearer token of the node's identity")
 	inCluster := fs.Bool("in-cluster", false, "run against the cluster this runs in (rest.InClusterConfig: a pod's service account) instead of the in-memory API")
 	nodeName := fs.String("node", agent.DefaultNodeName, "with a real cluster: the node whose pods the agent runs")
-	var shutdown node.ShutdownConfig
-	fs.DurationVar(&shutdown.GracePeriod, "shutdown-grace-period", 0, "with a real cluster: on SIGTERM or an interrupt, stop every pod as the kubelet's graceful node shutdown does (shutdownGracePeriod; 0: exit at once) and exit once their statuses are on the server")
-	fs.DurationVar(&shutdown.GracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "with -shutdown-grace-period: the last part of it, reserved for critical pods (shutdownGracePeriodCriticalPods)")
 	metricsAddr := fs.String("metrics-addr", "", "serve the kubelet's metrics on /metrics and the PLEG health on /healthz at this address (host:port)")
+	allocatable := fs.String("allocatable", "", "with a real cluster: the node's allocatable resources for pod admission, e.g. cpu=2,memory=4Gi,pods=110 "+
+		"(the others from the machine: its CPUs, MemTotal, 110 pods, the size of -log-root's file system); admission is on with -cri or with this flag")
+	var sc node.ShutdownConfig
+	fs.DurationVar(&sc.GracePeriod, "shutdown-grace-period", 0, "with a real cluster: on SIGTERM or SIGINT, the kubelet's graceful node shutdown "+
+		"(shutdownGracePeriod, whole seconds): new pods are refused, the pods are killed by priority and end Failed (reason Terminated), "+
+		"and the agent exits once every pod is terminal on the server or the period (plus 5s for the last statuses) ran out; 0: stop at once")
+	fs.DurationVar(&sc.GracePeriodCriticalPods, "shutdown-grace-period-critical-pods", 0, "with -shutdown-grace-period: the last part of it, "+
+		"reserved for critical pods (priority 2000000000 and above; shutdownGracePeriodCriticalPods)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if _, err := node.ShutdownPeriods(sc); err != nil {
+		return fmt.Errorf("-shutdown-grace-period: %w", err)
+	}
+	resources, err := nodeinfo.ParseResources(*allocatable)
+	if err != nil {
+		return fmt.Errorf("-allocatable: %w", err)
 	}
 	ms, err := newMetricsServer(*metricsAddr)
 	if err != nil {
@@ -144,7 +171,12 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
 	}
 	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
-		return runReal(ctx, cc, *nodeName, *relist, *stopDelay, *quiet, *timeout, criCfg, shutdown, ms, out)
+		return runReal(ctx, realConfig{cc: cc, nodeName: *nodeName, relist: *relist, stopDelay: *stopDelay, quiet: *quiet,
+			timeout: *timeout, cri: criCfg, metrics: ms, admit: *criEndpoint != "" || *allocatable != "",
+			allocatable: resources, shutdown: sc}, out)
+	}
+	if *allocatable != "" || sc.GracePeriod > 0 {
+		return fmt.Errorf("-allocatable and -shutdown-grace-period need a real cluster (-kubeconfig, -server or -in-cluster)")
 	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
@@ -383,9 +415,28 @@ func newPod(name string, grace int64) *v1.Pod {
 	}
 }
 
-// runReal runs the agent as a virtual node of a real cluster until timeout or an interrupt.
-func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist, stopDelay time.Duration, quiet bool, timeout time.Duration,
-	criCfg cri.Config, shutdown node.ShutdownConfig, ms *metricsServer, out io.Writer) error {
+// realConfig is the configuration of runReal.
+type realConfig struct {
+	cc        kube.ClientConfig
+	nodeName  string
+	relist    time.Duration
+	stopDelay time.Duration
+	quiet     bool
+	timeout   time.Duration
+	cri       cri.Config
+	metrics   *metricsServer
+	// admit turns on the kubelet's predicate admission against the node nodeinfo
+	// describes, allocatable's resources in place of the machine's.
+	admit       bool
+	allocatable v1.ResourceList
+	// shutdown, when set, is the graceful node shutdown run on SIGTERM or SIGINT.
+	shutdown node.ShutdownConfig
+}
+
+// runReal runs the agent as a node of a real cluster until timeout or an interrupt (with
+// rc.shutdown: SIGTERM or SIGINT, after the graceful node shutdown).
+func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
+	nodeName, cc, criCfg, ms, quiet := rc.nodeName, rc.cc, rc.cri, rc.metrics, rc.quiet
 	if nodeName == "" {
 		return fmt.Errorf("-node must not be empty")
 	}
@@ -403,9 +454,14 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 		return err
 	}
 	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		fmt.Fprintf(out, format+"\n", args...)
+		mu.Unlock()
+	}
 	cfg := agent.Config{NodeName: nodeName, Patcher: patcher, Source: source,
-		Runtime: plegtest.NewRuntime(nil), RelistPeriod: relist,
-		Containers: agent.ContainerBehaviour{StopDelay: stopDelay},
+		Runtime: plegtest.NewRuntime(nil), RelistPeriod: rc.relist,
+		Containers: agent.ContainerBehaviour{StopDelay: rc.stopDelay},
 		Observer: func(s agent.Step) {
 			if quiet {
 				return
@@ -414,7 +470,27 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 			fmt.Fprintln(out, s)
 			mu.Unlock()
 		}}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	gate := &shutdownGate{}
+	if rc.shutdown.GracePeriod > 0 || len(rc.shutdown.ByPodPriority) > 0 {
+		cfg.Admit = append(cfg.Admit, gate.handler())
+	}
+	if rc.admit {
+		logRoot := criCfg.LogRoot
+		if logRoot == "" {
+			logRoot = cri.DefaultLogRoot
+		}
+		if _, err := os.Stat(logRoot); err != nil {
+			logRoot = "/"
+		}
+		n, err := nodeinfo.New(nodeinfo.Config{Name: nodeName, Allocatable: rc.allocatable, DiskPath: logRoot})
+		if err != nil {
+			return err
+		}
+		say("# admission on: node %s allocatable %s", nodeName, formatResources(n.Status.Allocatable))
+		cfg.Admit = append(cfg.Admit, admission.PredicateHandler(admission.PredicateConfig{
+			Node: func(context.Context) (*v1.Node, error) { return n, nil }}))
+	}
+	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
 	defer cancel()
 	if criCfg.Endpoint != "" {
 		// The runtime's events (Pulled, Started, Killing, NetworkNotReady, ...) go to the
@@ -437,22 +513,38 @@ func runReal(ctx context.Context, cc kube.ClientConfig, nodeName string, relist,
 	if err != nil {
 		return err
 	}
-	// SIGTERM (a service manager's stop) or an interrupt: a graceful node shutdown first
-	// when -shutdown-grace-period asks for one, then the agent stops.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	say := writer(out, func() func() { mu.Lock(); return mu.Unlock })
-	go shutdownOnSignal(ctx, sig, a.Node(), shutdown, 30*time.Second, stop, say)
+	// Without a graceful shutdown an interrupt stops the agent (SIGTERM's default action
+	// ends the process); with one, both start it.
+	sigs := make(chan os.Signal, 2)
+	if rc.shutdown.GracePeriod > 0 || len(rc.shutdown.ByPodPriority) > 0 {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	} else {
+		signal.Notify(sigs, os.Interrupt)
+	}
+	defer signal.Stop(sigs)
 	stopMetrics, err := ms.serve(ctx, a, out)
 	if err != nil {
 		return err
 	}
 	defer stopMetrics()
-	mu.Lock()
-	fmt.Fprintf(out, "# running node %s on a real API server for up to %v (interrupt or SIGTERM to stop)\n", nodeName, timeout)
-	mu.Unlock()
-	return a.Run(ctx)
+	how := "interrupt to stop"
+	if rc.shutdown.GracePeriod > 0 {
+		how = fmt.Sprintf("SIGTERM or interrupt: graceful node shutdown, %v", rc.shutdown.GracePeriod)
+	}
+	say("# running node %s on a real API server for up to %v (%s)", nodeName, rc.timeout, how)
+	return runNode(ctx, a, sigs, rc.shutdown, gate, serverTerminal(client, nodeName), say)
+}
+
+// formatResources is "cpu=2, memory=..." in a fixed order.
+func formatResources(rl v1.ResourceList) string {
+	names := make([]string, 0, len(rl))
+	for n := range rl {
+		names = append(names, string(n))
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		q := rl[v1.ResourceName(n)]
+		names[i] = n + "=" + q.String()
+	}
+	return strings.Join(names, ",")
 }

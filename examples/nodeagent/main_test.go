@@ -74,6 +74,29 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 }
 
+func TestRunRejectsBadNodeFlags(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "grace under a second", args: []string{"-shutdown-grace-period", "500ms"}, want: "must be either zero or otherwise >= 1 sec"},
+		{name: "critical above grace", args: []string{"-shutdown-grace-period", "5s", "-shutdown-grace-period-critical-pods", "6s"},
+			want: "must be <= GracePeriod"},
+		{name: "bad allocatable", args: []string{"-allocatable", "cpu"}, want: "-allocatable: nodeinfo: invalid"},
+		{name: "shutdown without a cluster", args: []string{"-shutdown-grace-period", "10s"}, want: "need a real cluster"},
+		{name: "allocatable without a cluster", args: []string{"-allocatable", "cpu=1"}, want: "need a real cluster"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out strings.Builder
+			if err := run(tt.args, &out); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("run %v: err = %v, want one containing %q", tt.args, err, tt.want)
+			}
+		})
+	}
+}
+
 func TestRunRejectsBadClusterFlags(t *testing.T) {
 	tests := []struct {
 		name string

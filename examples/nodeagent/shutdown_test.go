@@ -11,113 +11,149 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
 
-// shutdownRun runs an in-memory agent with two pods (one whose containers ignore the stop
-// signal), sends SIGTERM through shutdownOnSignal with cfg, and returns the pods as the
-// server has them once the agent's Run returned, how long that took after the signal,
-// and the narration.
-func shutdownRun(t *testing.T, cfg node.ShutdownConfig) (map[string]*v1.Pod, time.Duration, string) {
-	api := statusmgrtest.NewFakeAPI()
-	a, err := agent.New(agent.Config{Server: api, Runtime: plegtest.NewRuntime(nil),
-		Containers: agent.ContainerBehaviour{StopDelay: time.Second}})
+// shutdownRun is runNode on an in-memory API server and runtime, in a synctest bubble.
+type shutdownRun struct {
+	server *statusmgrtest.FakeAPI
+	sigs   chan os.Signal
+	done   chan error
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	out    strings.Builder
+}
+
+func startShutdownRun(t *testing.T, sc node.ShutdownConfig) *shutdownRun {
+	t.Helper()
+	r := &shutdownRun{server: statusmgrtest.NewFakeAPI(), sigs: make(chan os.Signal, 2), done: make(chan error, 1)}
+	gate := &shutdownGate{}
+	a, err := agent.New(agent.Config{Server: r.server, Runtime: plegtest.NewRuntime(nil),
+		Containers: agent.ContainerBehaviour{StopDelay: time.Second}, Admit: []admission.Handler{gate.handler()}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out strings.Builder
-	var mu sync.Mutex
 	say := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(&out, format+"\n", args...)
+		r.mu.Lock()
+		fmt.Fprintf(&r.out, format+"\n", args...)
+		r.mu.Unlock()
 	}
-	sig := make(chan os.Signal, 1)
-	go shutdownOnSignal(ctx, sig, a.Node(), cfg, 30*time.Second, cancel, say)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	for _, name := range []string{"web", "stubborn"} {
-		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			Spec: v1.PodSpec{NodeName: agent.DefaultNodeName, Containers: []v1.Container{{Name: "c", Image: "busybox"}}}}
-		if name == "stubborn" {
-			p.Annotations = map[string]string{agent.AnnotationStopDelay: "never"}
-		}
-		if _, err := api.Create(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := api.WaitForPods(ctx, func(pods map[types.NamespacedName]*v1.Pod) bool {
-		for _, name := range []string{"web", "stubborn"} {
-			if p := pods[types.NamespacedName{Namespace: "default", Name: name}]; p == nil || p.Status.Phase != v1.PodRunning {
-				return false
+	waitTerminal := func(ctx context.Context) error {
+		return r.server.WaitForPods(ctx, func(pods map[types.NamespacedName]*v1.Pod) bool {
+			for _, p := range pods {
+				if p.Status.Phase != v1.PodFailed && p.Status.Phase != v1.PodSucceeded {
+					return false
+				}
 			}
-		}
-		return true
-	}); err != nil {
-		t.Fatal(err)
+			return true
+		})
 	}
-	begin := time.Now()
-	sig <- syscall.SIGTERM
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	took := time.Since(begin)
-	got := map[string]*v1.Pod{}
-	for _, name := range []string{"web", "stubborn"} {
-		got[name], _ = api.Pod("default", name)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return got, took, out.String()
+	ctx, cancel := context.WithCancel(t.Context())
+	r.cancel = cancel
+	go func() { r.done <- runNode(ctx, a, r.sigs, sc, gate, waitTerminal, say) }()
+	return r
 }
 
-// With -shutdown-grace-period, SIGTERM stops every pod as the kubelet's graceful node
-// shutdown does, and the agent exits only once each pod's shutdown status is on the
-// server; the pod that ignores the stop signal is killed when the period ends.
-func TestShutdownOnSIGTERM(t *testing.T) {
+func (r *shutdownRun) create(t *testing.T, name string, grace int64, stopDelay string, priority int32) {
+	t.Helper()
+	p := newPod(name, grace)
+	p.Annotations = map[string]string{agent.AnnotationStopDelay: stopDelay}
+	p.Spec.Priority = ptr.To(priority)
+	if _, err := r.server.Create(p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *shutdownRun) output() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.out.String()
+}
+
+// The SIGTERM path of a real node (-shutdown-grace-period): the pods are killed by
+// priority with the group's grace period, every pod is Failed/Terminated with the
+// DisruptionTarget condition on the server when runNode returns, within the period, and a
+// pod created meanwhile is refused with NodeShutdown.
+func TestRunNodeGracefulShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		got, took, out := shutdownRun(t, node.ShutdownConfig{GracePeriod: 10 * time.Second})
-		for name, p := range got {
-			if p == nil {
+		r := startShutdownRun(t, node.ShutdownConfig{GracePeriod: 10 * time.Second, GracePeriodCriticalPods: 3 * time.Second})
+		r.create(t, "exits", 30, "1s", 0)
+		r.create(t, "ignores", 30, "1h", 0) // killed when its group's 7 s run out
+		r.create(t, "critical", 30, "2s", node.SystemCriticalPriority)
+		if err := r.server.WaitForPods(t.Context(), allRunning([]string{"exits", "ignores", "critical"})); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		r.sigs <- syscall.SIGTERM
+		synctest.Wait()
+		r.create(t, "late", 30, "1s", 0)
+		if err := <-r.done; err != nil {
+			t.Fatalf("runNode: %v\n%s", err, r.output())
+		}
+		took := time.Since(start)
+		// 7 s for the ordinary pods (ignores is killed then), 2 s for the critical one.
+		if took < 9*time.Second || took > 10*time.Second {
+			t.Errorf("the shutdown took %v, want 9 to 10 s", took)
+		}
+		got := map[string]string{}
+		for _, name := range []string{"exits", "ignores", "critical", "late"} {
+			p, ok := r.server.Pod("default", name)
+			if !ok {
 				t.Fatalf("pod %s is gone", name)
 			}
-			if p.Status.Phase != v1.PodFailed || p.Status.Reason != node.ShutdownReason || p.Status.Message != node.ShutdownMessage {
-				t.Errorf("pod %s: phase %s reason %q message %q, want Failed %q %q", name, p.Status.Phase,
-					p.Status.Reason, p.Status.Message, node.ShutdownReason, node.ShutdownMessage)
+			dt := "no DisruptionTarget"
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.DisruptionTarget {
+					dt = string(c.Status) + " " + c.Reason
+				}
 			}
+			got[name] = fmt.Sprintf("%s %s %q, %s", p.Status.Phase, p.Status.Reason, p.Status.Message, dt)
 		}
-		if took < 10*time.Second || took > 11*time.Second {
-			t.Errorf("the agent exited %v after SIGTERM, want the 10 s period (the stubborn pod's kill) and no more than 1 s on top", took)
+		shut := `Failed Terminated "Pod was terminated in response to imminent node shutdown.", True TerminationByKubelet`
+		want := map[string]string{"exits": shut, "ignores": shut, "critical": shut,
+			"late": `Failed NodeShutdown "Pod was rejected: Pod was rejected as the node is shutting down.", no DisruptionTarget`}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("statuses (-want +got):\n%s", diff)
 		}
-		if !strings.Contains(out, "graceful node shutdown (grace period 10s") || !strings.Contains(out, "every pod stopped and its status written") {
-			t.Errorf("narration:\n%s", out)
+		for _, line := range []string{"# terminated: graceful node shutdown (shutdownGracePeriod 10s, shutdownGracePeriodCriticalPods 3s)",
+			"# graceful node shutdown done after 9s: every pod is terminal on the server"} {
+			if !strings.Contains(r.output(), line) {
+				t.Errorf("output lacks %q:\n%s", line, r.output())
+			}
 		}
 	})
 }
 
-// Without it, SIGTERM stops the agent at once and the pods keep their Running status.
-func TestSIGTERMWithoutShutdown(t *testing.T) {
+// Without a shutdown period a signal stops the agent at once, the pods left as they are.
+func TestRunNodeSignalWithoutShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		got, took, out := shutdownRun(t, node.ShutdownConfig{})
-		for name, p := range got {
-			if p == nil || p.Status.Phase != v1.PodRunning {
-				t.Errorf("pod %s: %+v, want it Running as the agent left it", name, p)
-			}
+		r := startShutdownRun(t, node.ShutdownConfig{})
+		r.create(t, "web", 30, "1s", 0)
+		if err := r.server.WaitForPods(t.Context(), allRunning([]string{"web"})); err != nil {
+			t.Fatal(err)
 		}
-		if took != 0 {
-			t.Errorf("the agent exited %v after SIGTERM, want at once", took)
+		start := time.Now()
+		r.sigs <- os.Interrupt
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
 		}
-		if !strings.Contains(out, "stopping") {
-			t.Errorf("narration:\n%s", out)
+		if took := time.Since(start); took != 0 {
+			t.Errorf("stopping took %v, want no time", took)
+		}
+		if p, _ := r.server.Pod("default", "web"); p.Status.Phase != v1.PodRunning {
+			t.Errorf("phase %s, want Running", p.Status.Phase)
+		}
+		if !strings.Contains(r.output(), "# interrupt: stopping") {
+			t.Errorf("output:\n%s", r.output())
 		}
 	})
 }
