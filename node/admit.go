@@ -24,7 +24,9 @@ func (n *Node) admitPod(ctx context.Context, p *v1.Pod) bool {
 	if len(n.cfg.Admit) == 0 || podfacts.IsTerminalPhase(p.Status.Phase) || n.workers.IsPodTerminationRequested(p.UID) {
 		return true
 	}
-	r := admission.Admit(ctx, n.cfg.Admit, &admission.Attributes{Pod: p, OtherPods: n.activePods()})
+	hctx, end := n.withLoopCall(ctx)
+	r := admission.Admit(hctx, n.cfg.Admit, &admission.Attributes{Pod: p, OtherPods: n.activePods()})
+	end()
 	if r.Admit {
 		return true
 	}

@@ -74,6 +74,10 @@
 //     worker's goroutine, outside every lock, possibly more than once. Shutdown (with
 //     ShutdownPlan and ShutdownStatus) is the kubelet's graceful node shutdown on top of
 //     KillPod: pods by priority group, lowest first, each group's period at most.
+//   - KillPod may be called from an admit handler of Config.Admit with the handler's
+//     context (the kubelet's critical-pod preemption, see Preempt): the kill then goes
+//     to the pod workers directly, not through the loop, and the loop stays blocked
+//     until the victim's containers are stopped, as the kubelet's sync loop does.
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
 //     with a context that ends when the call returns, is superseded or Run ends (see
 //     Runtime: containers that outlive SyncPod are started under the runtime's own

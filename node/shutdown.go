@@ -9,7 +9,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-
 )
 
 // Graceful node shutdown: the kubelet's nodeshutdown manager (nodeshutdown_manager.go,
