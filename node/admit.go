@@ -14,6 +14,14 @@ import (
 // Config.Admit refused; its Message is the handler's reason and message.
 const ReasonRejected = "Rejected"
 
+// ReasonNodeShutdown and MessageNodeShutdown are the admit result of a new pod once
+// Shutdown started (the kubelet's nodeshutdown manager's): the pod ends Failed with
+// them, as any refused pod.
+const (
+	ReasonNodeShutdown  = "NodeShutdown"
+	MessageNodeShutdown = "Pod was rejected as the node is shutting down."
+)
+
 // admitPod runs Config.Admit for a pod of a config ADD (the kubelet's
 // HandlePodAdditions and canAdmitPod), from the loop, outside every lock. A pod that
 // termination was already requested for, or that is terminal, is not admitted again. A
@@ -21,12 +29,17 @@ const ReasonRejected = "Rejected"
 // message (the kubelet's rejectPod), a Warning event with that reason is recorded, and
 // false is returned.
 func (n *Node) admitPod(ctx context.Context, p *v1.Pod) bool {
-	if len(n.cfg.Admit) == 0 || podfacts.IsTerminalPhase(p.Status.Phase) || n.workers.IsPodTerminationRequested(p.UID) {
+	shutdown := n.shuttingDown.Load()
+	if (len(n.cfg.Admit) == 0 && !shutdown) || podfacts.IsTerminalPhase(p.Status.Phase) || n.workers.IsPodTerminationRequested(p.UID) {
 		return true
 	}
 	hctx, end := n.withLoopCall(ctx)
 	r := admission.Admit(hctx, n.cfg.Admit, &admission.Attributes{Pod: p, OtherPods: n.activePods()})
 	end()
+	if r.Admit && n.shuttingDown.Load() {
+		// The kubelet's nodeshutdown manager, its last admit handler.
+		r = admission.Result{Reason: ReasonNodeShutdown, Message: MessageNodeShutdown}
+	}
 	if r.Admit {
 		return true
 	}

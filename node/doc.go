@@ -73,7 +73,8 @@
 //     IPs and qosClass are regenerated. It must be quick and pure: it runs on a pod
 //     worker's goroutine, outside every lock, possibly more than once. Shutdown (with
 //     ShutdownPlan and ShutdownStatus) is the kubelet's graceful node shutdown on top of
-//     KillPod: pods by priority group, lowest first, each group's period at most.
+//     KillPod: pods by priority group, lowest first, each group's period at most; from
+//     its start on, new pods are refused (ReasonNodeShutdown), as the kubelet's.
 //   - KillPod may be called from an admit handler of Config.Admit with the handler's
 //     context (the kubelet's critical-pod preemption, see Preempt): the kill then goes
 //     to the pod workers directly, not through the loop, and the loop stays blocked

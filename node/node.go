@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -194,6 +195,8 @@ type Node struct {
 	// kills carries KillPod's requests to the loop; ended is closed when the loop ends.
 	kills chan *killRequest
 	ended chan struct{}
+	// shuttingDown is set once Shutdown started: new pods are refused.
+	shuttingDown atomic.Bool
 
 	ready     chan struct{} // closed once every source delivered its first full list
 	readyOnce sync.Once

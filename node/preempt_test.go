@@ -171,3 +171,27 @@ func TestCriticalPodPreemption(t *testing.T) {
 		})
 	}
 }
+
+// Once Shutdown started, a new pod is refused with the kubelet's nodeshutdown result
+// and ends Failed as any refused pod.
+func TestShutdownRefusesNewPods(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := start(t, nil, nil, envOpts{})
+		e.create(newPod("web", 30, v1.RestartPolicyAlways, nil))
+		e.waitPhase("web", v1.PodRunning)
+		if err := e.n.Shutdown(context.Background(), node.ShutdownConfig{GracePeriod: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		late := e.create(newPod("late", 30, v1.RestartPolicyAlways, nil))
+		e.waitPhase("late", v1.PodFailed)
+		e.stop()
+		got, _ := e.api.Pod("default", "late")
+		want := v1.PodStatus{Phase: v1.PodFailed, Reason: "NodeShutdown", Message: "Pod was rejected: Pod was rejected as the node is shutting down.", QOSClass: v1.PodQOSBestEffort}
+		if diff := cmp.Diff(want, v1.PodStatus{Phase: got.Status.Phase, Reason: got.Status.Reason, Message: got.Status.Message, QOSClass: got.Status.QOSClass}); diff != "" {
+			t.Errorf("the new pod's status (-want +got):\n%s", diff)
+		}
+		if n := e.rt.Count(nodetest.VerbSyncPod, late.UID); n != 0 {
+			t.Errorf("%d SyncPod calls for the refused pod", n)
+		}
+	})
+}

@@ -182,7 +182,8 @@ func ShutdownStatus(pod *v1.Pod) func(*v1.PodStatus) {
 // through KillPod with their grace period and ShutdownStatus; the next group starts
 // once every pod of the group is stopped or the group's period has passed on the node's
 // clock, whichever comes first (a kill still going on goes on). Pods added meanwhile
-// are not killed. It returns nil once the last group is done, or an error wrapping
+// are not killed: from Shutdown's start on (unless cfg is zero), new pods are refused
+// (ReasonNodeShutdown), for the rest of the node's life. It returns nil once the last group is done, or an error wrapping
 // ErrInvalidShutdown, ErrStopped (Run returned) or ctx's error. Kills that fail (a pod
 // removed meanwhile) are logged and skipped. Call it from any goroutine but those
 // KillPod waits for, while Run runs; the node keeps running afterwards (end Run's
@@ -191,6 +192,9 @@ func (n *Node) Shutdown(ctx context.Context, cfg ShutdownConfig) error {
 	groups, err := ShutdownPlan(n.activePodsOldestFirst(), cfg)
 	if err != nil {
 		return err
+	}
+	if len(groups) > 0 {
+		n.shuttingDown.Store(true) // new pods are refused from now on
 	}
 	n.log.InfoContext(ctx, "graceful node shutdown: killing pods by priority", "groups", len(groups))
 	for _, g := range groups {
