@@ -79,7 +79,10 @@ type killRequest struct {
 // 10 s); give ctx a deadline to do the same. KillPod may be called from any goroutine,
 // also before Run (it then waits for Run), but not from the goroutines it waits for:
 // not from OnEvent (the loop calls it), a Runtime method, StatusGenerator or
-// a status function (the pod's worker calls them), nor a metrics hook.
+// a status function (the pod's worker calls them), nor a metrics hook. From an admit
+// handler of Config.Admit, pass the handler's ctx: the kill then skips the loop (which
+// waits for the handler) and KillPod blocks the loop until the containers are stopped,
+// as the kubelet's preemption does (see Preempt).
 func (n *Node) KillPod(ctx context.Context, uid types.UID, opts KillPodOptions) error {
 	done, err := n.requestKill(ctx, uid, opts)
 	if err != nil {
