@@ -17,7 +17,9 @@
 //   - PodsToPreempt: the critical-pod preemption decision (which pods to evict, fewest
 //     Guaranteed first, then Burstable, then BestEffort); CriticalPodPreemption is the
 //     kubelet's failure handler that kills them (through a KillFunc, e.g. a node's
-//     KillPod) with PreemptedStatus and admits the critical pod.
+//     KillPod) with PreemptedStatus and admits the critical pod. In node.Config.Admit,
+//     CriticalPodPreemption(node.Preempt, nil) kills through the node whose loop calls
+//     the handler, waiting (the loop blocked) until each victim is stopped.
 //
 // Everything here is pure except the handlers' calls to the funcs they are given; nil
 // inputs are refused or skipped, never a panic. Pods are read, never modified.

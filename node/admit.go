@@ -14,43 +14,34 @@ import (
 // Config.Admit refused; its Message is the handler's reason and message.
 const ReasonRejected = "Rejected"
 
-// The kubelet's node shutdown manager's admission result for a pod that arrives while
-// the node shuts down (Shutdown).
+// NodeShutdownNotAdmittedReason and NodeShutdownNotAdmittedMessage are the admit result of a new pod once
+// Shutdown started (the kubelet's nodeshutdown manager's): the pod ends Failed with
+// them, as any refused pod.
 const (
 	NodeShutdownNotAdmittedReason  = "NodeShutdown"
 	NodeShutdownNotAdmittedMessage = "Pod was rejected as the node is shutting down."
 )
-
-// loopKey marks the context the loop hands to admit handlers: KillPod called with it
-// (critical-pod preemption) hands the kill to the pod workers itself instead of through
-// the loop, which is busy calling the handler.
-type loopKey struct{}
 
 // admitPod runs Config.Admit for a pod of a config ADD (the kubelet's
 // HandlePodAdditions and canAdmitPod), from the loop, outside every lock. A pod that
 // termination was already requested for, or that is terminal, is not admitted again. A
 // refused pod gets no pod worker: its status is set Failed with the handler's reason and
 // message (the kubelet's rejectPod), a Warning event with that reason is recorded, and
-// false is returned. Once Shutdown has started, every new pod is refused with the
-// kubelet's NodeShutdown result, whatever Config.Admit says. The handlers get a context
-// with which KillPod may be called from them (critical-pod preemption): the loop then
-// waits for the victims to stop, as the kubelet's sync loop does.
+// false is returned.
 func (n *Node) admitPod(ctx context.Context, p *v1.Pod) bool {
-	if podfacts.IsTerminalPhase(p.Status.Phase) || n.workers.IsPodTerminationRequested(p.UID) {
+	shutdown := n.shuttingDown.Load()
+	if (len(n.cfg.Admit) == 0 && !shutdown) || podfacts.IsTerminalPhase(p.Status.Phase) || n.workers.IsPodTerminationRequested(p.UID) {
 		return true
 	}
-	var r admission.Result
-	switch {
-	case n.shuttingDown.Load():
+	hctx, end := n.withLoopCall(ctx)
+	r := admission.Admit(hctx, n.cfg.Admit, &admission.Attributes{Pod: p, OtherPods: n.activePods()})
+	end()
+	if r.Admit && n.shuttingDown.Load() {
+		// The kubelet's nodeshutdown manager, its last admit handler.
 		r = admission.Result{Reason: NodeShutdownNotAdmittedReason, Message: NodeShutdownNotAdmittedMessage}
-	case len(n.cfg.Admit) == 0:
+	}
+	if r.Admit {
 		return true
-	default:
-		ctx = context.WithValue(ctx, loopKey{}, n)
-		r = admission.Admit(ctx, n.cfg.Admit, &admission.Attributes{Pod: p, OtherPods: n.activePods()})
-		if r.Admit {
-			return true
-		}
 	}
 	n.log.InfoContext(ctx, "pod admission denied", append(podKeys(p, ""), "reason", r.Reason, "message", r.Message)...)
 	n.recordEvent(p, v1.EventTypeWarning, r.Reason, "%s", r.Message)

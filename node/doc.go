@@ -74,7 +74,11 @@
 //     worker's goroutine, outside every lock, possibly more than once. Shutdown (with
 //     ShutdownPlan and ShutdownStatus) is the kubelet's graceful node shutdown on top of
 //     KillPod: pods by priority group, lowest first, each group's period at most; from
-//     its start, new pods are refused (NodeShutdownNotAdmittedReason).
+//     its start on, new pods are refused (NodeShutdownNotAdmittedReason), as the kubelet's.
+//   - KillPod may be called from an admit handler of Config.Admit with the handler's
+//     context (the kubelet's critical-pod preemption, see Preempt): the kill then goes
+//     to the pod workers directly, not through the loop, and the loop stays blocked
+//     until the victim's containers are stopped, as the kubelet's sync loop does.
 //   - Runtime methods are called outside every lock, at most one at a time per pod UID,
 //     with a context that ends when the call returns, is superseded or Run ends (see
 //     Runtime: containers that outlive SyncPod are started under the runtime's own
@@ -98,9 +102,7 @@
 // KillPod and Shutdown may be called from any goroutine (before Run they wait for it;
 // after it they fail with ErrStopped) except those they wait for: not from OnEvent (the
 // loop's goroutine), a Runtime or StatusGenerator method, a status function or a
-// metrics hook, where they would wait for themselves (until their context ends). An admit
-// handler (critical-pod preemption) calls KillPod with the context it was given: the
-// loop then waits, as the kubelet's does, until the victim's containers are stopped.
+// metrics hook, where they would wait for themselves (until their context ends).
 // Updates come only from Config.Sources (others fail with ErrUnknownSource); a pod bound
 // to another node or without a name is dropped from its update (EventError,
 // ReasonDropped) and never runs. The node calls the Runtime (from the pod

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/podworker"
 )
 
@@ -22,6 +25,9 @@ var (
 	// context ended after the kill was requested and before the pod's containers were
 	// stopped: the kill goes on.
 	ErrKillPending = errors.New("node: the pod is still being killed")
+	// ErrNotAdmitting is Preempt's error when its context is not an admit handler's of
+	// a node's loop (or the handler returned).
+	ErrNotAdmitting = errors.New("node: Preempt called outside a node's admit handler")
 )
 
 // KillPodOptions are the options of KillPod: the kubelet's killPodNow arguments.
@@ -73,14 +79,10 @@ type killRequest struct {
 // 10 s); give ctx a deadline to do the same. KillPod may be called from any goroutine,
 // also before Run (it then waits for Run), but not from the goroutines it waits for:
 // not from OnEvent (the loop calls it), a Runtime method, StatusGenerator or
-// a status function (the pod's worker calls them), nor a metrics hook.
-//
-// An admit handler of Config.Admit (critical-pod preemption: admission.CriticalPodPreemption
-// with a KillFunc calling KillPod) calls it with the context the handler got: the kill is
-// then handed to the pod workers on the loop's goroutine, and the loop waits until the
-// victim's containers are stopped before it admits the next pod, as the kubelet's sync
-// loop waits in killPodNow. The node is not known when Config is built: the KillFunc reads
-// a variable set to New's result (no pod is admitted before Run).
+// a status function (the pod's worker calls them), nor a metrics hook. From an admit
+// handler of Config.Admit, pass the handler's ctx: the kill then skips the loop (which
+// waits for the handler) and KillPod blocks the loop until the containers are stopped,
+// as the kubelet's preemption does (see Preempt).
 func (n *Node) KillPod(ctx context.Context, uid types.UID, opts KillPodOptions) error {
 	done, err := n.requestKill(ctx, uid, opts)
 	if err != nil {
@@ -111,18 +113,22 @@ func (n *Node) requestKill(ctx context.Context, uid types.UID, opts KillPodOptio
 		return nil, fmt.Errorf("%w: %d (pod %s)", podworker.ErrNegativeGracePeriod, *g, uid)
 	}
 	req := &killRequest{uid: uid, opts: opts, done: make(chan struct{}), reply: make(chan error, 1)}
-	if ctx.Value(loopKey{}) == n {
-		// An admit handler on the loop (critical-pod preemption): the loop cannot take
-		// the request, so it is handed to the pod workers here, on the loop goroutine.
+	if n.inLoopCall(ctx) {
+		// Called from code the loop waits for (an admit handler): the loop cannot take
+		// the request, and need not, as nothing else runs on it meanwhile. The kill goes
+		// to the pod workers at once, as the kubelet's killPodNow from its sync loop.
 		n.handleKill(req)
-	} else {
-		select {
-		case n.kills <- req:
-		case <-n.ended:
-			return nil, fmt.Errorf("%w: pod %s not killed", ErrStopped, uid)
-		case <-ctx.Done():
-			return nil, fmt.Errorf("node: kill of pod %s not requested: %w", uid, ctx.Err())
+		if err := <-req.reply; err != nil {
+			return nil, err
 		}
+		return req.done, nil
+	}
+	select {
+	case n.kills <- req:
+	case <-n.ended:
+		return nil, fmt.Errorf("%w: pod %s not killed", ErrStopped, uid)
+	case <-ctx.Done():
+		return nil, fmt.Errorf("node: kill of pod %s not requested: %w", uid, ctx.Err())
 	}
 	if err := <-req.reply; err != nil { // the loop answers at once
 		return nil, err
@@ -153,4 +159,91 @@ func (n *Node) handleKill(req *killRequest) {
 		err = fmt.Errorf("node: killing %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	req.reply <- err
+}
+
+// loopCall marks the context the loop passes to the code it calls and waits for (the
+// admit handlers) for as long as it waits: KillPod given it hands the kill to the pod
+// workers itself instead of through the loop.
+type loopCall struct {
+	n      *Node
+	active atomic.Bool
+}
+
+type loopCallKey struct{}
+
+// withLoopCall returns ctx marked as the loop's call, and the func that ends the mark
+// (call it before the loop goes on).
+func (n *Node) withLoopCall(ctx context.Context) (context.Context, func()) {
+	lc := &loopCall{n: n}
+	lc.active.Store(true)
+	return context.WithValue(ctx, loopCallKey{}, lc), func() { lc.active.Store(false) }
+}
+
+// inLoopCall reports whether ctx marks a call of this node's loop that the loop still
+// waits for.
+func (n *Node) inLoopCall(ctx context.Context) bool {
+	lc, ok := ctx.Value(loopCallKey{}).(*loopCall)
+	return ok && lc.n == n && lc.active.Load()
+}
+
+// The kubelet's killPodNow timeout and event (pod_workers.go).
+const (
+	// ReasonExceededGracePeriod is the Warning event Preempt records when the pod's
+	// containers did not stop in time.
+	ReasonExceededGracePeriod = "ExceededGracePeriod"
+	// ReasonPreempting is the Warning event Preempt records for each pod it kills
+	// (admission.ReasonPreempting).
+	ReasonPreempting = admission.ReasonPreempting
+	minKillTimeout   = 10 * time.Second
+)
+
+// Preempt is the kill of the kubelet's critical-pod preemption as an
+// admission.KillFunc, for admission.CriticalPodPreemption in Config.Admit:
+//
+//	Admit: []admission.Handler{admission.PredicateHandler(admission.PredicateConfig{
+//		Node: getNode, OnFailure: admission.CriticalPodPreemption(node.Preempt, nil)})}
+//
+// It kills the pod through the node whose loop called the admit handler (ctx is the
+// handler's, which names that node) with KillPod: evicted, no grace-period override,
+// status (admission.PreemptedStatus) applied, a Warning event ReasonPreempting with
+// admission.MessagePreempted recorded first. As the kubelet's killPodNow, it waits
+// until the pod's containers are stopped, at most 1.5 times the pod's
+// spec.terminationGracePeriodSeconds and at least 10 s on the node's clock; past that it
+// records a Warning event ReasonExceededGracePeriod and returns an error wrapping
+// ErrKillPending (the kill goes on, the critical pod is admitted). The loop waits
+// meanwhile, as the kubelet's sync loop does. Called with any other context it fails
+// with ErrNotAdmitting and kills nothing.
+func Preempt(ctx context.Context, pod *v1.Pod, status func(*v1.PodStatus)) error {
+	lc, ok := ctx.Value(loopCallKey{}).(*loopCall)
+	if !ok || !lc.active.Load() {
+		return ErrNotAdmitting
+	}
+	if pod == nil {
+		return ErrEmptyUID
+	}
+	n := lc.n
+	n.recordEvent(pod, v1.EventTypeWarning, ReasonPreempting, "%s", admission.MessagePreempted)
+	n.log.DebugContext(ctx, "preempting pod to free up resources", podKeys(pod, "")...)
+	done, err := n.requestKill(ctx, pod.UID, KillPodOptions{Status: status, Evict: true})
+	if err != nil {
+		return err
+	}
+	var grace int64
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = *g
+	}
+	timeout := max(time.Duration(grace+grace/2)*time.Second, minKillTimeout)
+	timer := n.clock.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-timer.C():
+		n.recordEvent(pod, v1.EventTypeWarning, ReasonExceededGracePeriod, "Container runtime did not kill the pod within specified grace period.")
+		return fmt.Errorf("%w: pod %s: timeout waiting to kill pod after %v", ErrKillPending, pod.UID, timeout)
+	case <-n.ended:
+		return fmt.Errorf("%w: pod %s may still run", ErrStopped, pod.UID)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: pod %s: %w", ErrKillPending, pod.UID, ctx.Err())
+	}
 }
