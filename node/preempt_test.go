@@ -195,6 +195,7 @@ func TestShutdownRefusesNewPods(t *testing.T) {
 		}
 	})
 }
+
 // A critical static pod that does not fit preempts the best-effort pod that fills the
 // node through a KillFunc calling KillPod with the handler's context (the loop waits
 // for the victim to stop, its whole grace period here); the victim ends
