@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -45,14 +46,23 @@ const (
 	ProbeStartup ProbeKind = iota
 	// ProbeReadiness is the readiness probe: it decides status.ready.
 	ProbeReadiness
+	// ProbeLiveness is the liveness probe: its failure has the container killed and
+	// started again (Prober.KillContainer, then SyncPod).
+	ProbeLiveness
 )
 
-// String returns "startup" or "readiness".
+// String returns "startup", "readiness" or "liveness" (the kubelet's probe type names).
 func (k ProbeKind) String() string {
-	if k == ProbeStartup {
+	switch k {
+	case ProbeStartup:
 		return "startup"
+	case ProbeReadiness:
+		return "readiness"
+	case ProbeLiveness:
+		return "liveness"
+	default:
+		return fmt.Sprintf("ProbeKind(%d)", int(k))
 	}
-	return "readiness"
 }
 
 // ContainerStatuses converts the runtime status into the API statuses of the spec's
