@@ -320,6 +320,10 @@ func (n *Node) housekeeping(ctx context.Context) {
 		delete(uids, p.UID)
 	}
 	n.status.RemoveOrphanedStatuses(uids)
+	if n.probes != nil {
+		// The kubelet's probeManager.CleanupPods: probes of pods no worker knows.
+		n.probes.CleanupPods(func(uid types.UID) bool { _, ok := known[uid]; return ok })
+	}
 	n.removeOrphanedMirrorPods(ctx, mirrors, known)
 	n.pods.prune(func(uid types.UID) bool { _, ok := known[uid]; return ok })
 	for _, p := range restart {

@@ -20,6 +20,7 @@ import (
 	"github.com/podlife/podlife/internal/validate"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/podworker"
+	"github.com/podlife/podlife/prober"
 	"github.com/podlife/podlife/statusmgr"
 )
 
@@ -182,6 +183,9 @@ type Node struct {
 	runtime Runtime
 	mirrors MirrorPodClient // nil unless the Patcher implements it
 	gen     StatusGenerator // nil unless the Runtime implements it
+	prober  Prober          // nil unless the Runtime implements it
+	// probes runs the containers' probes through prober; nil without one.
+	probes *prober.Runner
 
 	mux      *config.Mux
 	cache    *pleg.Cache
@@ -215,6 +219,7 @@ func New(cfg Config) (*Node, error) {
 	n.stopped.seed = maphash.MakeSeed()
 	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
+	n.prober, _ = cfg.Runtime.(Prober)
 	var err error
 	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, OnlySources: true, Clock: cfg.Clock, Logger: cfg.Logger,
 		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods, Accept: n.accept,
@@ -239,6 +244,9 @@ func New(cfg Config) (*Node, error) {
 		ResyncInterval: cfg.ResyncInterval, BackoffInitial: cfg.BackoffInitial, BackoffMax: cfg.BackoffMax,
 		Clock: cfg.Clock, Logger: cfg.Logger, OnTransition: cfg.OnTransition, Hooks: n.podWorkerHooks()})
 	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	if n.probes, err = n.newProbes(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	n.status, err = statusmgr.New(statusmgr.Config{
@@ -399,7 +407,7 @@ func (n *Node) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	run := func(f func(context.Context) error) {
 		wg.Go(func() {
 			if err := f(ctx); err != nil && ctx.Err() == nil {
@@ -414,6 +422,9 @@ func (n *Node) Run(ctx context.Context) error {
 	run(func(ctx context.Context) error { n.relister.Run(ctx); return nil })
 	run(n.workers.Run)
 	run(n.status.Run)
+	if n.probes != nil {
+		run(n.probes.Run)
+	}
 	n.loop(ctx)
 	close(n.ended) // KillPod's requests fail with ErrStopped
 	n.mux.Close()  // nobody reads the merge's changes any more: updates fail with ErrStopped

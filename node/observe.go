@@ -66,6 +66,10 @@ type Metrics struct {
 	// (kubelet_desired_pods, kubelet_working_pods, kubelet_orphaned_runtime_pods_total,
 	// kubelet_restarted_pods_total).
 	Housekeeping func(HousekeepingRound)
+	// Probe is called after each probe the Runtime ran (a Prober's Probe without an
+	// error), with its kind and result (prober_probe_total{probe_type, result}: Success
+	// and Warning are "successful", Failure "failed", Unknown "unknown").
+	Probe func(ProbeKind, ProbeResult)
 }
 
 // HousekeepingRound is what one housekeeping round found and did, as the kubelet's

@@ -24,12 +24,16 @@ type syncer Node
 var _ podworker.PodSyncer = (*syncer)(nil)
 
 // SyncPod writes the pod's status from its runtime status and, unless that status is
-// terminal, has the runtime start or update the pod (status first, as the kubelet).
+// terminal, has the runtime start or update the pod (status first, as the kubelet). With
+// a Prober, the pod's probes are added and given its containers' instances first, and
+// the containers whose liveness or startup probe failed are killed before
+// Runtime.SyncPod, which gets the status inspected after the kills.
 func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *v1.Pod, rs *pleg.PodStatus) (bool, error) {
 	n := (*Node)(s)
 	if n.observed() {
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod (%s), %d running container(s)", ut, rs.RunningContainers())})
 	}
+	n.setProbes(pod, rs)
 	st := n.generate(pod, rs, false)
 	if err := n.setStatus(pod, st, true); err != nil {
 		return false, err
@@ -43,6 +47,10 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err := n.ensureMirrorPod(ctx, pod); err != nil {
 		// The kubelet logs this and goes on: the pod runs without its mirror pod.
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+	}
+	rs, err := n.killUnhealthy(ctx, pod, rs)
+	if err != nil {
+		return false, err
 	}
 	if err := n.runtime.SyncPod(ctx, pod, rs); err != nil {
 		if ctx.Err() == nil {
@@ -59,6 +67,9 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 // within the grace period, and writes the stopped status once nothing runs.
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, gracePeriod int64, fn func(*v1.PodStatus)) error {
 	n := (*Node)(s)
+	if n.probes != nil {
+		n.probes.StopLivenessAndStartup(pod.UID) // no probe restarts a container of it any more
+	}
 	st := withStatusFunc(n.generate(pod, rs, false), fn)
 	if n.observed() {
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
@@ -139,6 +150,9 @@ func (s *syncer) SyncTerminatingRuntimePod(ctx context.Context, rp *pleg.Pod) er
 func (s *syncer) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus) error {
 	n := (*Node)(s)
 	n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonTerminated, Message: "SyncTerminatedPod"})
+	if n.probes != nil {
+		n.probes.RemovePod(pod.UID)
+	}
 	st := n.generate(pod, rs, true)
 	if err := n.setStatus(pod, st, true); err != nil {
 		return err
@@ -161,7 +175,7 @@ func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.
 		old = pod.Status
 	}
 	st := GenerateAPIStatus(pod, rs, GenerateOptions{HostIPs: n.cfg.HostIPs, Now: n.clock.Now(),
-		PodIsTerminal: podIsTerminal, OldStatus: old})
+		PodIsTerminal: podIsTerminal, OldStatus: old, ProbeResult: n.probeResult(pod)})
 	if n.gen != nil {
 		st = n.gen.APIStatus(pod, rs, st, podIsTerminal)
 	}

@@ -9,8 +9,9 @@
 // SetPod adds a pod's probes and records its containers' current instances, Due hands
 // out the probes due, Report takes their outcomes, Result answers the current results.
 // Runner wraps it with a lock, one scheduling goroutine with one timer (a heap orders the
-// probes by their next run) and a fixed pool of workers that call Config.Probe; 10,000
-// containers with two probes each are run by Config.Workers goroutines, not 20,000.
+// probes by their next run) and a goroutine per run in flight, at most Config.Workers,
+// that calls Config.Probe: 10,000 containers with two probes each are run by at most
+// Config.Workers goroutines, not 20,000, and no goroutine waits for an idle probe.
 //
 // # Rules (the kubelet's pkg/kubelet/prober worker.go, v1.37)
 //

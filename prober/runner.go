@@ -45,8 +45,8 @@ type Config struct {
 }
 
 // Runner runs a Machine: one scheduling goroutine with one timer for the earliest probe
-// due, and Config.Workers goroutines that run the probes, whatever the number of
-// probes. Its methods are safe for concurrent use; the Machine is behind its lock,
+// due, and a goroutine per run in flight, at most Config.Workers, whatever the number
+// of probes (none while no probe runs). Its methods are safe for concurrent use; the Machine is behind its lock,
 // and Config.Probe and Config.OnChange are called outside it.
 type Runner struct {
 	cfg   Config
@@ -151,21 +151,10 @@ func (r *Runner) Run(ctx context.Context) error {
 	default:
 		return ErrAlreadyRunning
 	}
-	jobs := make(chan Probe)
+	// sem holds a token per run in flight: a run's goroutine exists only while it runs.
+	sem := make(chan struct{}, r.cfg.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for range r.cfg.Workers {
-		wg.Go(func() {
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case p := <-jobs:
-					r.run(ctx, p)
-				}
-			}
-		})
-	}
 	var buf []Probe
 	for {
 		now := r.clock.Now()
@@ -180,10 +169,14 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.mu.Unlock()
 		for i, p := range buf {
 			select {
-			case jobs <- p:
+			case sem <- struct{}{}:
 			case <-ctx.Done():
 				return nil
 			}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				r.run(ctx, p)
+			})
 			buf[i] = Probe{} // keep no pod alive
 		}
 		if len(buf) > 0 {

@@ -46,7 +46,9 @@ type ContainerBehaviour struct {
 
 // Runtime is a node.Runtime over an in-memory container runtime. Containers behave as
 // Defaults and the pods' annotations say; exited containers are restarted by the pod's
-// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod.
+// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod. It is
+// a node.Prober: probes answer as SetProbe says (Success by default), and KillContainer
+// stops one container, which the next SyncPod starts again.
 //
 // Contexts (see node.Runtime): a call's context bounds the call only. The containers
 // SyncPod starts live in Mem, the runtime's own lifetime, and run on after SyncPod
@@ -62,6 +64,9 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	actions []Action
+	// probes and probeRuns: SetProbe's answers and the probes run (probe.go).
+	probes    map[probeKey]ProbeAnswer
+	probeRuns map[probeKey]int
 }
 
 // Verbs of Actions.
@@ -79,6 +84,8 @@ type Action struct {
 	UID  types.UID
 	// GracePeriod is KillPod's grace period in seconds (1 for KillRuntimePod).
 	GracePeriod int64
+	// Container is KillContainer's container.
+	Container string
 }
 
 // Actions returns the actions asked so far, in order.

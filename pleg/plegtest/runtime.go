@@ -451,9 +451,13 @@ func (p *pod) stopStep(now, killAt time.Time) (stopped bool, wait time.Duration)
 
 // requestStop signals every running container not yet asked to stop (its preStop hook starts
 // now) and brings every running container's kill forward to killAt. Callers hold p.mu.
-func (p *pod) requestStop(now, killAt time.Time) {
+func (p *pod) requestStop(now, killAt time.Time) { p.requestStopOf(now, killAt, "") }
+
+// requestStopOf is requestStop for the container with ID id only ("" for every
+// container). Callers hold p.mu.
+func (p *pod) requestStopOf(now, killAt time.Time, id string) {
 	for _, c := range p.containers {
-		if !c.running {
+		if !c.running || (id != "" && c.id != id) {
 			continue
 		}
 		if !c.signalled {
@@ -470,6 +474,54 @@ func (p *pod) requestStop(now, killAt time.Time) {
 		}
 	}
 	p.advance(now)
+}
+
+// KillContainer stops one running container of the pod, by its ID, as KillPod stops
+// each (its preStop hook, the stop signal, StopDelay, the kill gracePeriod after this
+// call), and blocks until it has exited or ctx ends; the pod's sandbox and other
+// containers are left alone, and StartPod restarts it as it restarts any exited
+// container. An unknown pod or container, or one that no longer runs, is already
+// stopped. It returns ctx.Err() when ctx ends first.
+func (r *Runtime) KillContainer(ctx context.Context, uid types.UID, id string, gracePeriod time.Duration) error {
+	sh := r.shard(uid)
+	killAt := r.clock.Now().Add(max(gracePeriod, 0))
+	for {
+		sh.world.RLock()
+		p := sh.find(uid)
+		stopped, wait := true, time.Duration(0)
+		if p != nil {
+			stopped, wait = p.stopContainerStep(r.clock.Now(), killAt, id)
+		}
+		sh.world.RUnlock()
+		if stopped {
+			return nil
+		}
+		t := r.clock.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C():
+		}
+	}
+}
+
+// stopContainerStep is one step of KillContainer at now. Callers hold p's shard's world
+// for reading.
+func (p *pod) stopContainerStep(now, killAt time.Time, id string) (stopped bool, wait time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.removed.Load() || id == "" {
+		return true, 0
+	}
+	p.advance(now)
+	p.requestStopOf(now, killAt, id)
+	for _, c := range p.containers {
+		if c.id == id && c.running {
+			return false, p.nextChange().Sub(now)
+		}
+	}
+	return true, 0
 }
 
 // RemovePod removes the pod and everything of it from the runtime (the kubelet's cleanup of a
