@@ -58,6 +58,8 @@ type envOpts struct {
 	recorder node.EventRecorder
 	metrics  node.Metrics
 	wrap     func(node.Runtime) node.Runtime
+	// relistPeriod is Config.RelistPeriod (probe_test.go).
+	relistPeriod time.Duration
 }
 
 // start runs a node on api and mem (new ones when nil).
@@ -71,7 +73,8 @@ func start(t *testing.T, api *statusmgrtest.FakeAPI, mem *plegtest.Runtime, o en
 	}
 	e := &env{t: t, api: api, mem: mem, rt: nodetest.NewRuntime(mem, o.containers), done: make(chan error, 2)}
 	cfg := node.Config{NodeName: nodeName, Runtime: e.rt, Patcher: api, Sources: o.sources, OnEvent: e.record,
-		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison, CopyPods: o.copyPods, Admit: o.admit}
+		Recorder: o.recorder, Metrics: o.metrics, FullComparison: o.fullComparison, CopyPods: o.copyPods, Admit: o.admit,
+		RelistPeriod: o.relistPeriod}
 	if o.wrap != nil {
 		cfg.Runtime = o.wrap(e.rt)
 	}
