@@ -52,6 +52,18 @@
 //   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, and
 //     the pod's log directory.
 //
+// It is a node.Prober too, so the node runs the containers' probes through it on the
+// kubelet's schedule: Probe runs an exec probe through ExecSync (exit 0 succeeds; past
+// timeoutSeconds it fails with "command timed out"), an httpGet probe from the node to
+// the pod's IP (a hostNetwork pod's at 127.0.0.1; User-Agent kube-probe/1.37; 200-399
+// succeeds, a redirect to another host is a warning, others fail with "HTTP probe failed
+// with statuscode: N"), a tcpSocket probe by dialing, a grpc probe through
+// grpc.health.v1 (SERVING succeeds), with the kubelet's outputs. KillContainer stops the
+// one container that failed its liveness or startup probe as KillPod stops each (preStop
+// hook, then StopContainer) with the probe's terminationGracePeriodSeconds when it has
+// one; the node's next SyncPod starts it again. Not done: $(VAR) expansion in an exec
+// probe's command, HTTP/2 (h2c) and TLS grpc probes.
+//
 // Beyond node.Runtime, PodStats is a pod's ephemeral-storage use for
 // eviction.LocalStorageEviction (package examples/evict runs the kubelet's local-storage
 // evictions with it): each container's writable layer from ListContainerStats (containerd

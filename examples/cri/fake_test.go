@@ -39,6 +39,8 @@ type fakeCRI struct {
 	// execTakes is how long an ExecSync (a preStop hook) takes, in fake time.
 	execTakes time.Duration
 	execs     []string
+	// execReply, if set, answers an ExecSync (a probe's command) instead of exit 0.
+	execReply func(cmd []string) (*runtimeapi.ExecSyncResponse, error)
 }
 
 type fakeSandbox struct {
@@ -271,9 +273,12 @@ func (f *fakeCRI) ExecSync(_ context.Context, r *runtimeapi.ExecSyncRequest) (*r
 	f.mu.Lock()
 	c := f.containers[r.GetContainerId()]
 	f.execs = append(f.execs, fmt.Sprintf("%s %v timeout=%d", c.cfg.GetMetadata().GetName(), r.GetCmd(), r.GetTimeout()))
-	takes := f.execTakes
+	takes, reply := f.execTakes, f.execReply
 	f.mu.Unlock()
 	f.clock.Step(takes)
+	if reply != nil {
+		return reply(r.GetCmd())
+	}
 	return &runtimeapi.ExecSyncResponse{}, nil
 }
 

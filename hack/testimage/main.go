@@ -11,6 +11,12 @@
 //	-write-file PATH   at start, write -write-bytes zero bytes to PATH (fill the container's
 //	                   writable layer, as an ephemeral-storage eviction test's dd does)
 //	-write-bytes N     how many bytes -write-file writes (default 8 MiB)
+//	-check PATH        exit at once: 0 if PATH exists, else 1 (an exec probe's command:
+//	                   /testimage -check /tmp/ready)
+//	-touch PATH        create PATH after -touch-after, remove it after -remove-after (0:
+//	                   never), e.g. to make an exec probe succeed, then fail
+//	-http ADDR         serve GET /healthz on ADDR: 200 "ok" for -healthy-for after the
+//	                   start (0: always), then 500 (an httpGet probe's target)
 //
 // Every event is also printed to stdout, so the container's log tells what happened.
 package main
@@ -18,6 +24,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
@@ -48,8 +56,32 @@ func run(args []string) int {
 	termDelay := fs.Duration("term-delay", envDuration("TESTIMAGE_TERM_DELAY"), "on SIGTERM, exit after this long")
 	writeFile := fs.String("write-file", "", "at start, write -write-bytes zero bytes to this file")
 	writeBytes := fs.Int64("write-bytes", 8<<20, "how many bytes -write-file writes")
+	check := fs.String("check", "", "exit at once: 0 if this file exists, else 1")
+	touch := fs.String("touch", "", "create this file after -touch-after, remove it after -remove-after")
+	touchAfter := fs.Duration("touch-after", 0, "when -touch creates its file")
+	removeAfter := fs.Duration("remove-after", 0, "when -touch removes its file (0: never)")
+	httpAddr := fs.String("http", "", "serve GET /healthz on this address")
+	healthyFor := fs.Duration("healthy-for", 0, "how long /healthz answers 200 before 500 (0: always)")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *check != "" {
+		if _, err := os.Stat(*check); err != nil {
+			fmt.Printf("%s: not there\n", *check)
+			return 1
+		}
+		fmt.Printf("%s: there\n", *check)
+		return 0
+	}
+	start := time.Now()
+	if *touch != "" {
+		go touchFile(*touch, *touchAfter, *removeAfter)
+	}
+	if *httpAddr != "" {
+		if err := serveHealth(*httpAddr, start, *healthyFor); err != nil {
+			fmt.Printf("testimage: %v\n", err)
+			return 1
+		}
 	}
 	if *writeFile != "" {
 		if err := fill(*writeFile, *writeBytes); err != nil {
@@ -91,6 +123,47 @@ func run(args []string) int {
 			return *code
 		}
 	}
+}
+
+// touchFile creates path after d, and removes it after remove (0: never), both from the
+// start.
+func touchFile(path string, d, remove time.Duration) {
+	time.Sleep(d)
+	if err := os.WriteFile(path, []byte("ok\n"), 0o644); err != nil {
+		fmt.Printf("testimage: %v\n", err)
+		return
+	}
+	fmt.Printf("testimage: created %s\n", path)
+	if remove <= 0 {
+		return
+	}
+	time.Sleep(remove - d)
+	if err := os.Remove(path); err != nil {
+		fmt.Printf("testimage: %v\n", err)
+		return
+	}
+	fmt.Printf("testimage: removed %s\n", path)
+}
+
+// serveHealth serves /healthz on addr: 200 until healthyFor after start (0: always),
+// then 500.
+func serveHealth(addr string, start time.Time, healthyFor time.Duration) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		if healthyFor > 0 && time.Since(start) > healthyFor {
+			fmt.Printf("testimage: /healthz from %s: 500\n", r.UserAgent())
+			http.Error(w, "unhealthy", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	go func() { _ = http.Serve(l, mux) }()
+	fmt.Printf("testimage: serving /healthz on %s\n", l.Addr())
+	return nil
 }
 
 // fill writes n zero bytes to path (real blocks, not a sparse file) and syncs it.
