@@ -93,7 +93,9 @@ func TestE2ECRIReadinessProbe(t *testing.T) {
 	pod = createPod(t, ctx, admin, pod)
 	removeLeftovers(t, rt, pod)
 	pw.waitFor(t, ctx, "Running, not ready", func(es []podEvent) bool {
-		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning && mainStatus(e.Pod).State.Running != nil && !ready(e.Pod) })
+		return last(es, func(e podEvent) bool {
+			return e.Phase == v1.PodRunning && mainStatus(e.Pod).State.Running != nil && !ready(e.Pod)
+		})
 	})
 	pw.waitFor(t, ctx, "Ready", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return ready(e.Pod) && mainStatus(e.Pod).Ready })
