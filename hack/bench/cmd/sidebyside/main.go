@@ -1,4 +1,5 @@
-// Command sidebyside runs the W1-W5 workloads of BENCHMARKS.md on the kubelet's (and
+// Command sidebyside runs the W1-W5 workloads of BENCHMARKS.md (and W9, the probes of
+// issue 28) on the kubelet's (and
 // virtual-kubelet's) own code and on podlife, each run in a fresh process, alternating the
 // two sides (A B A B ...), and prints one table of medians.
 //
@@ -72,6 +73,7 @@ var workloads = []workload{
 	{"W4-realistic", kubelet, func(s string) (result, error) { return runW4(s, true) }, w4Figures},
 	{"W5-notifying", virtualKub, func(s string) (result, error) { return runW5(s, true) }, w5Figures},
 	{"W5-polled", virtualKub, func(s string) (result, error) { return runW5(s, false) }, w5Figures},
+	{"W9-probes", kubelet, runW9, w9Figures},
 }
 
 var w1Figures = []figure{
