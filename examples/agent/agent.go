@@ -91,6 +91,11 @@ type Config struct {
 	// admission.PredicateHandler over a node of package examples/nodeinfo): a refused pod
 	// is never started and ends Failed with the handler's reason. nil admits every pod.
 	Admit []admission.Handler
+	// StaticSources are pod sources besides the API server's (node.Config.Sources is
+	// node.SourceAPI and these), e.g. "file": their pods are static pods, fed with
+	// Node().Update, and have mirror pods on the server when the Patcher is a
+	// node.MirrorPodClient (kube.Patcher is).
+	StaticSources []string
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
@@ -131,6 +136,10 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Observer != nil && cfg.Server == nil {
 		// No in-memory server reports the patches and deletes: observe the calls instead.
 		patcher = observingPatcher{next: cfg.Patcher, a: a}
+		if mc, ok := cfg.Patcher.(node.MirrorPodClient); ok {
+			// Keep the mirror pods of static pods (StaticSources).
+			patcher = mirroringPatcher{observingPatcher: patcher.(observingPatcher), MirrorPodClient: mc}
+		}
 	}
 	var onTransition func(podworker.Transition)
 	if cfg.Observer != nil {
@@ -142,7 +151,7 @@ func New(cfg Config) (*Agent, error) {
 		HousekeepingPeriod: cfg.HousekeepingPeriod, StatusSyncPeriod: cfg.StatusSyncPeriod,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs, SerializeByName: cfg.SerializeByName,
 		OnEvent: a.onEvent, OnTransition: onTransition, Recorder: cfg.Recorder, Metrics: cfg.Metrics,
-		Admit: cfg.Admit,
+		Admit: cfg.Admit, Sources: sources(cfg.StaticSources),
 	})
 	if err != nil {
 		return nil, err
@@ -152,6 +161,14 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Server.SetObserver(a.observeServer)
 	}
 	return a, nil
+}
+
+// sources is node.Config.Sources for the static sources (nil: the default, the API's).
+func sources(static []string) []string {
+	if len(static) == 0 {
+		return nil
+	}
+	return append([]string{node.SourceAPI}, static...)
 }
 
 // Run runs the agent until ctx ends, then waits for every goroutine it started.

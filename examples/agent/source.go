@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/podlife/podlife/config"
+	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/statusmgr"
 )
@@ -59,6 +60,12 @@ func named(namespace, name string) *v1.Pod {
 type observingPatcher struct {
 	next statusmgr.StatusPatcher
 	a    *Agent
+}
+
+// mirroringPatcher is an observingPatcher over a patcher that keeps mirror pods.
+type mirroringPatcher struct {
+	observingPatcher
+	node.MirrorPodClient
 }
 
 func (o observingPatcher) GetPod(ctx context.Context, namespace, name string) (*v1.Pod, error) {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/kube"
+	podnode "github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr"
 )
@@ -190,6 +191,16 @@ func newPatchTracker(next statusmgr.StatusPatcher) *patchTracker {
 }
 
 // PatchPodStatus counts the patch while it is in flight.
+// CreateMirrorPod and DeleteMirrorPod forward to the patcher (kube.Patcher keeps mirror
+// pods).
+func (p *patchTracker) CreateMirrorPod(ctx context.Context, mirror *v1.Pod) error {
+	return p.StatusPatcher.(podnode.MirrorPodClient).CreateMirrorPod(ctx, mirror)
+}
+
+func (p *patchTracker) DeleteMirrorPod(ctx context.Context, namespace, name string, uid types.UID) error {
+	return p.StatusPatcher.(podnode.MirrorPodClient).DeleteMirrorPod(ctx, namespace, name, uid)
+}
+
 func (p *patchTracker) PatchPodStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.Pod, error) {
 	key := namespace + "/" + name
 	p.mu.Lock()

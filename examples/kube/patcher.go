@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/statusmgr"
 )
 
@@ -144,6 +145,39 @@ func (p *Patcher) DeletePod(ctx context.Context, namespace, name string, uid typ
 	})
 	if err != nil {
 		return p.count(err)
+	}
+	return nil
+}
+
+var _ node.MirrorPodClient = (*Patcher)(nil)
+
+// CreateMirrorPod creates the mirror pod of a static pod (node.NewMirrorPod made it), as
+// the kubelet's mirror client does: owned by its Node object (the NodeRestriction
+// admission plugin lets a node create only pods owned by itself), which must exist (an
+// agent that registers no Node gets the GET's error); one that exists already is not an
+// error.
+func (p *Patcher) CreateMirrorPod(ctx context.Context, mirror *v1.Pod) error {
+	if mirror == nil || mirror.Namespace == "" || mirror.Name == "" || mirror.Spec.NodeName == "" {
+		return fmt.Errorf("%w: a mirror pod without namespace, name or node name", ErrInvalidArgument)
+	}
+	n, err := p.client.CoreV1().Nodes().Get(ctx, mirror.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("kube: the mirror pod of %s/%s: getting its node: %w", mirror.Namespace, mirror.Name, p.count(err))
+	}
+	owned := mirror.DeepCopy()
+	owned.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID, Controller: ptr.To(true)}}
+	_, err = p.client.CoreV1().Pods(owned.Namespace).Create(ctx, owned, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return p.count(err)
+	}
+	return nil
+}
+
+// DeleteMirrorPod deletes a mirror pod with grace 0, on the condition that it still has
+// uid (the kubelet's mirror client); one that is gone is not an error.
+func (p *Patcher) DeleteMirrorPod(ctx context.Context, namespace, name string, uid types.UID) error {
+	if err := p.DeletePod(ctx, namespace, name, uid); err != nil && !apierrors.IsNotFound(err) {
+		return err
 	}
 	return nil
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/podlife/podlife/node"
 )
 
 func testPod(name string, uid types.UID) *v1.Pod {
@@ -230,5 +232,56 @@ func TestPatcherBadInput(t *testing.T) {
 	}
 	if n := len(client.Actions()); n != 0 {
 		t.Errorf("bad input reached the server %d times", n)
+	}
+}
+
+// The Patcher is the node's mirror pod client (the kubelet's mirror_client.go): a
+// create of a mirror pod that exists already and a delete of one that is gone succeed;
+// a delete removes the pod; empty names are refused.
+func TestMirrorPodClient(t *testing.T) {
+	client := fake.NewClientset()
+	p, err := NewPatcher(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := testPod("etcd-node1", "static-uid")
+	if err := p.CreateMirrorPod(t.Context(), node.NewMirrorPod(static)); !apierrors.IsNotFound(err) {
+		t.Errorf("create without a Node object: %v, want its NotFound", err)
+	}
+	if _, err := client.CoreV1().Nodes().Create(t.Context(), &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: "node-uid"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file", "kubernetes.io/config.hash": "h1"}
+	mirror := node.NewMirrorPod(static)
+	for i := range 2 {
+		if err := p.CreateMirrorPod(t.Context(), mirror); err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+	}
+	got, err := client.CoreV1().Pods(mirror.Namespace).Get(t.Context(), mirror.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "node1", UID: "node-uid", Controller: ptr.To(true)}}; !cmp.Equal(got.OwnerReferences, want) {
+		t.Errorf("owner references %+v, want %+v", got.OwnerReferences, want)
+	}
+	if got.Annotations[node.ConfigMirrorAnnotationKey] != "h1" {
+		t.Errorf("mirror annotation %q, want h1", got.Annotations[node.ConfigMirrorAnnotationKey])
+	}
+	got.UID = "mirror-uid" // the fake clientset assigns none
+	if got, err = client.CoreV1().Pods(got.Namespace).Update(t.Context(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteMirrorPod(t.Context(), got.Namespace, got.Name, got.UID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Pods(mirror.Namespace).Get(t.Context(), mirror.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the delete: %v, want NotFound", err)
+	}
+	if err := p.DeleteMirrorPod(t.Context(), got.Namespace, got.Name, got.UID); err != nil {
+		t.Errorf("delete of a gone mirror pod: %v", err)
+	}
+	if err := p.CreateMirrorPod(t.Context(), &v1.Pod{}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("create without a name: %v, want ErrInvalidArgument", err)
 	}
 }
