@@ -192,6 +192,9 @@ type Node struct {
 	// stopped holds, per pod, the status SyncTerminatingPod inspected after a successful
 	// kill, until the terminated work takes it (see statusAfter).
 	stopped stoppedStatuses
+	// reasons holds the ContainerErrors of each pod's last SyncPod (the kubelet's
+	// ReasonCache).
+	reasons reasonCache
 	// kills carries KillPod's requests to the loop; ended is closed when the loop ends.
 	kills chan *killRequest
 	ended chan struct{}

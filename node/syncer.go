@@ -44,21 +44,51 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 		// The kubelet logs this and goes on: the pod runs without its mirror pod.
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
 	}
-	if err := n.runtime.SyncPod(ctx, pod, rs); err != nil {
-		if ctx.Err() == nil {
-			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
-			n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedSync, "error syncing pod: %v", err)
-			n.log.ErrorContext(ctx, "sync failed", append(podKeys(pod, ""), "err", err)...)
-		}
+	err := n.runtime.SyncPod(ctx, pod, rs)
+	if err != nil && ctx.Err() != nil {
+		// Cancelled: the error says nothing about the containers.
+		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	n.reasons.update(pod.UID, err)
+	if err != nil {
+		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+		n.recordSyncFailure(pod, err)
+		n.log.ErrorContext(ctx, "sync failed", append(podKeys(pod, ""), "err", err)...)
 		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return false, nil
+}
+
+// recordSyncFailure records the kubelet's events for a failed SyncPod: for each
+// ContainerError the kuberuntime's (BackOff "Back-off restarting failed container ..."
+// for CrashLoopBackOff, Failed "Error: <reason>" otherwise), or FailedSync when the
+// error carries none.
+func (n *Node) recordSyncFailure(pod *v1.Pod, err error) {
+	ces := ContainerErrors(err)
+	if len(ces) == 0 {
+		n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedSync, "error syncing pod: %v", err)
+		return
+	}
+	for _, ce := range ces {
+		if ce.Reason == ReasonCrashLoopBackOff {
+			n.recordEvent(pod, v1.EventTypeWarning, ReasonBackOff, "Back-off restarting failed container %s in pod %s",
+				ce.Container, formatPod(pod))
+			continue
+		}
+		n.recordEvent(pod, v1.EventTypeWarning, ReasonFailed, "Error: %s", ce.Reason)
+	}
+}
+
+// formatPod is the kubelet's format.Pod: "name_namespace(uid)".
+func formatPod(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
 // SyncTerminatingPod writes the terminating status, has the runtime stop every container
 // within the grace period, and writes the stopped status once nothing runs.
 func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, gracePeriod int64, fn func(*v1.PodStatus)) error {
 	n := (*Node)(s)
+	n.reasons.forget(pod.UID)
 	st := withStatusFunc(n.generate(pod, rs, false), fn)
 	if n.observed() {
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
@@ -161,7 +191,7 @@ func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.
 		old = pod.Status
 	}
 	st := GenerateAPIStatus(pod, rs, GenerateOptions{HostIPs: n.cfg.HostIPs, Now: n.clock.Now(),
-		PodIsTerminal: podIsTerminal, OldStatus: old})
+		PodIsTerminal: podIsTerminal, OldStatus: old, StartFailure: n.reasons.startFailure(pod.UID)})
 	if n.gen != nil {
 		st = n.gen.APIStatus(pod, rs, st, podIsTerminal)
 	}
