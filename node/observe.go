@@ -162,6 +162,7 @@ func (n *Node) podWorkerHooks() podworker.Hooks {
 	h.Transition = func(t podworker.Transition, at time.Time) {
 		if t.To == podworker.StageNone || t.To == podworker.StageTerminating {
 			n.reasons.forget(t.UID) // the worker is forgotten, or the pod terminates
+			n.deadlines.set(t.UID, time.Time{})
 		}
 		if userTransition != nil {
 			userTransition(t, at)

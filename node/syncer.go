@@ -34,6 +34,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err := n.setStatus(pod, st, true); err != nil {
 		return false, err
 	}
+	n.scheduleDeadline(pod, &st)
 	if podfacts.IsTerminalPhase(st.Phase) {
 		if n.observed() {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
@@ -192,10 +193,44 @@ func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.
 	}
 	st := GenerateAPIStatus(pod, rs, GenerateOptions{HostIPs: n.cfg.HostIPs, Now: n.clock.Now(),
 		PodIsTerminal: podIsTerminal, OldStatus: old, StartFailure: n.reasons.startFailure(pod.UID)})
+	applyActiveDeadline(pod, &st, n.clock.Now())
 	if n.gen != nil {
 		st = n.gen.APIStatus(pod, rs, st, podIsTerminal)
 	}
 	return st
+}
+
+// scheduleDeadline has the loop sync the pod when its active deadline passes (the
+// kubelet's ShouldSync, without polling), and records the kubelet's Normal
+// DeadlineExceeded event when st is the status of a pod past it. A pod update that
+// changes the deadline syncs the pod, which schedules it again.
+func (n *Node) scheduleDeadline(pod *v1.Pod, st *v1.PodStatus) {
+	if st.Phase == v1.PodFailed && st.Reason == ReasonDeadlineExceeded {
+		n.deadlines.set(pod.UID, time.Time{})
+		n.recordEvent(pod, v1.EventTypeNormal, ReasonDeadlineExceeded, "%s", MessageDeadlineExceeded)
+		n.log.Info("pod is past its active deadline", podKeys(pod, "")...)
+		return
+	}
+	var at time.Time
+	if st.StartTime != nil && !podfacts.IsTerminalPhase(st.Phase) {
+		now := n.clock.Now()
+		if _, wait := ActiveDeadlineExceeded(pod, st.StartTime.Time, now); wait > 0 {
+			at = now.Add(wait)
+		}
+	}
+	n.deadlines.set(pod.UID, at)
+}
+
+// syncDeadlines syncs every pod whose active deadline passed and returns when the next
+// one passes (zero: none).
+func (n *Node) syncDeadlines() time.Time {
+	uids, next := n.deadlines.due(n.clock.Now())
+	for _, uid := range uids {
+		if p, ok := n.pods.GetPodByUID(uid); ok {
+			n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+		}
+	}
+	return next
 }
 
 // setStatus hands a status to the status manager, reporting a refusal. generated says
