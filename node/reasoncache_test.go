@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/podlife/podlife/node"
+	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -77,5 +78,50 @@ func TestWaitingReasonReachesAPI(t *testing.T) {
 		})
 		time.Sleep(time.Second)
 		e.stop()
+	})
+}
+
+// nodetest.Runtime's scripted failures through the node: an image pull that always fails
+// shows ErrImagePull, then ImagePullBackOff with the kubelet's message; a container that
+// keeps exiting shows Waiting CrashLoopBackOff with the kubelet's message, its exit in
+// lastState.
+func TestScriptedWaitingReasons(t *testing.T) {
+	t.Run("image pull", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := start(t, nil, nil, envOpts{})
+			e.create(newPod("web", 30, v1.RestartPolicyAlways, map[string]string{nodetest.AnnotationImagePullError: "not found"}))
+			for _, want := range []v1.ContainerStateWaiting{
+				{Reason: node.ReasonErrImagePull, Message: "not found"},
+				{Reason: node.ReasonImagePullBackOff, Message: `Back-off pulling image "busybox": not found`},
+			} {
+				e.waitPod("web", func(p *v1.Pod, ok bool) bool {
+					return ok && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+						*p.Status.ContainerStatuses[0].State.Waiting == want
+				})
+			}
+			e.stop()
+		})
+	})
+	t.Run("crash loop", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			e := start(t, nil, nil, envOpts{containers: nodetest.ContainerBehaviour{RunFor: time.Second, ExitCode: 1, CrashLoopBackOff: true}})
+			p := e.create(newPod("web", 30, v1.RestartPolicyAlways, nil))
+			want := fmt.Sprintf("back-off 10s restarting failed container=app pod=web_default(%s)", p.UID)
+			var got v1.ContainerStatus
+			e.waitPod("web", func(p *v1.Pod, ok bool) bool {
+				if !ok || len(p.Status.ContainerStatuses) != 1 {
+					return false
+				}
+				got = p.Status.ContainerStatuses[0]
+				return got.State.Waiting != nil && got.State.Waiting.Reason == node.ReasonCrashLoopBackOff
+			})
+			if got.State.Waiting.Message != want {
+				t.Errorf("message %q, want %q", got.State.Waiting.Message, want)
+			}
+			if got.LastTerminationState.Terminated == nil || got.LastTerminationState.Terminated.ExitCode != 1 {
+				t.Errorf("lastState %+v, want terminated with exit code 1", got.LastTerminationState)
+			}
+			e.stop()
+		})
 	})
 }
