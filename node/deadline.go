@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -38,10 +39,16 @@ type deadlines struct {
 	mu   sync.Mutex
 	at   map[types.UID]time.Time
 	wake chan struct{}
+	// size is len(at): forgetting a deadline when there is none takes no lock (most
+	// pods have none, and every SyncPod sets its pod's).
+	size atomic.Int64
 }
 
 // set records the pod's deadline (a zero time forgets it) and wakes the loop.
 func (d *deadlines) set(uid types.UID, at time.Time) {
+	if at.IsZero() && d.size.Load() == 0 {
+		return
+	}
 	d.mu.Lock()
 	old, had := d.at[uid]
 	if at.IsZero() {
@@ -52,6 +59,7 @@ func (d *deadlines) set(uid types.UID, at time.Time) {
 		}
 		d.at[uid] = at
 	}
+	d.size.Store(int64(len(d.at)))
 	d.mu.Unlock()
 	if (had || !at.IsZero()) && !old.Equal(at) {
 		select {
@@ -70,6 +78,7 @@ func (d *deadlines) due(now time.Time) (uids []types.UID, next time.Time) {
 		if !at.After(now) {
 			uids = append(uids, uid)
 			delete(d.at, uid)
+			d.size.Store(int64(len(d.at)))
 			continue
 		}
 		if next.IsZero() || at.Before(next) {

@@ -2,6 +2,7 @@ package node
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -20,6 +21,8 @@ import (
 type reasonCache struct {
 	mu sync.Mutex
 	m  map[types.UID]map[string]reasonEntry
+	// size is len(m): with no entry (the usual case) reads and forgets take no lock.
+	size atomic.Int64
 }
 
 // reasonEntry is one container's reason and message.
@@ -46,19 +49,27 @@ func (c *reasonCache) update(uid types.UID, err error) {
 		c.m = make(map[types.UID]map[string]reasonEntry)
 	}
 	c.m[uid] = m
+	c.size.Store(int64(len(c.m)))
 	c.mu.Unlock()
 }
 
 // forget drops the pod's entries.
 func (c *reasonCache) forget(uid types.UID) {
+	if c.size.Load() == 0 {
+		return
+	}
 	c.mu.Lock()
 	delete(c.m, uid)
+	c.size.Store(int64(len(c.m)))
 	c.mu.Unlock()
 }
 
 // startFailure returns the pod's lookup for GenerateOptions.StartFailure, nil when the
 // pod has no entry. The lookup reads a snapshot: the pod's map is replaced, never changed.
 func (c *reasonCache) startFailure(uid types.UID) func(string) (string, string, bool) {
+	if c.size.Load() == 0 {
+		return nil
+	}
 	c.mu.Lock()
 	m := c.m[uid]
 	c.mu.Unlock()

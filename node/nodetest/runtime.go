@@ -64,7 +64,10 @@ type ContainerBehaviour struct {
 
 // Runtime is a node.Runtime over an in-memory container runtime. Containers behave as
 // Defaults and the pods' annotations say; exited containers are restarted by the pod's
-// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod.
+// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod, or
+// after the kubelet's restart back-off with CrashLoopBackOff; ImagePullError scripts
+// failing image pulls. Both report the kubelet's waiting reasons as node.ContainerErrors.
+// Make one with NewRuntime (its back-offs need it).
 //
 // Contexts (see node.Runtime): a call's context bounds the call only. The containers
 // SyncPod starts live in Mem, the runtime's own lifetime, and run on after SyncPod
