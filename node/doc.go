@@ -56,7 +56,16 @@
 //     statusmgr.TerminatePod. Every failure is retried by the pod workers with back-off and
 //     reported as an EventError with the kubelet's reason (FailedSync, FailedKillPod);
 //     Config.BackoffInitial and BackoffMax set the back-off, Config.ResyncInterval the
-//     period of a running pod's syncs.
+//     period of a running pod's syncs. The ContainerErrors of Runtime.SyncPod's error
+//     are kept per pod and container (the kubelet's reason cache) and shown as Waiting
+//     reasons by the next status (see Runtime.SyncPod).
+//   - activeDeadlineSeconds (the kubelet's active-deadline handler,
+//     ActiveDeadlineExceeded): a pod active on the node for its deadline from its
+//     startTime gets the status Failed, DeadlineExceeded, "Pod was active on the node
+//     longer than the specified deadline", a Normal DeadlineExceeded event, and is
+//     killed as any terminal pod. The loop keeps one timer for the earliest deadline and
+//     syncs the pod when it passes; each SyncPod sets the pod's deadline again, so a
+//     deadline shortened by an update is honoured.
 //   - KillPod is the kubelet's killPodNow, the one entry point for ending a pod on the
 //     node's own decision (eviction, graceful shutdown, preemption): through the loop,
 //     in order with config changes, it hands a kill (a grace override that may only

@@ -66,6 +66,11 @@ const (
 	ReasonMirrorPodCreated  = "MirrorPodCreated"
 	ReasonMirrorPodDeleted  = "MirrorPodDeleted"
 	ReasonHousekeepingError = "HousekeepingFailed"
+	// ReasonFailed and ReasonBackOff are the kubelet's recorded events for a container
+	// SyncPod did not start (a ContainerError): Failed "Error: ErrImagePull", BackOff
+	// "Back-off restarting failed container app in pod web_default(uid)".
+	ReasonFailed  = "Failed"
+	ReasonBackOff = "BackOff"
 )
 
 // Event is one step of the node's loop, reported to Config.OnEvent.

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/config"
 	"github.com/podlife/podlife/internal/podfacts"
@@ -20,6 +22,21 @@ import (
 func (n *Node) loop(ctx context.Context) {
 	housekeeping := n.clock.NewTimer(n.cfg.HousekeepingPeriod)
 	defer housekeeping.Stop()
+	// deadline fires when the earliest active deadline of a pod passes (deadlineC is nil
+	// while there is none).
+	var deadline clock.Timer
+	var deadlineC <-chan time.Time
+	resetDeadline := func(next time.Time) {
+		if deadline != nil {
+			deadline.Stop()
+		}
+		deadline, deadlineC = nil, nil
+		if !next.IsZero() {
+			deadline = n.clock.NewTimer(next.Sub(n.clock.Now()))
+			deadlineC = deadline.C()
+		}
+	}
+	defer func() { resetDeadline(time.Time{}) }()
 	// delivered fires once every source's first full list is on the mux's channel (it
 	// may be after the loop took the list's last update); it is nil once ready.
 	delivered := n.mux.AllSourcesDelivered()
@@ -47,6 +64,10 @@ func (n *Node) loop(ctx context.Context) {
 			next = n.handlePLEGRun(next)
 		case req := <-n.kills:
 			n.handleKill(req)
+		case <-n.deadlines.wake:
+			resetDeadline(n.syncDeadlines())
+		case <-deadlineC:
+			resetDeadline(n.syncDeadlines())
 		case <-housekeeping.C():
 			n.housekeeping(ctx)
 			housekeeping.Reset(n.cfg.HousekeepingPeriod)

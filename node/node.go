@@ -196,6 +196,11 @@ type Node struct {
 	// stopped holds, per pod, the status SyncTerminatingPod inspected after a successful
 	// kill, until the terminated work takes it (see statusAfter).
 	stopped stoppedStatuses
+	// reasons holds the ContainerErrors of each pod's last SyncPod (the kubelet's
+	// ReasonCache).
+	reasons reasonCache
+	// deadlines holds when each pod's active deadline passes, for the loop's timer.
+	deadlines deadlines
 	// kills carries KillPod's requests to the loop; ended is closed when the loop ends.
 	kills chan *killRequest
 	ended chan struct{}
@@ -215,7 +220,8 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, runtime: cfg.Runtime,
 		cache: pleg.NewCache(), pods: newPodManager(),
 		ready: make(chan struct{}), running: make(chan struct{}, 1),
-		kills: make(chan *killRequest), ended: make(chan struct{})}
+		kills: make(chan *killRequest), ended: make(chan struct{}),
+		deadlines: deadlines{wake: make(chan struct{}, 1)}}
 	n.stopped.seed = maphash.MakeSeed()
 	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
 	n.gen, _ = cfg.Runtime.(StatusGenerator)

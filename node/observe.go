@@ -162,6 +162,16 @@ func (n *Node) recordKilling(pod *v1.Pod, rs *pleg.PodStatus) {
 // event for a status that could not be read.
 func (n *Node) podWorkerHooks() podworker.Hooks {
 	h := n.cfg.Metrics.PodWorkers
+	userTransition := h.Transition
+	h.Transition = func(t podworker.Transition, at time.Time) {
+		if t.To == podworker.StageNone || t.To == podworker.StageTerminating {
+			n.reasons.forget(t.UID) // the worker is forgotten, or the pod terminates
+			n.deadlines.set(t.UID, time.Time{})
+		}
+		if userTransition != nil {
+			userTransition(t, at)
+		}
+	}
 	if n.cfg.Recorder == nil {
 		return h
 	}

@@ -69,6 +69,17 @@ type Runtime interface {
 	// that is not terminal, so it must be idempotent. An error is retried after the pod
 	// workers' back-off; the node reports it as a FailedSync. ctx ends when SyncPod
 	// returns: what it starts runs under the runtime's own lifetime (see Contexts).
+	//
+	// For a container it did not start (or restart), SyncPod returns a *ContainerError
+	// with the kubelet's reason and message (ReasonErrImagePull, ReasonCrashLoopBackOff,
+	// ...; package backoff has the kubelet's back-offs and messages), several joined with
+	// errors.Join, possibly wrapped or joined with other errors. The node keeps them (the
+	// kubelet's reason cache) and shows each such container as Waiting with that reason
+	// and message from the next sync on (the pod workers' retry), records the kubelet's
+	// event instead of FailedSync (BackOff "Back-off restarting failed container ..." for
+	// CrashLoopBackOff, Failed "Error: <reason>" otherwise), and drops them when a later
+	// SyncPod no longer reports the container (nil drops all of the pod's; an error
+	// without any ContainerError keeps them) or when the pod terminates.
 	SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error
 
 	// KillPod stops every container of the pod and its sandbox, giving the containers

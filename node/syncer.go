@@ -38,6 +38,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err := n.setStatus(pod, st, true); err != nil {
 		return false, err
 	}
+	n.scheduleDeadline(pod, &st)
 	if podfacts.IsTerminalPhase(st.Phase) {
 		if n.observed() {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
@@ -52,15 +53,44 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	if err != nil {
 		return false, err
 	}
-	if err := n.runtime.SyncPod(ctx, pod, rs); err != nil {
-		if ctx.Err() == nil {
-			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
-			n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedSync, "error syncing pod: %v", err)
-			n.log.ErrorContext(ctx, "sync failed", append(podKeys(pod, ""), "err", err)...)
-		}
+	err = n.runtime.SyncPod(ctx, pod, rs)
+	if err != nil && ctx.Err() != nil {
+		// Cancelled: the error says nothing about the containers.
+		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	n.reasons.update(pod.UID, err)
+	if err != nil {
+		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
+		n.recordSyncFailure(pod, err)
+		n.log.ErrorContext(ctx, "sync failed", append(podKeys(pod, ""), "err", err)...)
 		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return false, nil
+}
+
+// recordSyncFailure records the kubelet's events for a failed SyncPod: for each
+// ContainerError the kuberuntime's (BackOff "Back-off restarting failed container ..."
+// for CrashLoopBackOff, Failed "Error: <reason>" otherwise), or FailedSync when the
+// error carries none.
+func (n *Node) recordSyncFailure(pod *v1.Pod, err error) {
+	ces := ContainerErrors(err)
+	if len(ces) == 0 {
+		n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedSync, "error syncing pod: %v", err)
+		return
+	}
+	for _, ce := range ces {
+		if ce.Reason == ReasonCrashLoopBackOff {
+			n.recordEvent(pod, v1.EventTypeWarning, ReasonBackOff, "Back-off restarting failed container %s in pod %s",
+				ce.Container, formatPod(pod))
+			continue
+		}
+		n.recordEvent(pod, v1.EventTypeWarning, ReasonFailed, "Error: %s", ce.Reason)
+	}
+}
+
+// formatPod is the kubelet's format.Pod: "name_namespace(uid)".
+func formatPod(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
 }
 
 // SyncTerminatingPod writes the terminating status, has the runtime stop every container
@@ -70,6 +100,7 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 	if n.probes != nil {
 		n.probes.StopLivenessAndStartup(pod.UID) // no probe restarts a container of it any more
 	}
+	n.reasons.forget(pod.UID)
 	st := withStatusFunc(n.generate(pod, rs, false), fn)
 	if n.observed() {
 		n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling,
@@ -175,11 +206,46 @@ func (n *Node) generate(pod *v1.Pod, rs *pleg.PodStatus, podIsTerminal bool) v1.
 		old = pod.Status
 	}
 	st := GenerateAPIStatus(pod, rs, GenerateOptions{HostIPs: n.cfg.HostIPs, Now: n.clock.Now(),
-		PodIsTerminal: podIsTerminal, OldStatus: old, ProbeResult: n.probeResult(pod)})
+		PodIsTerminal: podIsTerminal, OldStatus: old, ProbeResult: n.probeResult(pod),
+		StartFailure: n.reasons.startFailure(pod.UID)})
+	applyActiveDeadline(pod, &st, n.clock.Now())
 	if n.gen != nil {
 		st = n.gen.APIStatus(pod, rs, st, podIsTerminal)
 	}
 	return st
+}
+
+// scheduleDeadline has the loop sync the pod when its active deadline passes (the
+// kubelet's ShouldSync, without polling), and records the kubelet's Normal
+// DeadlineExceeded event when st is the status of a pod past it. A pod update that
+// changes the deadline syncs the pod, which schedules it again.
+func (n *Node) scheduleDeadline(pod *v1.Pod, st *v1.PodStatus) {
+	if st.Phase == v1.PodFailed && st.Reason == ReasonDeadlineExceeded {
+		n.deadlines.set(pod.UID, time.Time{})
+		n.recordEvent(pod, v1.EventTypeNormal, ReasonDeadlineExceeded, "%s", MessageDeadlineExceeded)
+		n.log.Info("pod is past its active deadline", podKeys(pod, "")...)
+		return
+	}
+	var at time.Time
+	if st.StartTime != nil && !podfacts.IsTerminalPhase(st.Phase) {
+		now := n.clock.Now()
+		if _, wait := ActiveDeadlineExceeded(pod, st.StartTime.Time, now); wait > 0 {
+			at = now.Add(wait)
+		}
+	}
+	n.deadlines.set(pod.UID, at)
+}
+
+// syncDeadlines syncs every pod whose active deadline passed and returns when the next
+// one passes (zero: none).
+func (n *Node) syncDeadlines() time.Time {
+	uids, next := n.deadlines.due(n.clock.Now())
+	for _, uid := range uids {
+		if p, ok := n.pods.GetPodByUID(uid); ok {
+			n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodSync, Pod: p, MirrorPod: n.mirrorOf(p)})
+		}
+	}
+	return next
 }
 
 // setStatus hands a status to the status manager, reporting a refusal. generated says

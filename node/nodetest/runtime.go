@@ -7,6 +7,7 @@ package nodetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -15,7 +16,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 
+	"github.com/podlife/podlife/backoff"
 	"github.com/podlife/podlife/internal/podfacts"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
@@ -34,6 +37,12 @@ const (
 	AnnotationExitCode = "podlife.example/exit-code"
 	// AnnotationPreStop: how long the preStop hook of containers that have one takes.
 	AnnotationPreStop = "podlife.example/prestop"
+	// AnnotationImagePullError: every image pull of the pod fails with this message
+	// (ContainerBehaviour.ImagePullError).
+	AnnotationImagePullError = "podlife.example/image-pull-error"
+	// AnnotationCrashLoopBackOff: "true" restarts exited containers with the kubelet's
+	// back-off (ContainerBehaviour.CrashLoopBackOff).
+	AnnotationCrashLoopBackOff = "podlife.example/crash-loop-back-off"
 )
 
 // ContainerBehaviour is how a pod's containers behave in the in-memory runtime.
@@ -42,13 +51,25 @@ type ContainerBehaviour struct {
 	RunFor    time.Duration // 0: run until stopped
 	ExitCode  int
 	PreStop   time.Duration // for containers with a preStop hook
+	// ImagePullError, if set, makes every image pull fail with this message: SyncPod
+	// starts nothing and reports each container as ErrImagePull, then ImagePullBackOff
+	// while the kubelet's image-pull back-off (backoff.ImagePull) runs.
+	ImagePullError string
+	// CrashLoopBackOff restarts exited containers with the kubelet's restart back-off
+	// (backoff.Restart): SyncPod reports a container still in its back-off as
+	// CrashLoopBackOff with the kubelet's message and leaves it exited. Without it exited
+	// containers restart on the next SyncPod.
+	CrashLoopBackOff bool
 }
 
 // Runtime is a node.Runtime over an in-memory container runtime. Containers behave as
 // Defaults and the pods' annotations say; exited containers are restarted by the pod's
-// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod. It is
-// a node.Prober: probes answer as SetProbe says (Success by default), and KillContainer
-// stops one container, which the next SyncPod starts again.
+// restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod, or
+// after the kubelet's restart back-off with CrashLoopBackOff; ImagePullError scripts
+// failing image pulls. Both report the kubelet's waiting reasons as node.ContainerErrors.
+// It is a node.Prober: probes answer as SetProbe says (Success by default), and
+// KillContainer stops one container, which the next SyncPod starts again. Make one with
+// NewRuntime (its back-offs need it).
 //
 // Contexts (see node.Runtime): a call's context bounds the call only. The containers
 // SyncPod starts live in Mem, the runtime's own lifetime, and run on after SyncPod
@@ -62,11 +83,18 @@ type Runtime struct {
 	// Defaults is how containers behave unless a pod's annotations say otherwise.
 	Defaults ContainerBehaviour
 
+	// Clock is the time of the back-offs (nil: the real clock, virtual in a synctest
+	// bubble).
+	Clock clock.PassiveClock
+
 	mu      sync.Mutex
 	actions []Action
 	// probes and probeRuns: SetProbe's answers and the probes run (probe.go).
 	probes    map[probeKey]ProbeAnswer
 	probeRuns map[probeKey]int
+	// pulls and restarts are the back-offs of ImagePullError and CrashLoopBackOff.
+	pulls    backoff.Map
+	restarts backoff.Map
 }
 
 // Verbs of Actions.
@@ -118,7 +146,16 @@ var _ node.Runtime = (*Runtime)(nil)
 
 // NewRuntime returns a Runtime over a new in-memory runtime on mem's clock.
 func NewRuntime(mem *plegtest.Runtime, defaults ContainerBehaviour) *Runtime {
-	return &Runtime{Mem: mem, Defaults: defaults}
+	return &Runtime{Mem: mem, Defaults: defaults,
+		pulls: backoff.Map{Policy: backoff.ImagePull}, restarts: backoff.Map{Policy: backoff.Restart}}
+}
+
+// now is the back-offs' time.
+func (r *Runtime) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock.Now()
+	}
+	return time.Now()
 }
 
 // ListPods lists the in-memory runtime's pods.
@@ -134,11 +171,53 @@ func (r *Runtime) PodStatus(ctx context.Context, uid types.UID, name, namespace 
 // SyncPod starts the pod, or restarts its exited containers as its restartPolicy says.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error {
 	r.record(VerbSyncPod, pod.UID, 0)
+	b, err := Behaviour(pod, r.Defaults)
+	if err != nil {
+		return err
+	}
 	spec, err := PodSpec(pod, r.Defaults, status)
 	if err != nil {
 		return err
 	}
-	return r.Mem.StartPod(ctx, spec)
+	now := r.now()
+	var errs []error
+	if b.ImagePullError != "" {
+		for _, c := range pod.Spec.Containers {
+			key := string(pod.UID) + "_" + c.Image
+			if r.pulls.Policy.InBackOffSinceUpdate(r.pulls.Get(key), now) {
+				errs = append(errs, &node.ContainerError{Container: c.Name, Reason: node.ReasonImagePullBackOff,
+					Message: backoff.ImagePullBackOffMessage(c.Image, b.ImagePullError)})
+				continue
+			}
+			r.pulls.Next(key, now, now)
+			errs = append(errs, &node.ContainerError{Container: c.Name, Reason: node.ReasonErrImagePull, Message: b.ImagePullError})
+		}
+		return errors.Join(errs...)
+	}
+	if b.CrashLoopBackOff && spec.RestartExited && status != nil {
+		keep := spec.Containers[:0]
+		for _, c := range spec.Containers {
+			cs := status.FindContainerStatusByName(c.Name)
+			if cs == nil || cs.State != pleg.ContainerStateExited {
+				keep = append(keep, c)
+				continue
+			}
+			key := string(pod.UID) + "/" + c.Name
+			if r.restarts.InBackOffSince(key, cs.FinishedAt, now) {
+				errs = append(errs, &node.ContainerError{Container: c.Name, Reason: node.ReasonCrashLoopBackOff,
+					Message: backoff.CrashLoopBackOffMessage(r.restarts.Get(key).Backoff, c.Name,
+						backoff.FormatPod(pod.Name, pod.Namespace, string(pod.UID)))})
+				continue
+			}
+			r.restarts.Next(key, cs.FinishedAt, now)
+			keep = append(keep, c)
+		}
+		spec.Containers = keep
+	}
+	if err := r.Mem.StartPod(ctx, spec); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // KillPod stops the pod's containers within gracePeriod seconds.
@@ -188,6 +267,16 @@ func Behaviour(pod *v1.Pod, def ContainerBehaviour) (ContainerBehaviour, error) 
 			return b, fmt.Errorf("nodetest: annotation %s: %w", f.key, err)
 		}
 		*f.dst = d
+	}
+	if v, ok := pod.Annotations[AnnotationImagePullError]; ok {
+		b.ImagePullError = v
+	}
+	if v, ok := pod.Annotations[AnnotationCrashLoopBackOff]; ok {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return b, fmt.Errorf("nodetest: annotation %s: %w", AnnotationCrashLoopBackOff, err)
+		}
+		b.CrashLoopBackOff = on
 	}
 	if v, ok := pod.Annotations[AnnotationExitCode]; ok {
 		code, err := strconv.Atoi(v)
