@@ -39,6 +39,12 @@ type fakeCRI struct {
 	// execTakes is how long an ExecSync (a preStop hook) takes, in fake time.
 	execTakes time.Duration
 	execs     []string
+	// startEntered and startGate, when set, hold StartContainer: it sends on startEntered,
+	// then waits for startGate to close or its context to end (returning its error).
+	startEntered chan struct{}
+	startGate    chan struct{}
+	// startDeadlines: whether each StartContainer's context had a deadline.
+	startDeadlines []bool
 }
 
 type fakeSandbox struct {
@@ -175,7 +181,19 @@ func (f *fakeCRI) CreateContainer(_ context.Context, r *runtimeapi.CreateContain
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
-func (f *fakeCRI) StartContainer(_ context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+func (f *fakeCRI) StartContainer(ctx context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	_, hasDeadline := ctx.Deadline()
+	f.mu.Lock()
+	f.startDeadlines = append(f.startDeadlines, hasDeadline)
+	f.mu.Unlock()
+	if f.startGate != nil {
+		f.startEntered <- struct{}{}
+		select {
+		case <-f.startGate:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[r.GetContainerId()]
