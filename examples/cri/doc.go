@@ -30,7 +30,11 @@
 //     init containers one by one, then the containers, restart exited ones as the
 //     restartPolicy says with the kubelet's crash-loop back-off (10 s doubling to 5 min,
 //     per pod and container, forgotten after 10 min without a restart). Nothing of a pod
-//     that is done is started again.
+//     that is done is started again. RunPodSandbox, CreateContainer and StartContainer run
+//     under a context SyncPod's cancellation does not end (StartCallTimeout bounds them): a
+//     pod deleted while it starts lets the call finish, and KillPod then stops what started,
+//     as the kubelet does (cancelling makes containerd kill the shim: exit code 128,
+//     StartError).
 //   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
 //     grace period as timeout), then StopContainer with the rest of the grace period, at
 //     least 2 s; then StopPodSandbox. What runs is read as PodStatus reads it. It returns

@@ -41,6 +41,12 @@ type fakeCRI struct {
 	execs     []string
 	// execReply, if set, answers an ExecSync (a probe's command) instead of exit 0.
 	execReply func(cmd []string) (*runtimeapi.ExecSyncResponse, error)
+	// startEntered and startGate, when set, hold StartContainer: it sends on startEntered,
+	// then waits for startGate to close or its context to end (returning its error).
+	startEntered chan struct{}
+	startGate    chan struct{}
+	// startDeadlines: whether each StartContainer's context had a deadline.
+	startDeadlines []bool
 }
 
 type fakeSandbox struct {
@@ -177,7 +183,19 @@ func (f *fakeCRI) CreateContainer(_ context.Context, r *runtimeapi.CreateContain
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
-func (f *fakeCRI) StartContainer(_ context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+func (f *fakeCRI) StartContainer(ctx context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	_, hasDeadline := ctx.Deadline()
+	f.mu.Lock()
+	f.startDeadlines = append(f.startDeadlines, hasDeadline)
+	f.mu.Unlock()
+	if f.startGate != nil {
+		f.startEntered <- struct{}{}
+		select {
+		case <-f.startGate:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[r.GetContainerId()]

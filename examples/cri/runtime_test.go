@@ -601,3 +601,39 @@ func TestKillKnownPod(t *testing.T) {
 		t.Errorf("CleanupPod after the kill made calls: %v", got)
 	}
 }
+
+// A pod deleted while its container starts: SyncPod's context ends during StartContainer, and
+// the call still finishes (containerd would otherwise kill the shim: exit code 128,
+// StartError), leaving a running container for KillPod to stop.
+func TestSyncPodDoesNotCancelStartInFlight(t *testing.T) {
+	h := newHarness(t, nil)
+	h.images["img:1"] = true
+	h.startEntered, h.startGate = make(chan struct{}), make(chan struct{})
+	pod := fakePod(v1.RestartPolicyAlways, "app")
+	st := h.status(t, pod)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- h.rt.SyncPod(ctx, pod, st) }()
+	<-h.startEntered
+	cancel()
+	close(h.startGate)
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("SyncPod = %v", err)
+	}
+	h.fakeCRI.mu.Lock()
+	defer h.fakeCRI.mu.Unlock()
+	var running int
+	for _, c := range h.containers {
+		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			running++
+		}
+	}
+	if running != 1 {
+		t.Errorf("running containers = %d, want 1: StartContainer was cancelled in flight", running)
+	}
+	// SyncPod's context has no deadline; the start call's own bound (StartCallTimeout) shows
+	// the call ran under a context of its own, which SyncPod's cancellation does not reach.
+	if diff := cmp.Diff([]bool{true}, h.startDeadlines); diff != "" {
+		t.Errorf("StartContainer context had a deadline (-want +got):\n%s", diff)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -158,7 +159,9 @@ func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeap
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("cri: pod log directory: %w", err)
 	}
-	resp, err := r.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: r.cfg.RuntimeHandler})
+	sctx, cancel := uncancelled(ctx)
+	defer cancel()
+	resp, err := r.rt.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: r.cfg.RuntimeHandler})
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return "", fmt.Errorf("cri: RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -262,7 +265,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := os.MkdirAll(sandboxCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		return fmt.Errorf("cri: container log directory: %w", err)
 	}
-	created, err := r.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxCfg})
+	sctx, cancel := uncancelled(ctx)
+	defer cancel()
+	created, err := r.rt.CreateContainer(sctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxCfg})
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return fmt.Errorf("cri: CreateContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
@@ -271,10 +276,23 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	r.index.addContainer(pod.UID, created.GetContainerId())
 	r.mu.Unlock()
 	r.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if _, err := r.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
+	if _, err := r.rt.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return fmt.Errorf("cri: StartContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
 	}
 	r.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	return nil
+}
+
+// StartCallTimeout bounds a RunPodSandbox, CreateContainer or StartContainer call, which runs
+// under a context that SyncPod's cancellation does not end (the kubelet's runtime request
+// timeout is 2 minutes).
+const StartCallTimeout = 2 * time.Minute
+
+// uncancelled is ctx without its cancellation, bounded by StartCallTimeout: a pod deleted
+// while it starts lets RunPodSandbox, CreateContainer and StartContainer finish (cancelling
+// them makes containerd kill the shim and report exit code 128, StartError), and the node's
+// KillPod then stops what started, as the kubelet does.
+func uncancelled(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), StartCallTimeout)
 }
