@@ -39,6 +39,19 @@ type fakeCRI struct {
 	// execTakes is how long an ExecSync (a preStop hook) takes, in fake time.
 	execTakes time.Duration
 	execs     []string
+	// hold, if set, is called (without f.mu) at the start of RunPodSandbox,
+	// CreateContainer and StartContainer with the method's name and the server side of
+	// the call's context; a call whose context ended by then fails with its error.
+	hold func(ctx context.Context, method string)
+}
+
+// held runs f.hold and returns the call's context error after it.
+func (f *fakeCRI) held(ctx context.Context, method string) error {
+	if f.hold == nil {
+		return nil
+	}
+	f.hold(ctx, method)
+	return ctx.Err()
 }
 
 type fakeSandbox struct {
@@ -91,7 +104,10 @@ func (f *fakeCRI) Version(context.Context, *runtimeapi.VersionRequest) (*runtime
 	return &runtimeapi.VersionResponse{RuntimeName: "fake", RuntimeVersion: "0", RuntimeApiVersion: "v1"}, nil
 }
 
-func (f *fakeCRI) RunPodSandbox(_ context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+func (f *fakeCRI) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	if err := f.held(ctx, "RunPodSandbox"); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := &fakeSandbox{cfg: r.GetConfig(), id: f.id("sb"), state: runtimeapi.PodSandboxState_SANDBOX_READY, at: f.clock.Now()}
@@ -163,7 +179,10 @@ func (f *fakeCRI) ListPodSandbox(_ context.Context, r *runtimeapi.ListPodSandbox
 	return &runtimeapi.ListPodSandboxResponse{Items: out}, nil
 }
 
-func (f *fakeCRI) CreateContainer(_ context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+func (f *fakeCRI) CreateContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	if err := f.held(ctx, "CreateContainer"); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sandboxes[r.GetPodSandboxId()] == nil {
@@ -175,7 +194,10 @@ func (f *fakeCRI) CreateContainer(_ context.Context, r *runtimeapi.CreateContain
 	return &runtimeapi.CreateContainerResponse{ContainerId: c.id}, nil
 }
 
-func (f *fakeCRI) StartContainer(_ context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+func (f *fakeCRI) StartContainer(ctx context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
+	if err := f.held(ctx, "StartContainer"); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[r.GetContainerId()]

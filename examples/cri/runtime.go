@@ -25,6 +25,9 @@ import (
 const (
 	DefaultLogRoot        = "/var/log/pods"
 	DefaultConnectTimeout = 10 * time.Second
+	// DefaultCallTimeout bounds a RunPodSandbox, CreateContainer or StartContainer call
+	// (the kubelet's default runtime-request-timeout).
+	DefaultCallTimeout = 2 * time.Minute
 	// DefaultBackOffInitial and DefaultBackOffMax are the kubelet's crash-loop back-off.
 	DefaultBackOffInitial = 10 * time.Second
 	DefaultBackOffMax     = 5 * time.Minute
@@ -90,6 +93,12 @@ type Config struct {
 	Endpoint string
 	// ConnectTimeout bounds New's first call (Version); 0 means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// CallTimeout bounds each RunPodSandbox, CreateContainer and StartContainer call; 0
+	// means DefaultCallTimeout. These calls run under a context that does not end with
+	// SyncPod's: a pod deleted while it starts lets them finish (containerd kills a
+	// half-started shim otherwise, and reports exit code 128, StartError), and KillPod
+	// then stops what started.
+	CallTimeout time.Duration
 	// LogRoot is where the pods' log directories go; "" means DefaultLogRoot. Must be
 	// absolute.
 	LogRoot string
@@ -176,8 +185,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.PodNetwork < PodNetworkRefuse || cfg.PodNetwork > PodNetworkNode {
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.PodNetwork)
 	}
-	if cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 || cfg.AdmissionLease < 0 {
+	if cfg.CallTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 || cfg.AdmissionLease < 0 {
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout

@@ -104,6 +104,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{"relative log root", cri.Config{Endpoint: "/x.sock", LogRoot: "logs"}},
 		{"unknown network", cri.Config{Endpoint: "/x.sock", PodNetwork: 7}},
 		{"negative duration", cri.Config{Endpoint: "/x.sock", BackOffInitial: -1}},
+		{"negative call timeout", cri.Config{Endpoint: "/x.sock", CallTimeout: -1}},
 		{"max below initial", cri.Config{Endpoint: "/x.sock", BackOffInitial: time.Minute, BackOffMax: time.Second}},
 	} {
 		if _, err := cri.New(tc.cfg); !errors.Is(err, cri.ErrInvalidConfig) {

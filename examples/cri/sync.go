@@ -95,6 +95,15 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	return errors.Join(errs...)
 }
 
+// uncancelled is the context of a RunPodSandbox, CreateContainer or StartContainer call:
+// ctx's values without its cancellation, bounded by Config.CallTimeout. A call cut short
+// makes containerd kill the shim it is starting and report the container terminated with
+// exit code 128, reason StartError; the kubelet lets the call finish and stops the
+// container afterwards, as KillPod does here.
+func (r *Runtime) uncancelled(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+}
+
 // podGrace is the pod's own grace period (for killing what is left of a dead sandbox).
 func podGrace(pod *v1.Pod) int64 {
 	g := int64(v1.DefaultTerminationGracePeriodSeconds)
@@ -158,6 +167,8 @@ func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeap
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("cri: pod log directory: %w", err)
 	}
+	ctx, cancel := r.uncancelled(ctx)
+	defer cancel()
 	resp, err := r.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: r.cfg.RuntimeHandler})
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
@@ -262,6 +273,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := os.MkdirAll(sandboxCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		return fmt.Errorf("cri: container log directory: %w", err)
 	}
+	// Create and start as one step that SyncPod's end does not cut short.
+	ctx, cancel := r.uncancelled(ctx)
+	defer cancel()
 	created, err := r.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxCfg})
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
