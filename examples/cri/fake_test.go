@@ -43,6 +43,16 @@ type fakeCRI struct {
 	// CreateContainer and StartContainer with the method's name and the server side of
 	// the call's context; a call whose context ended by then fails with its error.
 	hold func(ctx context.Context, method string)
+	// pullErr, createErr and startErr, if set, fail PullImage, CreateContainer and
+	// StartContainer.
+	pullErr, createErr, startErr error
+}
+
+// failWith sets the errors of PullImage, CreateContainer and StartContainer.
+func (f *fakeCRI) failWith(pull, create, start error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullErr, f.createErr, f.startErr = pull, create, start
 }
 
 // held runs f.hold and returns the call's context error after it.
@@ -188,6 +198,9 @@ func (f *fakeCRI) CreateContainer(ctx context.Context, r *runtimeapi.CreateConta
 	if f.sandboxes[r.GetPodSandboxId()] == nil {
 		return nil, status.Error(codes.NotFound, "no sandbox")
 	}
+	if f.createErr != nil {
+		return nil, f.createErr
+	}
 	c := &fakeContainer{cfg: r.GetConfig(), id: f.id("c"), sbID: r.GetPodSandboxId(), image: r.GetConfig().GetImage().GetImage(),
 		state: runtimeapi.ContainerState_CONTAINER_CREATED, at: f.clock.Now()}
 	f.containers[c.id] = c
@@ -203,6 +216,9 @@ func (f *fakeCRI) StartContainer(ctx context.Context, r *runtimeapi.StartContain
 	c := f.containers[r.GetContainerId()]
 	if c == nil {
 		return nil, status.Error(codes.NotFound, "no container")
+	}
+	if f.startErr != nil {
+		return nil, f.startErr
 	}
 	c.state, c.started = runtimeapi.ContainerState_CONTAINER_RUNNING, f.clock.Now()
 	return &runtimeapi.StartContainerResponse{}, nil
@@ -312,6 +328,9 @@ func (f *fakeCRI) PullImage(_ context.Context, r *runtimeapi.PullImageRequest) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pulls = append(f.pulls, r.GetImage().GetImage())
+	if f.pullErr != nil {
+		return nil, f.pullErr
+	}
 	f.images[r.GetImage().GetImage()] = true
 	return &runtimeapi.PullImageResponse{ImageRef: "sha256:" + r.GetImage().GetImage()}, nil
 }

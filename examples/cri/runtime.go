@@ -75,8 +75,12 @@ func (m PodNetwork) String() string {
 // Errors of the runtime, checked with errors.Is.
 var (
 	// ErrCrashLoopBackOff: an exited container is not restarted yet (the kubelet's
-	// CrashLoopBackOff); SyncPod returns it wrapped, and the pod workers retry.
+	// CrashLoopBackOff); SyncPod returns it wrapped in a *node.ContainerError, and the
+	// pod workers retry.
 	ErrCrashLoopBackOff = errors.New("cri: CrashLoopBackOff")
+	// ErrImagePullBackOff: the image's pull failed and its back-off lasts (the
+	// kubelet's ImagePullBackOff).
+	ErrImagePullBackOff = errors.New("cri: ImagePullBackOff")
 	// ErrImageNeverPull: the image is missing and the pull policy is Never.
 	ErrImageNeverPull = errors.New("cri: ErrImageNeverPull")
 	// ErrPodNetwork: the pod needs its own network and Config.PodNetwork refuses it.
@@ -157,6 +161,8 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	backOff *BackOff // guarded by mu
+	// pullBackOff is the image-pull back-off, keyed by pod and image; guarded by mu.
+	pullBackOff *BackOff
 	// statuses are the containers' last fetched statuses by ID, and sandboxNet the ready
 	// sandboxes' IPs by ID; both guarded by mu, pruned by ListPods and RemovePod.
 	statuses   map[string]*pleg.ContainerStatus
@@ -219,6 +225,7 @@ func New(cfg Config) (*Runtime, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.backOff = NewBackOff(cfg.BackOffInitial, cfg.BackOffMax)
+	r.pullBackOff = NewBackOff(cfg.BackOffInitial, cfg.BackOffMax)
 	r.starting = newAdmission(cfg.MaxConcurrentPods, cfg.AdmissionLease, r.clock)
 	r.stopping = newAdmission(cfg.MaxConcurrentPods, cfg.AdmissionLease, r.clock)
 	conn, err := grpc.NewClient(target,

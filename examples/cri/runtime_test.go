@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/cri"
+	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -293,24 +294,29 @@ func TestRestartBackOff(t *testing.T) {
 			}
 		}
 	}
-	backingOff := func() {
+	backingOff := func(delay string) {
 		t.Helper()
-		if err := h.sync(t, pod); !errors.Is(err, cri.ErrCrashLoopBackOff) {
+		err := h.sync(t, pod)
+		if !errors.Is(err, cri.ErrCrashLoopBackOff) {
 			t.Fatalf("SyncPod = %v, want ErrCrashLoopBackOff", err)
+		}
+		want := []reason{{"a", node.ReasonCrashLoopBackOff, "back-off " + delay + " restarting failed container=a pod=web_ns(uid-1)"}}
+		if diff := cmp.Diff(want, reasons(err)); diff != "" {
+			t.Fatalf("SyncPod reasons (-want +got):\n%s", diff)
 		}
 	}
 	h.exitContainer(t, "a", 1)
 	restart(1) // the first restart is immediate
 	h.clock.Step(time.Second)
 	h.exitContainer(t, "a", 1)
-	backingOff()
+	backingOff("10s")
 	h.clock.Step(9 * time.Second)
-	backingOff()
+	backingOff("10s")
 	h.clock.Step(time.Second)
 	restart(2)
 	h.exitContainer(t, "a", 1)
 	h.clock.Step(19 * time.Second)
-	backingOff()
+	backingOff("20s")
 	h.clock.Step(time.Second)
 	restart(3)
 	if len(h.eventsWith("BackOff")) != 3 {
