@@ -19,6 +19,7 @@ type BackOff struct {
 type backOffEntry struct {
 	delay      time.Duration // the wait before the next restart
 	lastFinish time.Time     // FinishedAt of the instance whose restart set delay
+	msg        string        // the last failure's message (Failed)
 }
 
 // NewBackOff returns an empty back-off.
@@ -64,10 +65,37 @@ func (b *BackOff) Restarted(key string, finishedAt time.Time) {
 	b.entries[key] = e
 }
 
+// Delay is the key's current back-off (the kubelet's "back-off 10s" in
+// CrashLoopBackOff's message); 0 without an entry.
+func (b *BackOff) Delay(key string) time.Duration { return b.entries[key].delay }
+
+// Failed records a failure at at (an image pull) with its message: the next attempt
+// waits (see Pending) Initial, then twice as long after each failure, at most Max;
+// after more than 2*Max without a failure it starts over.
+func (b *BackOff) Failed(key string, at time.Time, msg string) {
+	b.Restarted(key, at)
+	e := b.entries[key]
+	e.msg = msg
+	b.entries[key] = e
+}
+
+// Pending returns how much longer the key waits after its last failure at now (0: try
+// now) and that failure's message.
+func (b *BackOff) Pending(key string, now time.Time) (time.Duration, string) {
+	e, ok := b.entries[key]
+	if !ok || b.expired(e, now) {
+		return 0, ""
+	}
+	if w := e.lastFinish.Add(e.delay).Sub(now); w > 0 {
+		return w, e.msg
+	}
+	return 0, e.msg
+}
+
 // Forget drops every entry of the pod UID.
 func (b *BackOff) Forget(uid string) {
 	for k := range b.entries {
-		if parts := strings.Split(k, "/"); len(parts) == 4 && parts[2] == uid {
+		if parts := strings.SplitN(k, "/", 4); len(parts) == 4 && parts[2] == uid {
 			delete(b.entries, k)
 		}
 	}

@@ -29,12 +29,17 @@
 //     what is left of the old one first), pull images as imagePullPolicy says, start the
 //     init containers one by one, then the containers, restart exited ones as the
 //     restartPolicy says with the kubelet's crash-loop back-off (10 s doubling to 5 min,
-//     per pod and container, forgotten after 10 min without a restart). Nothing of a pod
-//     that is done is started again. RunPodSandbox, CreateContainer and StartContainer run
-//     under a context SyncPod's cancellation does not end (StartCallTimeout bounds them): a
-//     pod deleted while it starts lets the call finish, and KillPod then stops what started,
-//     as the kubelet does (cancelling makes containerd kill the shim: exit code 128,
-//     StartError).
+//     per pod and container, forgotten after 10 min without a restart; backoff.go). Nothing
+//     of a pod that is done is started again. A container it does not start is reported
+//     as a *node.ContainerError (several joined with errors.Join) with the kubelet's reason
+//     and message: InvalidImageName, ErrImageNeverPull, ErrImagePull, ImagePullBackOff
+//     (the pull back-off: 10 s doubling to 5 min per pod and image, the last pull's error
+//     in the message), CreateContainerError, RunContainerError (the CRI error's message),
+//     CrashLoopBackOff ("back-off 10s restarting failed container=app pod=web_ns(uid)").
+//     RunPodSandbox, CreateContainer and StartContainer run under a context that does not
+//     end with SyncPod's (bounded by Config.CallTimeout, 2 min): a pod deleted while it
+//     starts lets them finish (containerd would kill the shim and report exit code 128,
+//     StartError), and KillPod then stops what started, as the kubelet does.
 //   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
 //     grace period as timeout), then StopContainer with the rest of the grace period, at
 //     least 2 s; then StopPodSandbox. What runs is read as PodStatus reads it. It returns

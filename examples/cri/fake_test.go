@@ -41,12 +41,29 @@ type fakeCRI struct {
 	execs     []string
 	// execReply, if set, answers an ExecSync (a probe's command) instead of exit 0.
 	execReply func(cmd []string) (*runtimeapi.ExecSyncResponse, error)
-	// startEntered and startGate, when set, hold StartContainer: it sends on startEntered,
-	// then waits for startGate to close or its context to end (returning its error).
-	startEntered chan struct{}
-	startGate    chan struct{}
-	// startDeadlines: whether each StartContainer's context had a deadline.
-	startDeadlines []bool
+	// hold, if set, is called (without f.mu) at the start of RunPodSandbox,
+	// CreateContainer and StartContainer with the method's name and the server side of
+	// the call's context; a call whose context ended by then fails with its error.
+	hold func(ctx context.Context, method string)
+	// pullErr, createErr and startErr, if set, fail PullImage, CreateContainer and
+	// StartContainer.
+	pullErr, createErr, startErr error
+}
+
+// failWith sets the errors of PullImage, CreateContainer and StartContainer.
+func (f *fakeCRI) failWith(pull, create, start error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pullErr, f.createErr, f.startErr = pull, create, start
+}
+
+// held runs f.hold and returns the call's context error after it.
+func (f *fakeCRI) held(ctx context.Context, method string) error {
+	if f.hold == nil {
+		return nil
+	}
+	f.hold(ctx, method)
+	return ctx.Err()
 }
 
 type fakeSandbox struct {
@@ -99,7 +116,10 @@ func (f *fakeCRI) Version(context.Context, *runtimeapi.VersionRequest) (*runtime
 	return &runtimeapi.VersionResponse{RuntimeName: "fake", RuntimeVersion: "0", RuntimeApiVersion: "v1"}, nil
 }
 
-func (f *fakeCRI) RunPodSandbox(_ context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+func (f *fakeCRI) RunPodSandbox(ctx context.Context, r *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	if err := f.held(ctx, "RunPodSandbox"); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	sb := &fakeSandbox{cfg: r.GetConfig(), id: f.id("sb"), state: runtimeapi.PodSandboxState_SANDBOX_READY, at: f.clock.Now()}
@@ -171,11 +191,17 @@ func (f *fakeCRI) ListPodSandbox(_ context.Context, r *runtimeapi.ListPodSandbox
 	return &runtimeapi.ListPodSandboxResponse{Items: out}, nil
 }
 
-func (f *fakeCRI) CreateContainer(_ context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+func (f *fakeCRI) CreateContainer(ctx context.Context, r *runtimeapi.CreateContainerRequest) (*runtimeapi.CreateContainerResponse, error) {
+	if err := f.held(ctx, "CreateContainer"); err != nil {
+		return nil, status.FromContextError(err).Err()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.sandboxes[r.GetPodSandboxId()] == nil {
 		return nil, status.Error(codes.NotFound, "no sandbox")
+	}
+	if f.createErr != nil {
+		return nil, f.createErr
 	}
 	c := &fakeContainer{cfg: r.GetConfig(), id: f.id("c"), sbID: r.GetPodSandboxId(), image: r.GetConfig().GetImage().GetImage(),
 		state: runtimeapi.ContainerState_CONTAINER_CREATED, at: f.clock.Now()}
@@ -184,23 +210,17 @@ func (f *fakeCRI) CreateContainer(_ context.Context, r *runtimeapi.CreateContain
 }
 
 func (f *fakeCRI) StartContainer(ctx context.Context, r *runtimeapi.StartContainerRequest) (*runtimeapi.StartContainerResponse, error) {
-	_, hasDeadline := ctx.Deadline()
-	f.mu.Lock()
-	f.startDeadlines = append(f.startDeadlines, hasDeadline)
-	f.mu.Unlock()
-	if f.startGate != nil {
-		f.startEntered <- struct{}{}
-		select {
-		case <-f.startGate:
-		case <-ctx.Done():
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
+	if err := f.held(ctx, "StartContainer"); err != nil {
+		return nil, status.FromContextError(err).Err()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	c := f.containers[r.GetContainerId()]
 	if c == nil {
 		return nil, status.Error(codes.NotFound, "no container")
+	}
+	if f.startErr != nil {
+		return nil, f.startErr
 	}
 	c.state, c.started = runtimeapi.ContainerState_CONTAINER_RUNNING, f.clock.Now()
 	return &runtimeapi.StartContainerResponse{}, nil
@@ -313,6 +333,9 @@ func (f *fakeCRI) PullImage(_ context.Context, r *runtimeapi.PullImageRequest) (
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.pulls = append(f.pulls, r.GetImage().GetImage())
+	if f.pullErr != nil {
+		return nil, f.pullErr
+	}
 	f.images[r.GetImage().GetImage()] = true
 	return &runtimeapi.PullImageResponse{ImageRef: "sha256:" + r.GetImage().GetImage()}, nil
 }

@@ -256,6 +256,8 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 	r.mu.Lock()
 	r.backOff.Forget(string(pod.UID))
 	r.backOff.GC(r.clock.Now())
+	r.pullBackOff.Forget(string(pod.UID))
+	r.pullBackOff.GC(r.clock.Now())
 	r.mu.Unlock()
 	return nil
 }
@@ -301,6 +303,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 	}
 	r.mu.Lock()
 	r.backOff.Forget(string(rp.ID))
+	r.pullBackOff.Forget(string(rp.ID))
 	if len(errs) == 0 {
 		delete(r.index.pods, rp.ID)
 	}

@@ -25,6 +25,9 @@ import (
 const (
 	DefaultLogRoot        = "/var/log/pods"
 	DefaultConnectTimeout = 10 * time.Second
+	// DefaultCallTimeout bounds a RunPodSandbox, CreateContainer or StartContainer call
+	// (the kubelet's default runtime-request-timeout).
+	DefaultCallTimeout = 2 * time.Minute
 	// DefaultBackOffInitial and DefaultBackOffMax are the kubelet's crash-loop back-off.
 	DefaultBackOffInitial = 10 * time.Second
 	DefaultBackOffMax     = 5 * time.Minute
@@ -72,8 +75,12 @@ func (m PodNetwork) String() string {
 // Errors of the runtime, checked with errors.Is.
 var (
 	// ErrCrashLoopBackOff: an exited container is not restarted yet (the kubelet's
-	// CrashLoopBackOff); SyncPod returns it wrapped, and the pod workers retry.
+	// CrashLoopBackOff); SyncPod returns it wrapped in a *node.ContainerError, and the
+	// pod workers retry.
 	ErrCrashLoopBackOff = errors.New("cri: CrashLoopBackOff")
+	// ErrImagePullBackOff: the image's pull failed and its back-off lasts (the
+	// kubelet's ImagePullBackOff).
+	ErrImagePullBackOff = errors.New("cri: ImagePullBackOff")
 	// ErrImageNeverPull: the image is missing and the pull policy is Never.
 	ErrImageNeverPull = errors.New("cri: ErrImageNeverPull")
 	// ErrPodNetwork: the pod needs its own network and Config.PodNetwork refuses it.
@@ -90,6 +97,12 @@ type Config struct {
 	Endpoint string
 	// ConnectTimeout bounds New's first call (Version); 0 means DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// CallTimeout bounds each RunPodSandbox, CreateContainer and StartContainer call; 0
+	// means DefaultCallTimeout. These calls run under a context that does not end with
+	// SyncPod's: a pod deleted while it starts lets them finish (containerd kills a
+	// half-started shim otherwise, and reports exit code 128, StartError), and KillPod
+	// then stops what started.
+	CallTimeout time.Duration
 	// LogRoot is where the pods' log directories go; "" means DefaultLogRoot. Must be
 	// absolute.
 	LogRoot string
@@ -148,6 +161,8 @@ type Runtime struct {
 
 	mu      sync.Mutex
 	backOff *BackOff // guarded by mu
+	// pullBackOff is the image-pull back-off, keyed by pod and image; guarded by mu.
+	pullBackOff *BackOff
 	// statuses are the containers' last fetched statuses by ID, and sandboxNet the ready
 	// sandboxes' IPs by ID; both guarded by mu, pruned by ListPods and RemovePod.
 	statuses   map[string]*pleg.ContainerStatus
@@ -176,8 +191,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.PodNetwork < PodNetworkRefuse || cfg.PodNetwork > PodNetworkNode {
 		return nil, fmt.Errorf("%w: unknown %v", ErrInvalidConfig, cfg.PodNetwork)
 	}
-	if cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 || cfg.AdmissionLease < 0 {
+	if cfg.CallTimeout < 0 || cfg.ConnectTimeout < 0 || cfg.BackOffInitial < 0 || cfg.BackOffMax < 0 || cfg.AdmissionLease < 0 {
 		return nil, fmt.Errorf("%w: negative duration", ErrInvalidConfig)
+	}
+	if cfg.CallTimeout == 0 {
+		cfg.CallTimeout = DefaultCallTimeout
 	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = DefaultConnectTimeout
@@ -207,6 +225,7 @@ func New(cfg Config) (*Runtime, error) {
 		r.log = slog.New(slog.DiscardHandler)
 	}
 	r.backOff = NewBackOff(cfg.BackOffInitial, cfg.BackOffMax)
+	r.pullBackOff = NewBackOff(cfg.BackOffInitial, cfg.BackOffMax)
 	r.starting = newAdmission(cfg.MaxConcurrentPods, cfg.AdmissionLease, r.clock)
 	r.stopping = newAdmission(cfg.MaxConcurrentPods, cfg.AdmissionLease, r.clock)
 	conn, err := grpc.NewClient(target,

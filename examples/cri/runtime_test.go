@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/cri"
+	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -104,6 +105,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{"relative log root", cri.Config{Endpoint: "/x.sock", LogRoot: "logs"}},
 		{"unknown network", cri.Config{Endpoint: "/x.sock", PodNetwork: 7}},
 		{"negative duration", cri.Config{Endpoint: "/x.sock", BackOffInitial: -1}},
+		{"negative call timeout", cri.Config{Endpoint: "/x.sock", CallTimeout: -1}},
 		{"max below initial", cri.Config{Endpoint: "/x.sock", BackOffInitial: time.Minute, BackOffMax: time.Second}},
 	} {
 		if _, err := cri.New(tc.cfg); !errors.Is(err, cri.ErrInvalidConfig) {
@@ -292,24 +294,29 @@ func TestRestartBackOff(t *testing.T) {
 			}
 		}
 	}
-	backingOff := func() {
+	backingOff := func(delay string) {
 		t.Helper()
-		if err := h.sync(t, pod); !errors.Is(err, cri.ErrCrashLoopBackOff) {
+		err := h.sync(t, pod)
+		if !errors.Is(err, cri.ErrCrashLoopBackOff) {
 			t.Fatalf("SyncPod = %v, want ErrCrashLoopBackOff", err)
+		}
+		want := []reason{{"a", node.ReasonCrashLoopBackOff, "back-off " + delay + " restarting failed container=a pod=web_ns(uid-1)"}}
+		if diff := cmp.Diff(want, reasons(err)); diff != "" {
+			t.Fatalf("SyncPod reasons (-want +got):\n%s", diff)
 		}
 	}
 	h.exitContainer(t, "a", 1)
 	restart(1) // the first restart is immediate
 	h.clock.Step(time.Second)
 	h.exitContainer(t, "a", 1)
-	backingOff()
+	backingOff("10s")
 	h.clock.Step(9 * time.Second)
-	backingOff()
+	backingOff("10s")
 	h.clock.Step(time.Second)
 	restart(2)
 	h.exitContainer(t, "a", 1)
 	h.clock.Step(19 * time.Second)
-	backingOff()
+	backingOff("20s")
 	h.clock.Step(time.Second)
 	restart(3)
 	if len(h.eventsWith("BackOff")) != 3 {
@@ -599,41 +606,5 @@ func TestKillKnownPod(t *testing.T) {
 	}
 	if got := since(before); len(got) != 0 {
 		t.Errorf("CleanupPod after the kill made calls: %v", got)
-	}
-}
-
-// A pod deleted while its container starts: SyncPod's context ends during StartContainer, and
-// the call still finishes (containerd would otherwise kill the shim: exit code 128,
-// StartError), leaving a running container for KillPod to stop.
-func TestSyncPodDoesNotCancelStartInFlight(t *testing.T) {
-	h := newHarness(t, nil)
-	h.images["img:1"] = true
-	h.startEntered, h.startGate = make(chan struct{}), make(chan struct{})
-	pod := fakePod(v1.RestartPolicyAlways, "app")
-	st := h.status(t, pod)
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	go func() { done <- h.rt.SyncPod(ctx, pod, st) }()
-	<-h.startEntered
-	cancel()
-	close(h.startGate)
-	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
-		t.Logf("SyncPod = %v", err)
-	}
-	h.fakeCRI.mu.Lock()
-	defer h.fakeCRI.mu.Unlock()
-	var running int
-	for _, c := range h.containers {
-		if c.state == runtimeapi.ContainerState_CONTAINER_RUNNING {
-			running++
-		}
-	}
-	if running != 1 {
-		t.Errorf("running containers = %d, want 1: StartContainer was cancelled in flight", running)
-	}
-	// SyncPod's context has no deadline; the start call's own bound (StartCallTimeout) shows
-	// the call ran under a context of its own, which SyncPod's cancellation does not reach.
-	if diff := cmp.Diff([]bool{true}, h.startDeadlines); diff != "" {
-		t.Errorf("StartContainer context had a deadline (-want +got):\n%s", diff)
 	}
 }

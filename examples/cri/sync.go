@@ -5,20 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
-	"time"
 
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 )
 
 // SyncPod brings the pod to its spec (see computePodActions): it kills what is left of a
 // sandbox that is not ready, creates a new one, starts the next init container or the
-// containers that must (re)start. Containers in crash-loop back-off are not started: the
-// others are, and the error returned wraps ErrCrashLoopBackOff. A nil status is read from
-// the runtime.
+// containers that must (re)start. A container that is not started says why as a
+// *node.ContainerError with the kubelet's reason and message (CrashLoopBackOff,
+// ErrImagePull, ImagePullBackOff, ErrImageNeverPull, InvalidImageName,
+// CreateContainerError, RunContainerError); the others are started, and the errors are
+// joined with errors.Join. A nil status is read from the runtime.
 func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus) error {
 	if pod == nil || pod.UID == "" {
 		return errors.New("cri: SyncPod: pod without a UID")
@@ -96,6 +100,15 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	return errors.Join(errs...)
 }
 
+// uncancelled is the context of a RunPodSandbox, CreateContainer or StartContainer call:
+// ctx's values without its cancellation, bounded by Config.CallTimeout. A call cut short
+// makes containerd kill the shim it is starting and report the container terminated with
+// exit code 128, reason StartError; the kubelet lets the call finish and stops the
+// container afterwards, as KillPod does here.
+func (r *Runtime) uncancelled(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CallTimeout)
+}
+
 // podGrace is the pod's own grace period (for killing what is left of a dead sandbox).
 func podGrace(pod *v1.Pod) int64 {
 	g := int64(v1.DefaultTerminationGracePeriodSeconds)
@@ -159,9 +172,9 @@ func (r *Runtime) createSandbox(ctx context.Context, pod *v1.Pod, cfg *runtimeap
 	if err := os.MkdirAll(cfg.LogDirectory, 0o755); err != nil {
 		return "", fmt.Errorf("cri: pod log directory: %w", err)
 	}
-	sctx, cancel := uncancelled(ctx)
+	ctx, cancel := r.uncancelled(ctx)
 	defer cancel()
-	resp, err := r.rt.RunPodSandbox(sctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: r.cfg.RuntimeHandler})
+	resp, err := r.rt.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: cfg, RuntimeHandler: r.cfg.RuntimeHandler})
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "FailedCreatePodSandBox", "Failed to create pod sandbox: %v", err)
 		return "", fmt.Errorf("cri: RunPodSandbox %s/%s: %w", pod.Namespace, pod.Name, err)
@@ -187,9 +200,53 @@ func pullPolicy(c *v1.Container) v1.PullPolicy {
 	return v1.PullIfNotPresent
 }
 
+// imageRefRE is the image reference grammar (distribution/reference: an optional domain,
+// lowercase path components, an optional tag and digest).
+var imageRefRE = regexp.MustCompile(`^(?:(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?/)?` +
+	`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+	`(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$`)
+
+// checkImageName is the kubelet's applyDefaultImageTag check: an error for a reference
+// that does not parse.
+func checkImageName(img string) error {
+	if img == "" || !imageRefRE.MatchString(img) {
+		if img != "" && imageRefRE.MatchString(strings.ToLower(img)) {
+			return errors.New("invalid reference format: repository name must be lowercase")
+		}
+		return errors.New("invalid reference format")
+	}
+	return nil
+}
+
+// podDesc is the kubelet's format.Pod: name_namespace(uid).
+func podDesc(pod *v1.Pod) string {
+	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
+}
+
+// containerError is why container c does not run, in the kubelet's words.
+func containerError(c *v1.Container, reason, msg string, err error) *node.ContainerError {
+	return &node.ContainerError{Container: c.Name, Reason: reason, Message: msg, Err: err}
+}
+
+// grpcMessage is a CRI error's message without gRPC's "rpc error: code = ..." prefix,
+// as the kubelet shows it.
+func grpcMessage(err error) string {
+	if s, ok := grpcstatus.FromError(err); ok {
+		return s.Message()
+	}
+	return err.Error()
+}
+
 // ensureImage makes the container's image present as its pull policy says and returns
-// the image reference to create the container with.
+// the image reference to create the container with. Its errors are the kubelet's
+// image manager's: InvalidImageName, ErrImageNeverPull, ErrImagePull and, while the
+// pull back-off (per pod and image) lasts, ImagePullBackOff.
 func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandboxCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	if err := checkImageName(c.Image); err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		r.event(pod, v1.EventTypeWarning, "InspectFailed", "%s", msg)
+		return "", containerError(c, node.ReasonInvalidImageName, msg, err)
+	}
 	spec := &runtimeapi.ImageSpec{Image: c.Image, UserSpecifiedImage: c.Image}
 	policy := pullPolicy(c)
 	if policy != v1.PullAlways {
@@ -202,22 +259,42 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 			return img.GetId(), nil
 		}
 		if policy == v1.PullNever {
-			r.event(pod, v1.EventTypeWarning, "ErrImageNeverPull",
-				"Container image %q is not present with pull policy of Never", c.Image)
-			return "", fmt.Errorf("%w: container %s: image %q is not present with pull policy of Never", ErrImageNeverPull, c.Name, c.Image)
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			r.event(pod, v1.EventTypeWarning, "ErrImageNeverPull", "%s", msg)
+			return "", containerError(c, node.ReasonErrImageNeverPull, msg, ErrImageNeverPull)
 		}
+	}
+	key := backOffKey(pod.Namespace, pod.Name, string(pod.UID), c.Image)
+	r.mu.Lock()
+	wait, prev := r.pullBackOff.Pending(key, r.clock.Now())
+	r.mu.Unlock()
+	if wait > 0 {
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		r.event(pod, v1.EventTypeNormal, "BackOff", "%s", msg)
+		if prev != "" {
+			msg += ": " + prev
+		}
+		return "", containerError(c, node.ReasonImagePullBackOff, msg, ErrImagePullBackOff)
 	}
 	r.event(pod, v1.EventTypeNormal, "Pulling", "Pulling image %q", c.Image)
 	resp, err := r.img.PullImage(ctx, &runtimeapi.PullImageRequest{Image: spec, SandboxConfig: sandboxCfg})
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Failed to pull image %q: %v", c.Image, err)
-		return "", fmt.Errorf("cri: PullImage %s: %w", c.Image, err)
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("cri: PullImage %s: %w", c.Image, err) // cut short, not failed
+		}
+		r.mu.Lock()
+		r.pullBackOff.Failed(key, r.clock.Now(), err.Error())
+		r.mu.Unlock()
+		return "", containerError(c, node.ReasonErrImagePull, err.Error(), fmt.Errorf("cri: PullImage %s: %w", c.Image, err))
 	}
 	r.event(pod, v1.EventTypeNormal, "Pulled", "Successfully pulled image %q", c.Image)
 	return resp.GetImageRef(), nil
 }
 
 // startContainer creates and starts one container, unless it is in crash-loop back-off.
+// Its errors are *node.ContainerError with the kubelet's reasons (CrashLoopBackOff, the
+// image's, CreateContainerError, RunContainerError).
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *pleg.PodStatus,
 	sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig) error {
 	restartCount := 0
@@ -227,14 +304,15 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			key := backOffKey(pod.Namespace, pod.Name, string(pod.UID), c.Name)
 			r.mu.Lock()
 			wait := r.backOff.Wait(key, prev.FinishedAt, r.clock.Now())
+			delay := r.backOff.Delay(key)
 			if wait == 0 {
 				r.backOff.Restarted(key, prev.FinishedAt)
 			}
 			r.mu.Unlock()
 			if wait > 0 {
-				r.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s/%s", c.Name, pod.Namespace, pod.Name)
-				return fmt.Errorf("%w: back-off %v restarting failed container %s in pod %s/%s",
-					ErrCrashLoopBackOff, wait.Round(1e9), c.Name, pod.Namespace, pod.Name)
+				r.event(pod, v1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s", c.Name, podDesc(pod))
+				return containerError(c, node.ReasonCrashLoopBackOff,
+					fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podDesc(pod)), ErrCrashLoopBackOff)
 			}
 		}
 	}
@@ -265,34 +343,24 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err := os.MkdirAll(sandboxCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		return fmt.Errorf("cri: container log directory: %w", err)
 	}
-	sctx, cancel := uncancelled(ctx)
+	// Create and start as one step that SyncPod's end does not cut short.
+	ctx, cancel := r.uncancelled(ctx)
 	defer cancel()
-	created, err := r.rt.CreateContainer(sctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxCfg})
+	created, err := r.rt.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{PodSandboxId: sandboxID, Config: cfg, SandboxConfig: sandboxCfg})
 	if err != nil {
-		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return fmt.Errorf("cri: CreateContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", grpcMessage(err))
+		return containerError(c, node.ReasonCreateContainerError, grpcMessage(err),
+			fmt.Errorf("cri: CreateContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 	}
 	r.mu.Lock()
 	r.index.addContainer(pod.UID, created.GetContainerId())
 	r.mu.Unlock()
 	r.event(pod, v1.EventTypeNormal, "Created", "Created container %s", c.Name)
-	if _, err := r.rt.StartContainer(sctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
-		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
-		return fmt.Errorf("cri: StartContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err)
+	if _, err := r.rt.StartContainer(ctx, &runtimeapi.StartContainerRequest{ContainerId: created.GetContainerId()}); err != nil {
+		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", grpcMessage(err))
+		return containerError(c, node.ReasonRunContainerError, grpcMessage(err),
+			fmt.Errorf("cri: StartContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 	}
 	r.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	return nil
-}
-
-// StartCallTimeout bounds a RunPodSandbox, CreateContainer or StartContainer call, which runs
-// under a context that SyncPod's cancellation does not end (the kubelet's runtime request
-// timeout is 2 minutes).
-const StartCallTimeout = 2 * time.Minute
-
-// uncancelled is ctx without its cancellation, bounded by StartCallTimeout: a pod deleted
-// while it starts lets RunPodSandbox, CreateContainer and StartContainer finish (cancelling
-// them makes containerd kill the shim and report exit code 128, StartError), and the node's
-// KillPod then stops what started, as the kubelet does.
-func uncancelled(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), StartCallTimeout)
 }

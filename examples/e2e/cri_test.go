@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -341,4 +343,67 @@ func TestE2ECRIPodNetworkRefused(t *testing.T) {
 	if err != nil || p.Status.Phase != v1.PodPending {
 		t.Errorf("the pod on the server: %v, %v; want Pending", p.Status.Phase, err)
 	}
+}
+
+// Deleted while starting: 20 pods, each deleted at a random moment (seeded, the seed
+// logged) in its first 8 s (the node starts 4 pods at once), while its sandbox or container may be starting. A CRI call
+// cut short makes containerd kill the shim and report exit code 128, reason StartError;
+// examples/cri lets the call finish and then stops the container, so no container status
+// the server ever shows (the pods are deleted with their 30 s grace period, so the node
+// reports their containers' last statuses) has exit code 128 or reason StartError, and every pod ends deleted.
+func TestE2ECRIDeleteWhileStarting(t *testing.T) {
+	admin, nodeClient, ep, image := criEnv(t)
+	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
+	defer cancel()
+	rt := newCRI(t, ep)
+	startCRIAgent(t, nodeClient, rt)
+	seed := time.Now().UnixNano()
+	t.Logf("seed %d", seed)
+	rnd := rand.New(rand.NewPCG(uint64(seed), 0))
+	const n = 20
+	pods := make([]*v1.Pod, n)
+	watches := make([]*podWatch, n)
+	var wg sync.WaitGroup
+	for i := range pods {
+		p := criPod(t, "cri-del-starting", image, v1.RestartPolicyAlways, 30)
+		watches[i] = watchPod(t, ctx, admin, p.Name)
+		pods[i] = createPod(t, ctx, admin, p)
+		removeLeftovers(t, rt, pods[i])
+		after := time.Duration(rnd.Int64N(int64(8 * time.Second)))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-time.After(after):
+			case <-ctx.Done():
+				return
+			}
+			if err := admin.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+				t.Errorf("delete %s: %v", p.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	started := 0
+	for i, pw := range watches {
+		events := pw.waitFor(t, ctx, pods[i].Name+" deleted", func(es []podEvent) bool {
+			return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
+		})
+		seen := false
+		for _, e := range events {
+			for _, cs := range e.Pod.Status.ContainerStatuses {
+				seen = seen || cs.ContainerID != ""
+				for _, term := range []*v1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+					if term != nil && (term.ExitCode == 128 || term.Reason == "StartError") {
+						t.Errorf("%s: container %s terminated with exit code %d, reason %s: %s",
+							pods[i].Name, cs.Name, term.ExitCode, term.Reason, term.Message)
+					}
+				}
+			}
+		}
+		if seen {
+			started++
+		}
+	}
+	t.Logf("%d of %d pods showed a container before they were gone", started, n)
 }
