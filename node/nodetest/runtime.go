@@ -20,6 +20,7 @@ import (
 
 	"github.com/podlife/podlife/backoff"
 	"github.com/podlife/podlife/internal/podfacts"
+	"github.com/podlife/podlife/internal/podres"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
@@ -40,6 +41,11 @@ const (
 	// AnnotationImagePullError: every image pull of the pod fails with this message
 	// (ContainerBehaviour.ImagePullError).
 	AnnotationImagePullError = "podlife.example/image-pull-error"
+	// AnnotationInitRunFor: how long the pod's regular init containers run before they
+	// exit (ContainerBehaviour.InitRunFor).
+	AnnotationInitRunFor = "podlife.example/init-run-for"
+	// AnnotationInitExitCode: the exit code of the pod's regular init containers.
+	AnnotationInitExitCode = "podlife.example/init-exit-code"
 	// AnnotationCrashLoopBackOff: "true" restarts exited containers with the kubelet's
 	// back-off (ContainerBehaviour.CrashLoopBackOff).
 	AnnotationCrashLoopBackOff = "podlife.example/crash-loop-back-off"
@@ -60,6 +66,11 @@ type ContainerBehaviour struct {
 	// CrashLoopBackOff with the kubelet's message and leaves it exited. Without it exited
 	// containers restart on the next SyncPod.
 	CrashLoopBackOff bool
+	// InitRunFor is how long a regular init container runs before it exits with
+	// InitExitCode; 0 means it exits as soon as the clock moves (1 ns). Restartable init
+	// containers (sidecars) behave as the regular containers (RunFor, ExitCode).
+	InitRunFor   time.Duration
+	InitExitCode int
 }
 
 // Runtime is a node.Runtime over an in-memory container runtime. Containers behave as
@@ -67,7 +78,10 @@ type ContainerBehaviour struct {
 // restartPolicy (Always, or OnFailure after a non-zero exit) on the next SyncPod, or
 // after the kubelet's restart back-off with CrashLoopBackOff; ImagePullError scripts
 // failing image pulls. Both report the kubelet's waiting reasons as node.ContainerErrors.
-// It is a node.Prober: probes answer as SetProbe says (Success by default), and
+// Init containers run in the kubelet's order: each regular one in turn until it exits 0
+// (InitRunFor, InitExitCode; a failure under restartPolicy Never fails the pod), a
+// restartable one (a sidecar) from its turn on, done once it runs, and the regular
+// containers once every init container is done. It is a node.Prober: probes answer as SetProbe says (Success by default), and
 // KillContainer stops one container, which the next SyncPod starts again. Make one with
 // NewRuntime (its back-offs need it).
 //
@@ -253,7 +267,7 @@ func Behaviour(pod *v1.Pod, def ContainerBehaviour) (ContainerBehaviour, error) 
 	for _, f := range []struct {
 		key string
 		dst *time.Duration
-	}{{AnnotationStopDelay, &b.StopDelay}, {AnnotationRunFor, &b.RunFor}, {AnnotationPreStop, &b.PreStop}} {
+	}{{AnnotationStopDelay, &b.StopDelay}, {AnnotationRunFor, &b.RunFor}, {AnnotationPreStop, &b.PreStop}, {AnnotationInitRunFor, &b.InitRunFor}} {
 		v, ok := pod.Annotations[f.key]
 		if !ok {
 			continue
@@ -277,6 +291,13 @@ func Behaviour(pod *v1.Pod, def ContainerBehaviour) (ContainerBehaviour, error) 
 			return b, fmt.Errorf("nodetest: annotation %s: %w", AnnotationCrashLoopBackOff, err)
 		}
 		b.CrashLoopBackOff = on
+	}
+	if v, ok := pod.Annotations[AnnotationInitExitCode]; ok {
+		code, err := strconv.Atoi(v)
+		if err != nil {
+			return b, fmt.Errorf("nodetest: annotation %s: %w", AnnotationInitExitCode, err)
+		}
+		b.InitExitCode = code
 	}
 	if v, ok := pod.Annotations[AnnotationExitCode]; ok {
 		code, err := strconv.Atoi(v)
@@ -305,12 +326,60 @@ func PodSpec(pod *v1.Pod, def ContainerBehaviour, status *pleg.PodStatus) (plegt
 		}
 	}
 	spec := plegtest.PodSpec{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace, RestartExited: restart}
-	for _, c := range pod.Spec.Containers {
-		cs := plegtest.ContainerSpec{Name: c.Name, Image: c.Image, RunFor: b.RunFor, ExitCode: b.ExitCode, StopDelay: b.StopDelay}
-		if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
-			cs.PreStop = b.PreStop
-		}
-		spec.Containers = append(spec.Containers, cs)
+	inits, done, failed := initSpecs(pod, b, status)
+	switch {
+	case failed && policy == v1.RestartPolicyNever:
+		// A regular init container failed for good: nothing more starts (the pod is
+		// Failed).
+		return spec, nil
+	case failed:
+		spec.RestartExited = true // the failed init container is run again
+	}
+	spec.Containers = inits
+	if !done {
+		return spec, nil
+	}
+	for i := range pod.Spec.Containers {
+		spec.Containers = append(spec.Containers, containerSpec(&pod.Spec.Containers[i], b))
 	}
 	return spec, nil
+}
+
+// containerSpec is the in-memory runtime's spec of a regular container or a sidecar.
+func containerSpec(c *v1.Container, b ContainerBehaviour) plegtest.ContainerSpec {
+	cs := plegtest.ContainerSpec{Name: c.Name, Image: c.Image, RunFor: b.RunFor, ExitCode: b.ExitCode, StopDelay: b.StopDelay}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		cs.PreStop = b.PreStop
+	}
+	return cs
+}
+
+// initSpecs is what runs of the pod's init containers, in the kubelet's order: each
+// regular init container in turn until it exits 0, each restartable one (a sidecar) from
+// its turn on, counted as done once it runs. done: every init container is done, the
+// regular containers may start; failed: the current regular init container exited
+// non-zero (restarted unless the restartPolicy is Never).
+func initSpecs(pod *v1.Pod, b ContainerBehaviour, status *pleg.PodStatus) (specs []plegtest.ContainerSpec, done, failed bool) {
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		var cs *pleg.ContainerStatus
+		if status != nil {
+			cs = status.FindContainerStatusByName(c.Name)
+		}
+		if podres.IsRestartableInitContainer(c) {
+			specs = append(specs, containerSpec(c, b))
+			if cs == nil || cs.State != pleg.ContainerStateRunning {
+				return specs, false, false // the next one waits until it runs
+			}
+			continue
+		}
+		if cs != nil && cs.State == pleg.ContainerStateExited && cs.ExitCode == 0 {
+			continue
+		}
+		spec := containerSpec(c, b)
+		spec.RunFor, spec.ExitCode = max(b.InitRunFor, time.Nanosecond), b.InitExitCode
+		specs = append(specs, spec)
+		return specs, false, cs != nil && cs.State == pleg.ContainerStateExited
+	}
+	return specs, true, false
 }
