@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -345,17 +344,21 @@ func TestE2ECRIPodNetworkRefused(t *testing.T) {
 	}
 }
 
-// Deleted while starting: 20 pods, each deleted at a random moment (seeded, the seed
-// logged) in its first 8 s (the node starts 4 pods at once), while its sandbox or container may be starting. A CRI call
-// cut short makes containerd kill the shim and report exit code 128, reason StartError;
-// examples/cri lets the call finish and then stops the container, so no container status
-// the server ever shows (the pods are deleted with their 30 s grace period, so the node
-// reports their containers' last statuses) has exit code 128 or reason StartError, and every pod ends deleted.
+// A pod deleted while it starts (issue 28 item 5): examples/cri lets its RunPodSandbox,
+// CreateContainer and StartContainer calls finish instead of cancelling them (containerd
+// then killed the shim and reported exit code 128, StartError), and KillPod stops what
+// started. A proxy holds every StartContainer for 1.5 s before containerd gets it; each of
+// 20 pods is deleted at a random moment within that window, while its start is in flight.
+// No start call is ever cancelled by the agent (without the fix every one of them was), no
+// container reports exit code 128 or StartError, and every pod ends deleted.
 func TestE2ECRIDeleteWhileStarting(t *testing.T) {
 	admin, nodeClient, ep, image := criEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	rt := newCRI(t, ep)
+	proxy := startCRIProxy(t, ep)
+	proxy.delay["StartContainer"] = 1500 * time.Millisecond
+	proxy.entered = make(chan string, 1)
+	rt := newCRI(t, proxy.Endpoint)
 	startCRIAgent(t, nodeClient, rt)
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -363,36 +366,27 @@ func TestE2ECRIDeleteWhileStarting(t *testing.T) {
 	const n = 20
 	pods := make([]*v1.Pod, n)
 	watches := make([]*podWatch, n)
-	var wg sync.WaitGroup
 	for i := range pods {
 		p := criPod(t, "cri-del-starting", image, v1.RestartPolicyAlways, 30)
 		watches[i] = watchPod(t, ctx, admin, p.Name)
 		pods[i] = createPod(t, ctx, admin, p)
 		removeLeftovers(t, rt, pods[i])
-		after := time.Duration(rnd.Int64N(int64(8 * time.Second)))
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case <-time.After(after):
-			case <-ctx.Done():
-				return
-			}
-			if err := admin.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
-				t.Errorf("delete %s: %v", p.Name, err)
-			}
-		}()
+		select {
+		case <-proxy.entered: // its StartContainer is held by the proxy
+		case <-ctx.Done():
+			t.Fatalf("%s: no StartContainer", p.Name)
+		}
+		time.Sleep(time.Duration(rnd.Int64N(int64(time.Second))))
+		if err := admin.CoreV1().Pods(namespace).Delete(ctx, p.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatalf("delete %s: %v", p.Name, err)
+		}
 	}
-	wg.Wait()
-	started := 0
 	for i, pw := range watches {
 		events := pw.waitFor(t, ctx, pods[i].Name+" deleted", func(es []podEvent) bool {
 			return last(es, func(e podEvent) bool { return e.Type == watch.Deleted })
 		})
-		seen := false
 		for _, e := range events {
 			for _, cs := range e.Pod.Status.ContainerStatuses {
-				seen = seen || cs.ContainerID != ""
 				for _, term := range []*v1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
 					if term != nil && (term.ExitCode == 128 || term.Reason == "StartError") {
 						t.Errorf("%s: container %s terminated with exit code %d, reason %s: %s",
@@ -401,9 +395,15 @@ func TestE2ECRIDeleteWhileStarting(t *testing.T) {
 				}
 			}
 		}
-		if seen {
-			started++
+	}
+	got := proxy.Cancelled()
+	for _, m := range []string{"RunPodSandbox", "CreateContainer", "StartContainer"} {
+		if got[m] != 0 {
+			t.Errorf("%d %s call(s) cancelled by the agent; cancelled calls: %v", got[m], m, got)
 		}
 	}
-	t.Logf("%d of %d pods showed a container before they were gone", started, n)
+	calls, _ := proxy.Stats()
+	if calls["StartContainer"] < n {
+		t.Errorf("%d StartContainer calls, want one per pod (%d)", calls["StartContainer"], n)
+	}
 }

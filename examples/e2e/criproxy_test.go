@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 )
 
 // criProxy is a counting gRPC proxy between a CRI client (the kubelet, or podlife's
@@ -32,6 +33,14 @@ type criProxy struct {
 	mu    sync.Mutex
 	calls map[string]int64
 	spent map[string]time.Duration
+	// delay holds calls of a method this long before forwarding them (set before the
+	// first call); entered receives the method's name as each delayed call arrives
+	// (when not nil; a send that would block is dropped).
+	delay   map[string]time.Duration
+	entered chan string
+	// cancelled counts, per method, calls whose client ended them (its context) before
+	// containerd answered.
+	cancelled map[string]int64
 }
 
 // rawCodec passes messages through as bytes (named "proto", so both ends keep their
@@ -72,7 +81,8 @@ func startCRIProxy(t *testing.T, endpoint string) *criProxy {
 		upstream.Close()
 		t.Fatal(err)
 	}
-	p := &criProxy{Endpoint: "unix://" + sock, upstream: upstream, calls: map[string]int64{}, spent: map[string]time.Duration{}}
+	p := &criProxy{Endpoint: "unix://" + sock, upstream: upstream, calls: map[string]int64{}, spent: map[string]time.Duration{},
+		delay: map[string]time.Duration{}, cancelled: map[string]int64{}}
 	p.srv = grpc.NewServer(grpc.ForceServerCodec(rawCodec{}), grpc.UnknownServiceHandler(p.forward),
 		grpc.MaxRecvMsgSize(16<<20), grpc.MaxSendMsgSize(16<<20))
 	served := make(chan struct{})
@@ -98,6 +108,28 @@ func (p *criProxy) forward(_ any, ss grpc.ServerStream) error {
 	defer cancel()
 	if md, ok := metadata.FromIncomingContext(ctx); ok {
 		ctx = metadata.NewOutgoingContext(ctx, md.Copy())
+	}
+	name := method[strings.LastIndex(method, "/")+1:]
+	defer func() {
+		if ss.Context().Err() != nil {
+			p.mu.Lock()
+			p.cancelled[name]++
+			p.mu.Unlock()
+		}
+	}()
+	if d := p.delay[name]; d > 0 {
+		if p.entered != nil {
+			select {
+			case p.entered <- name:
+			default:
+			}
+		}
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+			p.count(method, start)
+			return status.FromContextError(ctx.Err()).Err()
+		}
 	}
 	cs, err := p.upstream.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method,
 		grpc.ForceCodec(rawCodec{}))
@@ -156,6 +188,13 @@ func (p *criProxy) count(method string, start time.Time) {
 	p.calls[name]++
 	p.spent[name] += took
 	p.mu.Unlock()
+}
+
+// Cancelled returns, per method, the calls their client ended before containerd answered.
+func (p *criProxy) Cancelled() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.cancelled)
 }
 
 // Stats returns the calls forwarded so far by method name (RunPodSandbox, ...) and their
