@@ -61,8 +61,7 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	n.reasons.update(pod.UID, err)
 	if err != nil {
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
-		n.recordSyncFailure(pod, err)
-		n.log.ErrorContext(ctx, "sync failed", append(podKeys(pod, ""), "err", err)...)
+		n.recordSyncFailure(pod, err) // the pod workers log it, once
 		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return false, nil
@@ -114,11 +113,10 @@ func (s *syncer) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, rs *pleg.P
 		if ctx.Err() == nil {
 			n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedKillPod, Err: err})
 			n.recordEvent(pod, v1.EventTypeWarning, ReasonFailedKillPod, "error killing pod: %v", err)
-			n.log.ErrorContext(ctx, "killing the pod failed", append(podKeys(pod, ""), "gracePeriod", gracePeriod, "err", err)...)
 		} else {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonKilling, Message: fmt.Sprintf("SyncTerminatingPod interrupted: %v", context.Cause(ctx))})
 		}
-		return fmt.Errorf("node: killing %s/%s: %w", pod.Namespace, pod.Name, err)
+		return fmt.Errorf("node: killing %s/%s with a grace period of %ds: %w", pod.Namespace, pod.Name, gracePeriod, err)
 	}
 	// The relister inspects the pod (its cache and events see the stop at once), and the
 	// terminated work gets this status without inspecting it again.
