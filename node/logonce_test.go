@@ -92,7 +92,9 @@ func TestFailureLoggedOnce(t *testing.T) {
 		if err := api.Delete("default", "web", nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := api.WaitForPods(ctx, func(pods map[types.NamespacedName]*v1.Pod) bool { return pods[types.NamespacedName{Namespace: "default", Name: "web"}] == nil }); err != nil {
+		if err := api.WaitForPods(ctx, func(pods map[types.NamespacedName]*v1.Pod) bool {
+			return pods[types.NamespacedName{Namespace: "default", Name: "web"}] == nil
+		}); err != nil {
 			t.Fatal(err)
 		}
 		cancel()
