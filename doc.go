@@ -47,13 +47,21 @@
 //	podworker  one serialized worker per pod UID: sync → terminating → terminated → finished
 //	statusmgr  versioned pod statuses, merge with the server's copy, patch, the final delete
 //	podgc      the control plane's side: which pods the pod garbage collector deletes
+//	prober     the kubelet's prober: when each startup, liveness and readiness probe is due
+//	           and what its result is (a pure Machine), and a Runner with one timer
+//	admission  pure: the kubelet's admit handlers, generic predicates and critical-pod
+//	           preemption decision
+//	eviction   pure: the eviction manager's pod-level decisions and the evicted status
+//	backoff    pure: the kubelet's container restart and image-pull back-offs, for runtimes
 //	node       the kubelet's sync loop around all of them: a node agent is node.New + Run
 //
-// Dependencies point one way: podworker uses grace and pleg; statusmgr uses grace; node uses
-// config, grace, pleg, podworker and statusmgr; nothing in the library uses node, podworker,
-// statusmgr or podgc but node. The decisions the kubelet hides are exported
-// (grace.Effective, config.CheckAndUpdatePod, pleg.Events, statusmgr.MergePodStatus,
-// statusmgr.CanBeDeleted) so that users can test their own logic with them.
+// Dependencies point one way: podworker uses grace and pleg; statusmgr uses grace; eviction
+// uses admission; node uses config, grace, pleg, podworker, statusmgr, prober and admission;
+// nothing in the library uses node, podworker, statusmgr or podgc but node. The decisions
+// the kubelet hides are exported (grace.Effective, config.CheckAndUpdatePod, pleg.Events,
+// statusmgr.MergePodStatus, statusmgr.CanBeDeleted, the admission predicates, the eviction
+// ranking, node.ActiveDeadlineExceeded, the back-offs) so that users can test their own
+// logic with them.
 //
 // # A node agent in 20 lines
 //

@@ -59,6 +59,16 @@
 //     period of a running pod's syncs. The ContainerErrors of Runtime.SyncPod's error
 //     are kept per pod and container (the kubelet's reason cache) and shown as Waiting
 //     reasons by the next status (see Runtime.SyncPod).
+//   - Probes (package prober), when the Runtime is a Prober: the node adds a pod's probes
+//     and its containers' instances at each SyncPod, runs them on the kubelet's schedule
+//     (Prober.Probe, outside every lock, at most prober.DefaultWorkers at once), and
+//     writes a readiness or startup result change to the status at once (a sync of the
+//     pod, no relist). A container whose liveness or startup probe failed is killed in
+//     the pod's next SyncPod (Prober.KillContainer with the probe's kill reason, a Normal
+//     Killing event with the kubelet's message) before Runtime.SyncPod starts it again.
+//     Failures are recorded as Unhealthy events ("Liveness probe failed: <output>"),
+//     warnings as ProbeWarning; a probe that errored is thrown away. SyncTerminatingPod
+//     stops the pod's liveness and startup probes; SyncTerminatedPod removes its probes.
 //   - activeDeadlineSeconds (the kubelet's active-deadline handler,
 //     ActiveDeadlineExceeded): a pod active on the node for its deadline from its
 //     startTime gets the status Failed, DeadlineExceeded, "Pod was active on the node
