@@ -22,6 +22,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/admission"
+	"github.com/podlife/podlife/examples/nodeinfo"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -44,8 +46,6 @@ const (
 	DefaultRelistPeriod       = node.DefaultRelistPeriod
 	DefaultHousekeepingPeriod = node.DefaultHousekeepingPeriod
 	DefaultStatusSyncPeriod   = node.DefaultStatusSyncPeriod
-	// hostIP is the node's address as it appears in pod statuses (a documentation address).
-	hostIP = "192.0.2.1"
 )
 
 // Config configures an Agent. Zero durations take their defaults.
@@ -91,6 +91,11 @@ type Config struct {
 	// admission.PredicateHandler over a node of package examples/nodeinfo): a refused pod
 	// is never started and ends Failed with the handler's reason. nil admits every pod.
 	Admit []admission.Handler
+	// HostIPs are the node's addresses in pod statuses (status.hostIP and hostIPs, a
+	// hostNetwork pod's podIPs; node.Config.HostIPs). nil: the host's own
+	// (nodeinfo.HostIPs: its first global unicast address per family, 127.0.0.1 without
+	// one).
+	HostIPs []string
 	// StaticSources are pod sources besides the API server's (node.Config.Sources is
 	// node.SourceAPI and these), e.g. "file": their pods are static pods, fed with
 	// Node().Update, and have mirror pods on the server when the Patcher is a
@@ -131,6 +136,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
+	if cfg.HostIPs == nil {
+		ips, err := nodeinfo.HostIPs()
+		if err != nil {
+			return nil, fmt.Errorf("agent: %w", err)
+		}
+		cfg.HostIPs = ips
+	}
 	a := &Agent{cfg: cfg, clock: cfg.Clock, started: cfg.Clock.Now()}
 	patcher := cfg.Patcher
 	if cfg.Observer != nil && cfg.Server == nil {
@@ -146,7 +158,7 @@ func New(cfg Config) (*Agent, error) {
 		onTransition = a.onTransition
 	}
 	n, err := node.New(node.Config{
-		NodeName: cfg.NodeName, Runtime: cfg.Backend, Patcher: patcher, HostIPs: []string{hostIP},
+		NodeName: cfg.NodeName, Runtime: cfg.Backend, Patcher: patcher, HostIPs: cfg.HostIPs,
 		Clock: cfg.Clock, Logger: cfg.Logger, RelistPeriod: cfg.RelistPeriod,
 		HousekeepingPeriod: cfg.HousekeepingPeriod, StatusSyncPeriod: cfg.StatusSyncPeriod,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs, SerializeByName: cfg.SerializeByName,

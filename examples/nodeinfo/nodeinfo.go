@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime"
 	"strconv"
@@ -164,4 +165,48 @@ func ParseResources(s string) (v1.ResourceList, error) {
 		rl[v1.ResourceName(name)] = q
 	}
 	return rl, nil
+}
+
+// HostIPs returns the node's addresses for pod statuses (status.hostIP/hostIPs, and a
+// hostNetwork pod's podIPs) when none is given, as the kubelet picks its node IP without
+// --node-ip: the first global unicast address of an interface that is up and not a
+// loopback, IPv4 first, then the first of the other family; a host without one gets
+// 127.0.0.1 (the only address its pods can be reached at).
+func HostIPs() ([]string, error) {
+	ifaces, err := net.Interfaces()
+	if err != nil {
+		return nil, fmt.Errorf("nodeinfo: the host's interfaces: %w", err)
+	}
+	var v4, v6 string
+	for _, ifc := range ifaces {
+		if ifc.Flags&net.FlagUp == 0 || ifc.Flags&net.FlagLoopback != 0 {
+			continue
+		}
+		addrs, err := ifc.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || !ipn.IP.IsGlobalUnicast() {
+				continue
+			}
+			switch {
+			case ipn.IP.To4() != nil && v4 == "":
+				v4 = ipn.IP.String()
+			case ipn.IP.To4() == nil && v6 == "":
+				v6 = ipn.IP.String()
+			}
+		}
+	}
+	var out []string
+	for _, ip := range []string{v4, v6} {
+		if ip != "" {
+			out = append(out, ip)
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"127.0.0.1"}
+	}
+	return out, nil
 }
