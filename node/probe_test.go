@@ -241,7 +241,9 @@ func TestProbeStartup(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.rt.SetProbe(never.UID, "app", node.ProbeStartup, nodetest.ProbeAnswer{Result: node.ProbeFailure, Output: "dead"})
-		e.waitPod("once", func(p *v1.Pod, ok bool) bool { return ok && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed) })
+		e.waitPod("once", func(p *v1.Pod, ok bool) bool {
+			return ok && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed)
+		})
 		time.Sleep(5 * time.Second)
 		e.stop()
 		if want := "Normal Killing: Container app failed startup probe"; !rec.has(want) {
