@@ -14,7 +14,8 @@ import (
 type ProbeResult int
 
 const (
-	// ProbeUnknown: the probe could not tell (the kubelet keeps the previous result).
+	// ProbeUnknown: the probe could not tell; the node counts it as a failure, as the
+	// kubelet's prober does (an error from Probe, by contrast, is thrown away).
 	ProbeUnknown ProbeResult = iota
 	// ProbeSuccess: the probe passed.
 	ProbeSuccess
