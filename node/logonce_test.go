@@ -35,22 +35,10 @@ func (h *errorLines) Handle(_ context.Context, r slog.Record) error {
 func (h *errorLines) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *errorLines) WithGroup(string) slog.Handler      { return h }
 
-// failingRuntime fails the first SyncPod and the first KillPod.
+// failingRuntime fails the first SyncPod (failOnce) and the first KillPod.
 type failingRuntime struct {
-	node.Runtime
-	mu                 sync.Mutex
-	syncFailed, killed bool
-}
-
-func (f *failingRuntime) SyncPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus) error {
-	f.mu.Lock()
-	first := !f.syncFailed
-	f.syncFailed = true
-	f.mu.Unlock()
-	if first {
-		return errors.New("injected sync failure")
-	}
-	return f.Runtime.SyncPod(ctx, pod, rs)
+	failOnce
+	killed bool // guarded by failOnce.mu
 }
 
 func (f *failingRuntime) KillPod(ctx context.Context, pod *v1.Pod, rs *pleg.PodStatus, grace int64) error {
@@ -71,7 +59,7 @@ func TestFailureLoggedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		api := statusmgrtest.NewFakeAPI()
 		h := &errorLines{}
-		rt := &failingRuntime{Runtime: nodetest.NewRuntime(plegtest.NewRuntime(nil), nodetest.ContainerBehaviour{})}
+		rt := &failingRuntime{failOnce: failOnce{Runtime: nodetest.NewRuntime(plegtest.NewRuntime(nil), nodetest.ContainerBehaviour{})}}
 		n, err := node.New(node.Config{NodeName: nodeName, Runtime: rt, Patcher: api, Logger: slog.New(h)})
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -52,11 +53,20 @@ func mainStatus(p *v1.Pod) v1.ContainerStatus {
 	return v1.ContainerStatus{}
 }
 
-// waitEvent waits for an event of the pod with reason and message on the server.
+// waitEvent waits for an event of the pod with type, reason and message on the server.
 func waitEvent(t *testing.T, ctx context.Context, admin kubernetes.Interface, pod *v1.Pod, eventType, reason, message string) {
 	t.Helper()
+	watchEvent(t, ctx, admin, pod.UID, fmt.Sprintf("%s %s %q", eventType, reason, message), func(e *v1.Event) bool {
+		return e.Type == eventType && e.Reason == reason && e.Message == message
+	})
+}
+
+// watchEvent waits, as an admin watches them, for an event about the pod uid that
+// matches, and returns it; what names it in the failure.
+func watchEvent(t *testing.T, ctx context.Context, admin kubernetes.Interface, uid types.UID, what string, match func(*v1.Event) bool) *v1.Event {
+	t.Helper()
 	w, err := admin.CoreV1().Events(namespace).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(uid)).String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,16 +76,16 @@ func waitEvent(t *testing.T, ctx context.Context, admin kubernetes.Interface, po
 		select {
 		case ev, ok := <-w.ResultChan():
 			if !ok {
-				t.Fatal("the event watch ended")
+				t.Fatalf("the event watch ended; events seen: %q", seen)
 			}
 			if e, isEvent := ev.Object.(*v1.Event); isEvent {
-				if e.Type == eventType && e.Reason == reason && e.Message == message {
-					return
+				if match(e) {
+					return e
 				}
 				seen = append(seen, fmt.Sprintf("%s %s: %s", e.Type, e.Reason, e.Message))
 			}
 		case <-ctx.Done():
-			t.Fatalf("no event %s %s %q; seen %q", eventType, reason, message, seen)
+			t.Fatalf("waiting for the event %s of %s: %v; events seen: %q", what, uid, ctx.Err(), seen)
 		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
@@ -52,29 +50,7 @@ func inProvider(t *testing.T, p *vkProvider, uid types.UID) bool {
 // waitPodEvent waits for an event about the pod with the reason, as an admin watches them.
 func waitPodEvent(t *testing.T, ctx context.Context, e *vkEnv, uid types.UID, reason string) *v1.Event {
 	t.Helper()
-	w, err := e.admin.CoreV1().Events(namespace).Watch(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(uid)).String()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	var seen []string
-	for {
-		select {
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				t.Fatalf("the event watch ended; events seen: %v", seen)
-			}
-			if ev, ok := ev.Object.(*v1.Event); ok {
-				seen = append(seen, ev.Reason+": "+ev.Message)
-				if ev.Reason == reason {
-					return ev
-				}
-			}
-		case <-ctx.Done():
-			t.Fatalf("waiting for the event %s of %s: %v; events seen:\n  %s", reason, uid, ctx.Err(), strings.Join(seen, "\n  "))
-		}
-	}
+	return watchEvent(t, ctx, e.admin, uid, reason, func(ev *v1.Event) bool { return ev.Reason == reason })
 }
 
 // runningReady waits until the server shows the pod Running and Ready (WaitUntilPodReady).

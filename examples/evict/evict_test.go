@@ -91,6 +91,20 @@ func evicted(uid types.UID, msg string) kill {
 		Status: v1.PodStatus{Phase: v1.PodFailed, Reason: "Evicted", Message: msg}}
 }
 
+// twoContainers is pod "two": app limited to 1Mi of ephemeral storage, side to 10Mi.
+func twoContainers() *v1.Pod {
+	p := pod("two", "1Mi")
+	p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "side", Resources: v1.ResourceRequirements{
+		Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}}})
+	return p
+}
+
+// twoContainersStats is pod "two" using 2Mi, all of it app's writable layer.
+func twoContainersStats() map[string]eviction.PodStats {
+	return map[string]eviction.PodStats{"two": {EphemeralStorageBytes: i64(2 * mi),
+		Containers: []eviction.ContainerStats{{Name: "app", RootfsBytes: i64(2 * mi), LogsBytes: i64(0)}}}}
+}
+
 func TestSynchronize(t *testing.T) {
 	over := eviction.PodStats{EphemeralStorageBytes: i64(2 * mi),
 		Containers: []eviction.ContainerStats{{Name: "app", RootfsBytes: i64(2 * mi), LogsBytes: i64(0)}}}
@@ -139,24 +153,12 @@ func TestSynchronize(t *testing.T) {
 		{name: "critical pods are never evicted", pods: []*v1.Pod{critical},
 			stats: map[string]eviction.PodStats{"critical": over}},
 		{name: "a dedicated image filesystem keeps the writable layer out of a container's limit",
-			pods: []*v1.Pod{func() *v1.Pod {
-				p := pod("two", "1Mi")
-				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "side", Resources: v1.ResourceRequirements{
-					Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}}})
-				return p
-			}()},
-			stats: map[string]eviction.PodStats{"two": {EphemeralStorageBytes: i64(2 * mi),
-				Containers: []eviction.ContainerStats{{Name: "app", RootfsBytes: i64(2 * mi), LogsBytes: i64(0)}}}},
+			pods:      []*v1.Pod{twoContainers()},
+			stats:     twoContainersStats(),
 			dedicated: true},
 		{name: "without one, the container over its own limit is evicted",
-			pods: []*v1.Pod{func() *v1.Pod {
-				p := pod("two", "1Mi")
-				p.Spec.Containers = append(p.Spec.Containers, v1.Container{Name: "side", Resources: v1.ResourceRequirements{
-					Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("10Mi")}}})
-				return p
-			}()},
-			stats: map[string]eviction.PodStats{"two": {EphemeralStorageBytes: i64(2 * mi),
-				Containers: []eviction.ContainerStats{{Name: "app", RootfsBytes: i64(2 * mi), LogsBytes: i64(0)}}}},
+			pods:  []*v1.Pod{twoContainers()},
+			stats: twoContainersStats(),
 			want: want{Evicted: []string{"two"},
 				Kills:  []kill{evicted("uid-two", `Container app exceeded its local ephemeral storage limit "1Mi". `)},
 				Events: []event{{"uid-two", "Warning", "Evicted", `Container app exceeded its local ephemeral storage limit "1Mi". `}}}},

@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/podlife/podlife/node"
 )
 
 // EnvSource reads the ConfigMaps and Secrets a pod's environment refers to. The Node
@@ -58,7 +60,7 @@ const (
 
 	// ReasonCreateContainerConfigError is the kubelet's waiting reason of a container
 	// whose configuration (here: its environment) cannot be made.
-	ReasonCreateContainerConfigError = "CreateContainerConfigError"
+	ReasonCreateContainerConfigError = node.ReasonCreateContainerConfigError
 )
 
 // ErrEnv is wrapped by the error of a pod whose environment cannot be resolved (a
