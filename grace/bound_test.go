@@ -51,7 +51,9 @@ func TestBoundedSeconds(t *testing.T) {
 		{name: "StopTimeout: huge override", got: func() int64 { return StopTimeout(30, 0, i64(huge)) }, want: MaxSeconds},
 		{name: "StopTimeout: tiny budget, preStop took 10s", got: func() int64 { return StopTimeout(tiny, 10*time.Second, nil) }, want: MinContainerStopSeconds},
 		{name: "StopTimeout: tiny budget, huge preStop", got: func() int64 { return StopTimeout(tiny, time.Duration(math.MaxInt64), nil) }, want: MinContainerStopSeconds},
-		{name: "StopTimeout: tiny override", got: func() int64 { return StopTimeout(30, 0, i64(tiny)) }, want: 0},
+		// The kubelet 1.37 applies its 2 s minimum after an override too (killContainer).
+		{name: "StopTimeout: tiny override", got: func() int64 { return StopTimeout(30, 0, i64(tiny)) }, want: MinContainerStopSeconds},
+		{name: "StopTimeout: huge override, huge preStop", got: func() int64 { return StopTimeout(30, time.Duration(math.MaxInt64), i64(huge)) }, want: MinContainerStopSeconds},
 		{name: "ContainerStopTimeout: huge spec with preStop", got: func() int64 {
 			return ContainerStopTimeout(pod(nil, i64(huge)), container(true, nil, nil), nil, KillPodTermination, 3*time.Second)
 		}, want: MaxSeconds - 3},

@@ -76,34 +76,40 @@ func containerGracePeriod(pod *v1.Pod, container *v1.Container, reason KillReaso
 }
 
 // StopTimeout returns how long, in seconds, the runtime's stop of a container may take once
-// its preStop hook has run for preStopElapsed (0 when there is none): the budget less the
-// hook's time in whole seconds (truncated, as the kubelet counts it), at least
-// MinContainerStopSeconds; an override, when non-nil, replaces that result whatever it is
-// (a negative override counts as 0: kill at once). The result never exceeds MaxSeconds
-// (a larger budget or override counts as MaxSeconds).
+// its preStop hook has run for preStopElapsed (0 when there is none), as the kubelet 1.37's
+// killContainer computes it: the override, when non-nil, replaces the budget (the
+// pod-level grace period of a stopping pod); the hook's time in whole seconds (truncated,
+// as the kubelet counts it) is taken out of it; the result is at least
+// MinContainerStopSeconds, also for an override of 1, 0 or below (override 30 with a 10 s
+// preStop gives 20; override 1 gives 2). The result never exceeds MaxSeconds (a larger
+// budget or override counts as MaxSeconds).
 func StopTimeout(budget int64, preStopElapsed time.Duration, override *int64) int64 {
 	if override != nil {
-		return min(max(*override, 0), MaxSeconds)
+		budget = *override
 	}
 	g := min(budget, MaxSeconds)
 	if g <= MinContainerStopSeconds {
 		return MinContainerStopSeconds // also keeps the subtraction below from wrapping
 	}
 	if preStopElapsed > 0 {
-		g -= int64(preStopElapsed / time.Second)
+		g -= int64(min(preStopElapsed/time.Second, time.Duration(g)))
 	}
 	return max(g, MinContainerStopSeconds)
 }
 
 // ContainerStopTimeout combines ContainerGracePeriod and StopTimeout for one container: the
-// preStop hook's elapsed time is taken out of the budget only when the container has a
-// preStop hook and the budget is positive (otherwise the kubelet does not run the hook).
+// budget is the override when non-nil, else ContainerGracePeriod; the preStop hook's
+// elapsed time is taken out of it only when the container has a preStop hook and that
+// budget is positive (otherwise the kubelet does not run the hook).
 func ContainerStopTimeout(pod *v1.Pod, container *v1.Container, override *int64, reason KillReason, preStopElapsed time.Duration) int64 {
 	budget := ContainerGracePeriod(pod, container, reason)
+	if override != nil {
+		budget = *override
+	}
 	if !HasPreStop(container) || budget <= 0 {
 		preStopElapsed = 0
 	}
-	return StopTimeout(budget, preStopElapsed, override)
+	return StopTimeout(budget, preStopElapsed, nil)
 }
 
 // HasPreStop reports whether the container has a preStop lifecycle hook (a nil

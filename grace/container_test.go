@@ -76,11 +76,12 @@ func TestStopTimeout(t *testing.T) {
 		{name: "budget 0: 2 s", budget: 0, want: 2},
 		{name: "negative budget: 2 s", budget: -5, want: 2},
 		{name: "negative elapsed is ignored", budget: 30, elapsed: -time.Second, want: 30},
-		{name: "override wins over the budget", budget: 30, elapsed: 10 * time.Second, override: i64(5), want: 5},
-		{name: "override wins over the minimum", budget: 30, override: i64(1), want: 1},
+		{name: "override replaces the budget, preStop time taken out (kubelet killContainer)", budget: 60, elapsed: 10 * time.Second, override: i64(30), want: 20},
+		{name: "override less preStop keeps the minimum", budget: 30, elapsed: 10 * time.Second, override: i64(5), want: MinContainerStopSeconds},
+		{name: "override 1 gets the minimum (kubelet minimumGracePeriodInSeconds)", budget: 30, override: i64(1), want: MinContainerStopSeconds},
 		{name: "override may lengthen", budget: 2, override: i64(60), want: 60},
-		{name: "override 0 kills at once", budget: 30, override: i64(0), want: 0},
-		{name: "negative override is 0", budget: 30, override: i64(-3), want: 0},
+		{name: "override 0 gets the minimum", budget: 30, override: i64(0), want: MinContainerStopSeconds},
+		{name: "negative override gets the minimum", budget: 30, override: i64(-3), want: MinContainerStopSeconds},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,8 +107,11 @@ func TestContainerStopTimeout(t *testing.T) {
 		{name: "no hook runs with a zero budget", pod: pod(i64(0), i64(30)), container: container(true, nil, nil), elapsed: 12 * time.Second, want: 2},
 		{name: "probe grace less the hook, at least 2", pod: pod(nil, i64(30)), container: container(true, i64(5), nil), reason: KillLivenessProbe, elapsed: 4 * time.Second, want: 2},
 		{name: "probe grace less the hook", pod: pod(nil, i64(30)), container: container(true, i64(10), nil), reason: KillLivenessProbe, elapsed: 4 * time.Second, want: 6},
-		{name: "pod-level override during termination wins", pod: pod(i64(30), i64(30)), container: container(true, nil, nil), override: i64(7), elapsed: 12 * time.Second, want: 7},
-		{name: "runtime-only pod grace 1", pod: nil, container: nil, override: i64(1), want: 1},
+		{name: "pod-level override during termination wins", pod: pod(i64(30), i64(30)), container: container(true, nil, nil), override: i64(7), elapsed: 12 * time.Second, want: MinContainerStopSeconds},
+		{name: "pod-level override less the preStop hook's time", pod: pod(i64(60), i64(60)), container: container(true, nil, nil), override: i64(30), elapsed: 10 * time.Second, want: 20},
+		{name: "pod-level override without preStop ignores elapsed", pod: pod(nil, i64(60)), container: container(false, nil, nil), override: i64(30), elapsed: 10 * time.Second, want: 30},
+		{name: "override 0 with preStop: hook not run, minimum", pod: pod(nil, i64(60)), container: container(true, nil, nil), override: i64(0), elapsed: 10 * time.Second, want: MinContainerStopSeconds},
+		{name: "runtime-only pod grace 1", pod: nil, container: nil, override: i64(1), want: MinContainerStopSeconds},
 		{name: "nil everything", want: 2},
 	}
 	for _, tc := range cases {

@@ -11,9 +11,9 @@
 //   - Container level (ContainerGracePeriod, StopTimeout, ContainerStopTimeout): for runtimes
 //     that stop containers one by one, how long one container's stop may take: the budget is
 //     the pod's deletion grace, else the spec's terminationGracePeriodSeconds (or, for a kill
-//     caused by a failed liveness or startup probe, that probe's terminationGracePeriodSeconds);
-//     the time the preStop hook took comes out of it; at least 2 s remain; and an override
-//     (the pod-level period during pod termination) wins over all of that.
+//     caused by a failed liveness or startup probe, that probe's terminationGracePeriodSeconds),
+//     or an override (the pod-level period during pod termination) in place of all of that;
+//     the time the preStop hook took comes out of it; at least 2 s remain.
 //
 // Every function returning seconds returns at most MaxSeconds (about 292 years, the
 // largest whole number of seconds a time.Duration holds), whatever its input, so

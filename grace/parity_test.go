@@ -304,8 +304,11 @@ func TestParityContainerGrace(t *testing.T) {
 		{name: "DESIGN container: preStop time counted in whole seconds", pod: parityPod(nil, parityI64(30)), ctr: ctr, preStop: 10900 * time.Millisecond, want: 20},
 		{name: "DESIGN container: preStop longer than the budget leaves the minimum", pod: parityPod(nil, parityI64(30)), ctr: ctr, preStop: 40 * time.Second, want: 2},
 		{name: "DESIGN container: no hook, no deduction", pod: parityPod(nil, parityI64(30)), ctr: noHook, preStop: 10 * time.Second, want: 30},
-		{name: "DESIGN container: an override wins over the budget", pod: parityPod(nil, parityI64(30)), ctr: ctr, override: parityI64(5), preStop: 10 * time.Second, want: 5},
-		{name: "DESIGN container: an override wins over the minimum", pod: parityPod(nil, parityI64(30)), ctr: noHook, override: parityI64(1), want: 1},
+		// An override replaces the budget; the hook's time and the minimum apply after it
+		// (kubelet 1.37 killContainer, issue 29).
+		{name: "DESIGN container: an override replaces the budget", pod: parityPod(nil, parityI64(60)), ctr: ctr, override: parityI64(30), preStop: 10 * time.Second, want: 20},
+		{name: "DESIGN container: an override less the hook keeps the minimum", pod: parityPod(nil, parityI64(30)), ctr: ctr, override: parityI64(5), preStop: 10 * time.Second, want: 2},
+		{name: "DESIGN container: an override of 1 gets the minimum", pod: parityPod(nil, parityI64(30)), ctr: noHook, override: parityI64(1), want: 2},
 		{name: "DESIGN container: liveness kill uses the liveness probe's grace", pod: parityPod(nil, parityI64(30)), ctr: noHook, reason: grace.KillLivenessProbe, want: 7},
 		{name: "DESIGN container: startup kill uses the startup probe's grace", pod: parityPod(nil, parityI64(30)), ctr: noHook, reason: grace.KillStartupProbe, want: 9},
 		{name: "DESIGN container: pod termination ignores the probes' grace", pod: parityPod(nil, parityI64(30)), ctr: noHook, reason: grace.KillPodTermination, want: 30},

@@ -26,14 +26,10 @@ func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
 
 // StopTimeout is the StopContainer timeout, in seconds, of a container of a pod stopped
 // with the pod-level grace period gracePeriod, once its preStop hook ran for
-// preStopElapsed: grace.ContainerStopTimeout with gracePeriod as the override, except
-// that the hook's time is taken out of it and the result is at least
-// grace.MinContainerStopSeconds (so a runtime pod's 1 s gives 2 s).
+// preStopElapsed: grace.ContainerStopTimeout with gracePeriod as the override (the hook's
+// time taken out, at least grace.MinContainerStopSeconds, so a runtime pod's 1 s gives 2 s).
 func StopTimeout(pod *v1.Pod, c *v1.Container, gracePeriod int64, preStopElapsed time.Duration) int64 {
-	if grace.HasPreStop(c) && preStopElapsed > 0 {
-		return grace.StopTimeout(gracePeriod, preStopElapsed, nil)
-	}
-	return max(grace.ContainerStopTimeout(pod, c, &gracePeriod, grace.KillPodTermination, 0), grace.MinContainerStopSeconds)
+	return grace.ContainerStopTimeout(pod, c, &gracePeriod, grace.KillPodTermination, preStopElapsed)
 }
 
 // KillPod stops every container of the pod that runs (all in parallel: preStop hook, then

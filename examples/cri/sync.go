@@ -160,10 +160,10 @@ func (r *Runtime) sandboxConfig(pod *v1.Pod, attempt uint32) *runtimeapi.PodSand
 			NamespaceOptions: r.namespaceOptions(pod)}},
 	}
 	if !pod.Spec.HostNetwork {
-		cfg.Hostname = pod.Name
-		if pod.Spec.Hostname != "" {
-			cfg.Hostname = pod.Spec.Hostname
-		}
+		// The kubelet's hostname: spec.hostname or the pod's name, cut to 63 characters
+		// (a longer one makes RunPodSandbox fail with "sethostname: invalid argument").
+		// A pod name is never empty, so the error cannot occur for an admitted pod.
+		cfg.Hostname, _ = node.PodHostname(pod)
 	}
 	return cfg
 }
