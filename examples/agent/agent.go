@@ -17,6 +17,10 @@
 // the agent to a real API server instead (package examples/kube); Config.Backend runs the
 // pods elsewhere (package examples/vk: a virtual-kubelet provider; package examples/cri:
 // a CRI runtime such as containerd).
+//
+// Config.NodeStatus makes the agent a node the cluster can use (package
+// examples/nodestatus): it registers the Node object, posts its status (Ready while the
+// node's PLEG is healthy) and renews its Lease while Run runs.
 package agent
 
 import (
@@ -31,6 +35,7 @@ import (
 
 	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/examples/nodeinfo"
+	"github.com/podlife/podlife/examples/nodestatus"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -101,14 +106,20 @@ type Config struct {
 	// Node().Update, and have mirror pods on the server when the Patcher is a
 	// node.MirrorPodClient (kube.Patcher is).
 	StaticSources []string
+	// NodeStatus, if set, registers the node, posts its status and renews its Lease
+	// while Run runs (package examples/nodestatus; its Client is the node's). Its
+	// Node's name must be NodeName (empty: NodeName); Health defaults to the PLEG's
+	// ("PLEG is not healthy: ..." makes the node NotReady) and Clock to Clock.
+	NodeStatus *nodestatus.Config
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
 type Agent struct {
-	cfg     Config
-	clock   clock.Clock
-	started time.Time
-	node    *node.Node
+	cfg        Config
+	clock      clock.Clock
+	started    time.Time
+	node       *node.Node
+	nodeStatus *nodestatus.Controller // nil without Config.NodeStatus
 }
 
 // New validates cfg and assembles the agent. It starts nothing.
@@ -169,6 +180,11 @@ func New(cfg Config) (*Agent, error) {
 		return nil, err
 	}
 	a.node = n
+	if cfg.NodeStatus != nil {
+		if a.nodeStatus, err = newNodeStatus(*cfg.NodeStatus, cfg.NodeName, cfg.Clock, n.Relister()); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.Observer != nil && cfg.Server != nil {
 		cfg.Server.SetObserver(a.observeServer)
 	}
@@ -195,10 +211,42 @@ func (a *Agent) Run(ctx context.Context) error {
 			cancel()
 		}
 	})
+	if a.nodeStatus != nil {
+		wg.Go(func() { _ = a.nodeStatus.Run(ctx) }) // nil once ctx ends
+	}
 	err := a.node.Run(ctx)
 	cancel()
 	wg.Wait()
 	return errors.Join(err, sourceErr)
+}
+
+// newNodeStatus is the node status controller of cfg for the node nodeName, healthy
+// while relister is.
+func newNodeStatus(cfg nodestatus.Config, nodeName string, clk clock.Clock, relister *pleg.Relister) (*nodestatus.Controller, error) {
+	if cfg.Node == nil {
+		return nil, errors.New("agent: NodeStatus.Node is required")
+	}
+	cfg.Node = cfg.Node.DeepCopy()
+	if cfg.Node.Name == "" {
+		cfg.Node.Name = nodeName
+	}
+	if cfg.Node.Name != nodeName {
+		return nil, fmt.Errorf("agent: NodeStatus.Node is %q, not the agent's node %q", cfg.Node.Name, nodeName)
+	}
+	if cfg.Health == nil {
+		cfg.Health = func() error {
+			if ok, err := relister.Healthy(); !ok {
+				return fmt.Errorf("PLEG is not healthy: %w", err)
+			}
+			return nil
+		}
+	}
+	if cfg.Clock == nil {
+		if c, ok := clk.(clock.WithTicker); ok {
+			cfg.Clock = c
+		}
+	}
+	return nodestatus.New(cfg)
 }
 
 // Started is the instant Step.Since counts from (when New assembled the agent), on its

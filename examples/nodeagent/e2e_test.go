@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/kube"
@@ -45,6 +47,7 @@ func TestE2ENodeAgentOnARealCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetNode(t, admin)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var out syncWriter
@@ -82,10 +85,23 @@ func TestE2ENodeAgentOnARealCluster(t *testing.T) {
 	// The server shows Running, so the agent printed every step before its Running patch. The
 	// patch's own line may not be there: the watch can deliver the change before the agent
 	// reads the patch's response, and the cancel above may interrupt that read.
-	for _, want := range []string{"# running node node1 on a real API server", "default/nodeagent-e2e", "ADD",
+	for _, want := range []string{"# registering node node1", "# running node node1 on a real API server", "default/nodeagent-e2e", "ADD",
 		"ContainerStarted", "1 running container(s)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// forgetNode deletes the Node object and Lease the command registers (-register-node is
+// on by default) when the test ends, so later tests find the server as they expect it.
+func forgetNode(t *testing.T, admin kubernetes.Interface) {
+	t.Cleanup(func() {
+		if err := admin.CoreV1().Nodes().Delete(context.Background(), "node1", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the Node node1: %v", err)
+		}
+		if err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(context.Background(), "node1", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the Lease of node1: %v", err)
+		}
+	})
 }

@@ -30,6 +30,12 @@
 //
 //	go run ./nodeagent -kubeconfig node1.kubeconfig -node node1 -timeout 1h
 //
+// With a real cluster the agent also registers the node (-register-node, on by default):
+// it creates or adopts the Node object, posts its status as the kubelet (Ready while the
+// PLEG is healthy, -node-ip or the host's address, the machine's resources or
+// -allocatable's, the CRI runtime's version) and renews its Lease in kube-node-lease, so
+// the scheduler and the node lifecycle controller see a live node (package nodestatus).
+//
 // On a real node (with -cri, or with -allocatable) the agent admits pods as the kubelet
 // does against the node package nodeinfo describes (the machine's resources, or
 // -allocatable's): a pod asking for more ends Failed (OutOfcpu, ...) and never starts.
@@ -46,6 +52,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"slices"
@@ -64,6 +71,7 @@ import (
 	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/examples/nodeinfo"
+	"github.com/podlife/podlife/examples/nodestatus"
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
 	"github.com/podlife/podlife/node"
@@ -108,7 +116,7 @@ grace period of -grace seconds), and prints every step of their lifecycle in tim
 of how long each phase took. -vk runs the pods on an in-memory virtual-kubelet provider,
 -cri as real containers on a CRI runtime; -kubeconfig (or -server, or -in-cluster) makes
 it a virtual node of a real cluster instead, serving the pods bound to -node; there it
-admits pods against the node's resources (with -cri or -allocatable) and, with
+registers the node, posts its status and renews its Lease (-register-node), admits pods against the node's resources (with -cri or -allocatable) and, with
 -shutdown-grace-period, shuts the node down gracefully on SIGTERM before it exits.
 
 Flags:
@@ -143,6 +151,11 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	metricsAddr := fs.String("metrics-addr", "", "serve the kubelet's metrics on /metrics and the PLEG health on /healthz at this address (host:port)")
 	allocatable := fs.String("allocatable", "", "with a real cluster: the node's allocatable resources for pod admission, e.g. cpu=2,memory=4Gi,pods=110 "+
 		"(the others from the machine: its CPUs, MemTotal, 110 pods, the size of -log-root's file system); admission is on with -cri or with this flag")
+	registerNode := fs.Bool("register-node", true, "with a real cluster: register the Node object (created, or adopted with the kubelet's labels), "+
+		"post its status (Ready while the PLEG is healthy, the machine's resources or -allocatable's, addresses, nodeInfo) every 10s when it changes and every 5m, "+
+		"and renew its Lease in kube-node-lease every 10s, as the kubelet (package nodestatus)")
+	nodeIP := fs.String("node-ip", "", "with a real cluster: the node's InternalIP address (status.addresses, the pods' hostIP); empty: the host's first global unicast address")
+	kubeletPort := fs.Int("kubelet-port", nodestatus.DefaultKubeletPort, "with -register-node: the port status.daemonEndpoints.kubeletEndpoint announces")
 	var sc node.ShutdownConfig
 	fs.DurationVar(&sc.GracePeriod, "shutdown-grace-period", 0, "with a real cluster: on SIGTERM or SIGINT, the kubelet's graceful node shutdown "+
 		"(shutdownGracePeriod, whole seconds): new pods are refused, the pods are killed by priority and end Failed (reason Terminated), "+
@@ -170,13 +183,22 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	if *inCluster && (cc.Kubeconfig != "" || cc.Server != "") {
 		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
 	}
+	var ip net.IP
+	if *nodeIP != "" {
+		if ip = net.ParseIP(*nodeIP); ip == nil {
+			return fmt.Errorf("-node-ip: %q is not an IP address", *nodeIP)
+		}
+	}
+	if *kubeletPort < 1 || *kubeletPort > 65535 {
+		return fmt.Errorf("-kubelet-port: %d is not a port", *kubeletPort)
+	}
 	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
 		return runReal(ctx, realConfig{cc: cc, nodeName: *nodeName, relist: *relist, stopDelay: *stopDelay, quiet: *quiet,
 			timeout: *timeout, cri: criCfg, metrics: ms, admit: *criEndpoint != "" || *allocatable != "",
-			allocatable: resources, shutdown: sc}, out)
+			allocatable: resources, shutdown: sc, register: *registerNode, nodeIP: ip, kubeletPort: int32(*kubeletPort)}, out)
 	}
-	if *allocatable != "" || sc.GracePeriod > 0 {
-		return fmt.Errorf("-allocatable and -shutdown-grace-period need a real cluster (-kubeconfig, -server or -in-cluster)")
+	if *allocatable != "" || sc.GracePeriod > 0 || *nodeIP != "" {
+		return fmt.Errorf("-allocatable, -node-ip and -shutdown-grace-period need a real cluster (-kubeconfig, -server or -in-cluster)")
 	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
@@ -431,6 +453,11 @@ type realConfig struct {
 	allocatable v1.ResourceList
 	// shutdown, when set, is the graceful node shutdown run on SIGTERM or SIGINT.
 	shutdown node.ShutdownConfig
+	// register turns on the node's registration, status and Lease (package nodestatus)
+	// with nodeIP (nil: the host's) as its InternalIP and kubeletPort as its API port.
+	register    bool
+	nodeIP      net.IP
+	kubeletPort int32
 }
 
 // runReal runs the agent as a node of a real cluster until timeout or an interrupt (with
@@ -474,7 +501,8 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 	if rc.shutdown.GracePeriod > 0 || len(rc.shutdown.ByPodPriority) > 0 {
 		cfg.Admit = append(cfg.Admit, gate.handler())
 	}
-	if rc.admit {
+	var n *v1.Node // the node's description, for admission and registration
+	if rc.admit || rc.register {
 		logRoot := criCfg.LogRoot
 		if logRoot == "" {
 			logRoot = cri.DefaultLogRoot
@@ -482,16 +510,28 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		if _, err := os.Stat(logRoot); err != nil {
 			logRoot = "/"
 		}
-		n, err := nodeinfo.New(nodeinfo.Config{Name: nodeName, Allocatable: rc.allocatable, DiskPath: logRoot})
-		if err != nil {
+		if n, err = nodeinfo.New(nodeinfo.Config{Name: nodeName, Allocatable: rc.allocatable, DiskPath: logRoot}); err != nil {
 			return err
 		}
+	}
+	ip := rc.nodeIP
+	if ip == nil {
+		// The host's own address, as the pods' hostIP (agent.Config.HostIPs' default).
+		if ips, err := nodeinfo.HostIPs(); err == nil && len(ips) > 0 {
+			ip = net.ParseIP(ips[0])
+		}
+	}
+	if ip != nil {
+		cfg.HostIPs = []string{ip.String()}
+	}
+	if rc.admit {
 		say("# admission on: node %s allocatable %s", nodeName, formatResources(n.Status.Allocatable))
 		cfg.Admit = append(cfg.Admit, admission.PredicateHandler(admission.PredicateConfig{
 			Node: func(context.Context) (*v1.Node, error) { return n, nil }}))
 	}
 	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
 	defer cancel()
+	var runtimeVersion string // the CRI runtime's "name version"
 	if criCfg.Endpoint != "" {
 		// The runtime's events (Pulled, Started, Killing, NetworkNotReady, ...) go to the
 		// API server, as the kubelet's do.
@@ -507,6 +547,19 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		}
 		defer rt.Close()
 		cfg.Runtime, cfg.Backend = nil, rt
+		runtimeVersion = rt.RuntimeVersion()
+	}
+	if rc.register {
+		ns := &nodestatus.Config{Client: client, Node: n.DeepCopy(), KubeletPort: rc.kubeletPort}
+		ns.Node.Status.NodeInfo = nodestatus.SystemInfo(ns.Node.Status.NodeInfo)
+		if name, version, ok := strings.Cut(runtimeVersion, " "); ok {
+			ns.RuntimeVersion = nodestatus.RuntimeVersion(name, version)
+		}
+		if ip != nil {
+			ns.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: ip.String()}}
+		}
+		cfg.NodeStatus = ns
+		say("# registering node %s (InternalIP %v, kubelet port %d) and renewing its Lease", nodeName, ip, rc.kubeletPort)
 	}
 	ms.wire(&cfg)
 	a, err := agent.New(cfg)

@@ -86,6 +86,9 @@ func TestRunRejectsBadNodeFlags(t *testing.T) {
 		{name: "bad allocatable", args: []string{"-allocatable", "cpu"}, want: "-allocatable: nodeinfo: invalid"},
 		{name: "shutdown without a cluster", args: []string{"-shutdown-grace-period", "10s"}, want: "need a real cluster"},
 		{name: "allocatable without a cluster", args: []string{"-allocatable", "cpu=1"}, want: "need a real cluster"},
+		{name: "node-ip without a cluster", args: []string{"-node-ip", "10.0.0.5"}, want: "need a real cluster"},
+		{name: "bad node-ip", args: []string{"-node-ip", "10.0.0"}, want: `-node-ip: "10.0.0" is not an IP address`},
+		{name: "bad kubelet-port", args: []string{"-kubelet-port", "0"}, want: "-kubelet-port: 0 is not a port"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

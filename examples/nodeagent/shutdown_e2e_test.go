@@ -36,6 +36,7 @@ func TestE2ECRIShutdownNodeAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	forgetNode(t, admin)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	logRoot := t.TempDir()
