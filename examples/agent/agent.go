@@ -23,12 +23,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/admission"
+	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -96,6 +98,12 @@ type Config struct {
 	// Node().Update, and have mirror pods on the server when the Patcher is a
 	// node.MirrorPodClient (kube.Patcher is).
 	StaticSources []string
+	// ManifestDir, if set, is a static pod manifest directory (or file), the kubelet's
+	// --pod-manifest-path: New adds "file" to StaticSources and Run runs a
+	// manifest.Source over it, which re-lists it every ManifestPeriod (0:
+	// manifest.DefaultPeriod, 20 s) on Clock and feeds its pods to Node().Update.
+	ManifestDir    string
+	ManifestPeriod time.Duration
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
@@ -130,6 +138,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
+	}
+	if cfg.ManifestDir != "" && !slices.Contains(cfg.StaticSources, manifest.SourceName) {
+		cfg.StaticSources = append(slices.Clip(cfg.StaticSources), manifest.SourceName)
 	}
 	a := &Agent{cfg: cfg, clock: cfg.Clock, started: cfg.Clock.Now()}
 	patcher := cfg.Patcher
@@ -183,10 +194,22 @@ func (a *Agent) Run(ctx context.Context) error {
 			cancel()
 		}
 	})
+	var manifestErr error
+	if a.cfg.ManifestDir != "" {
+		ms := &manifest.Source{Path: a.cfg.ManifestDir, NodeName: a.cfg.NodeName, Update: a.node.Update,
+			Period: a.cfg.ManifestPeriod, Clock: a.clock, Logger: a.cfg.Logger}
+		wg.Go(func() {
+			// ErrStopped: the node stopped first, as Run ends.
+			if err := ms.Run(ctx); err != nil && !errors.Is(err, node.ErrStopped) {
+				manifestErr = err
+				cancel()
+			}
+		})
+	}
 	err := a.node.Run(ctx)
 	cancel()
 	wg.Wait()
-	return errors.Join(err, sourceErr)
+	return errors.Join(err, sourceErr, manifestErr)
 }
 
 // Started is the instant Step.Since counts from (when New assembled the agent), on its

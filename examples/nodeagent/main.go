@@ -63,6 +63,7 @@ import (
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/examples/nodeinfo"
 	"github.com/podlife/podlife/examples/vk"
 	"github.com/podlife/podlife/examples/vk/vktest"
@@ -143,6 +144,9 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	metricsAddr := fs.String("metrics-addr", "", "serve the kubelet's metrics on /metrics and the PLEG health on /healthz at this address (host:port)")
 	allocatable := fs.String("allocatable", "", "with a real cluster: the node's allocatable resources for pod admission, e.g. cpu=2,memory=4Gi,pods=110 "+
 		"(the others from the machine: its CPUs, MemTotal, 110 pods, the size of -log-root's file system); admission is on with -cri or with this flag")
+	manifestDir := fs.String("pod-manifest-path", "", "with a real cluster: the static pod manifest directory (or file), the kubelet's --pod-manifest-path: "+
+		"its pods run as static pods with mirror pods on the server (the Node object must exist)")
+	fileCheck := fs.Duration("file-check-frequency", manifest.DefaultPeriod, "with -pod-manifest-path: how often it is listed again")
 	var sc node.ShutdownConfig
 	fs.DurationVar(&sc.GracePeriod, "shutdown-grace-period", 0, "with a real cluster: on SIGTERM or SIGINT, the kubelet's graceful node shutdown "+
 		"(shutdownGracePeriod, whole seconds): new pods are refused, the pods are killed by priority and end Failed (reason Terminated), "+
@@ -173,10 +177,10 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
 		return runReal(ctx, realConfig{cc: cc, nodeName: *nodeName, relist: *relist, stopDelay: *stopDelay, quiet: *quiet,
 			timeout: *timeout, cri: criCfg, metrics: ms, admit: *criEndpoint != "" || *allocatable != "",
-			allocatable: resources, shutdown: sc}, out)
+			allocatable: resources, shutdown: sc, manifestDir: *manifestDir, fileCheck: *fileCheck}, out)
 	}
-	if *allocatable != "" || sc.GracePeriod > 0 {
-		return fmt.Errorf("-allocatable and -shutdown-grace-period need a real cluster (-kubeconfig, -server or -in-cluster)")
+	if *allocatable != "" || sc.GracePeriod > 0 || *manifestDir != "" {
+		return fmt.Errorf("-allocatable, -shutdown-grace-period and -pod-manifest-path need a real cluster (-kubeconfig, -server or -in-cluster)")
 	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
@@ -431,6 +435,9 @@ type realConfig struct {
 	allocatable v1.ResourceList
 	// shutdown, when set, is the graceful node shutdown run on SIGTERM or SIGINT.
 	shutdown node.ShutdownConfig
+	// manifestDir and fileCheck: agent.Config.ManifestDir and ManifestPeriod.
+	manifestDir string
+	fileCheck   time.Duration
 }
 
 // runReal runs the agent as a node of a real cluster until timeout or an interrupt (with
@@ -461,6 +468,7 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 	}
 	cfg := agent.Config{NodeName: nodeName, Patcher: patcher, Source: source,
 		Runtime: plegtest.NewRuntime(nil), RelistPeriod: rc.relist,
+		ManifestDir: rc.manifestDir, ManifestPeriod: rc.fileCheck,
 		Containers: agent.ContainerBehaviour{StopDelay: rc.stopDelay},
 		Observer: func(s agent.Step) {
 			if quiet {

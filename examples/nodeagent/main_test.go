@@ -86,6 +86,7 @@ func TestRunRejectsBadNodeFlags(t *testing.T) {
 		{name: "bad allocatable", args: []string{"-allocatable", "cpu"}, want: "-allocatable: nodeinfo: invalid"},
 		{name: "shutdown without a cluster", args: []string{"-shutdown-grace-period", "10s"}, want: "need a real cluster"},
 		{name: "allocatable without a cluster", args: []string{"-allocatable", "cpu=1"}, want: "need a real cluster"},
+		{name: "manifest path without a cluster", args: []string{"-pod-manifest-path", "/etc/kubernetes/manifests"}, want: "need a real cluster"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
