@@ -28,12 +28,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
 
 	"github.com/podlife/podlife/admission"
+	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/examples/nodeinfo"
 	"github.com/podlife/podlife/examples/nodestatus"
 	"github.com/podlife/podlife/node"
@@ -111,6 +113,12 @@ type Config struct {
 	// Node's name must be NodeName (empty: NodeName); Health defaults to the PLEG's
 	// ("PLEG is not healthy: ..." makes the node NotReady) and Clock to Clock.
 	NodeStatus *nodestatus.Config
+	// ManifestDir, if set, is a static pod manifest directory (or file), the kubelet's
+	// --pod-manifest-path: New adds "file" to StaticSources and Run runs a
+	// manifest.Source over it, which re-lists it every ManifestPeriod (0:
+	// manifest.DefaultPeriod, 20 s) on Clock and feeds its pods to Node().Update.
+	ManifestDir    string
+	ManifestPeriod time.Duration
 }
 
 // Agent is a running node agent. Create it with New and run it with Run.
@@ -153,6 +161,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("agent: %w", err)
 		}
 		cfg.HostIPs = ips
+	}
+	if cfg.ManifestDir != "" && !slices.Contains(cfg.StaticSources, manifest.SourceName) {
+		cfg.StaticSources = append(slices.Clip(cfg.StaticSources), manifest.SourceName)
 	}
 	a := &Agent{cfg: cfg, clock: cfg.Clock, started: cfg.Clock.Now()}
 	patcher := cfg.Patcher
@@ -214,10 +225,22 @@ func (a *Agent) Run(ctx context.Context) error {
 	if a.nodeStatus != nil {
 		wg.Go(func() { _ = a.nodeStatus.Run(ctx) }) // nil once ctx ends
 	}
+	var manifestErr error
+	if a.cfg.ManifestDir != "" {
+		ms := &manifest.Source{Path: a.cfg.ManifestDir, NodeName: a.cfg.NodeName, Update: a.node.Update,
+			Period: a.cfg.ManifestPeriod, Clock: a.clock, Logger: a.cfg.Logger}
+		wg.Go(func() {
+			// ErrStopped: the node stopped first, as Run ends.
+			if err := ms.Run(ctx); err != nil && !errors.Is(err, node.ErrStopped) {
+				manifestErr = err
+				cancel()
+			}
+		})
+	}
 	err := a.node.Run(ctx)
 	cancel()
 	wg.Wait()
-	return errors.Join(err, sourceErr)
+	return errors.Join(err, sourceErr, manifestErr)
 }
 
 // newNodeStatus is the node status controller of cfg for the node nodeName, healthy

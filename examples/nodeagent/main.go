@@ -38,7 +38,8 @@
 //
 // On a real node (with -cri, or with -allocatable) the agent admits pods as the kubelet
 // does against the node package nodeinfo describes (the machine's resources, or
-// -allocatable's): a pod asking for more ends Failed (OutOfcpu, ...) and never starts.
+// -allocatable's): a pod asking for more ends Failed (OutOfcpu, ...) and never starts,
+// unless it is critical and preempting lower-priority pods makes room.
 // With -shutdown-grace-period (and -shutdown-grace-period-critical-pods), SIGTERM or
 // SIGINT runs the kubelet's graceful node shutdown (node.Node.Shutdown) before the agent
 // exits: new pods are refused, the pods are killed by priority and end Failed, reason
@@ -70,6 +71,7 @@ import (
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/examples/nodeinfo"
 	"github.com/podlife/podlife/examples/nodestatus"
 	"github.com/podlife/podlife/examples/vk"
@@ -156,6 +158,9 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 		"and renew its Lease in kube-node-lease every 10s, as the kubelet (package nodestatus)")
 	nodeIP := fs.String("node-ip", "", "with a real cluster: the node's InternalIP address (status.addresses, the pods' hostIP); empty: the host's first global unicast address")
 	kubeletPort := fs.Int("kubelet-port", nodestatus.DefaultKubeletPort, "with -register-node: the port status.daemonEndpoints.kubeletEndpoint announces")
+	manifestDir := fs.String("pod-manifest-path", "", "with a real cluster: the static pod manifest directory (or file), the kubelet's --pod-manifest-path: "+
+		"its pods run as static pods with mirror pods on the server (the Node object must exist)")
+	fileCheck := fs.Duration("file-check-frequency", manifest.DefaultPeriod, "with -pod-manifest-path: how often it is listed again")
 	var sc node.ShutdownConfig
 	fs.DurationVar(&sc.GracePeriod, "shutdown-grace-period", 0, "with a real cluster: on SIGTERM or SIGINT, the kubelet's graceful node shutdown "+
 		"(shutdownGracePeriod, whole seconds): new pods are refused, the pods are killed by priority and end Failed (reason Terminated), "+
@@ -195,10 +200,11 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	if cc.Kubeconfig != "" || cc.Server != "" || *inCluster {
 		return runReal(ctx, realConfig{cc: cc, nodeName: *nodeName, relist: *relist, stopDelay: *stopDelay, quiet: *quiet,
 			timeout: *timeout, cri: criCfg, metrics: ms, admit: *criEndpoint != "" || *allocatable != "",
-			allocatable: resources, shutdown: sc, register: *registerNode, nodeIP: ip, kubeletPort: int32(*kubeletPort)}, out)
+			allocatable: resources, shutdown: sc, register: *registerNode, nodeIP: ip, kubeletPort: int32(*kubeletPort),
+			manifestDir: *manifestDir, fileCheck: *fileCheck}, out)
 	}
-	if *allocatable != "" || sc.GracePeriod > 0 || *nodeIP != "" {
-		return fmt.Errorf("-allocatable, -node-ip and -shutdown-grace-period need a real cluster (-kubeconfig, -server or -in-cluster)")
+	if *allocatable != "" || sc.GracePeriod > 0 || *nodeIP != "" || *manifestDir != "" {
+		return fmt.Errorf("-allocatable, -node-ip, -shutdown-grace-period and -pod-manifest-path need a real cluster (-kubeconfig, -server or -in-cluster)")
 	}
 	var rt *cri.Runtime
 	if *criEndpoint != "" {
@@ -458,6 +464,9 @@ type realConfig struct {
 	register    bool
 	nodeIP      net.IP
 	kubeletPort int32
+	// manifestDir and fileCheck: agent.Config.ManifestDir and ManifestPeriod.
+	manifestDir string
+	fileCheck   time.Duration
 }
 
 // runReal runs the agent as a node of a real cluster until timeout or an interrupt (with
@@ -488,6 +497,7 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 	}
 	cfg := agent.Config{NodeName: nodeName, Patcher: patcher, Source: source,
 		Runtime: plegtest.NewRuntime(nil), RelistPeriod: rc.relist,
+		ManifestDir: rc.manifestDir, ManifestPeriod: rc.fileCheck,
 		Containers: agent.ContainerBehaviour{StopDelay: rc.stopDelay},
 		Observer: func(s agent.Step) {
 			if quiet {
@@ -526,8 +536,13 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 	}
 	if rc.admit {
 		say("# admission on: node %s allocatable %s", nodeName, formatResources(n.Status.Allocatable))
+		// A critical pod (a static pod, or priority 2000000000 and above) that does not fit
+		// preempts lower-priority pods, as the kubelet's CriticalPodAdmissionHandler.
 		cfg.Admit = append(cfg.Admit, admission.PredicateHandler(admission.PredicateConfig{
-			Node: func(context.Context) (*v1.Node, error) { return n, nil }}))
+			Node: func(context.Context) (*v1.Node, error) { return n, nil },
+			OnFailure: admission.CriticalPodPreemption(node.Preempt, func(p *v1.Pod, err error) {
+				say("# preempting %s/%s to admit a critical pod: %v", p.Namespace, p.Name, err)
+			})}))
 	}
 	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
 	defer cancel()
