@@ -8,6 +8,8 @@
 #   hack/containerd.sh stop DIR    # kill every container, stop containerd, remove its state
 #   hack/containerd.sh up          # start + image in a new directory under $TMPDIR; prints the
 #                                  # exports a test run needs and the stop command
+#   hack/containerd.sh install     # only install what is missing (containerd, runc, and with
+#                                  # PODLIFE_CNI_SUBNET Debian's containernetworking-plugins)
 #
 # When containerd or runc is missing and it runs as root, it installs Debian's packages
 # (apt-get install -y containerd runc; bookworm's containerd 1.6.20 and runc 1.1.5 run CRI
@@ -15,12 +17,17 @@
 # or /run/containerd's socket is used or changed (the runc shims keep their sockets under
 # /run/containerd/s, named after our socket's path). The CRI plugin runs with
 # disable_apparmor and restrict_oom_score_adj, with disable_cgroup when no cgroup can be
-# created here, without CNI (the tests run hostNetwork pods), with the test image as the
+# created here, without CNI unless PODLIFE_CNI_SUBNET is set, with the test image as the
 # sandbox ("pause") image, and with the overlayfs snapshotter when an overlay mounts here,
 # else native. On a failure it prints containerd's log.
 #
 # Environment: PODLIFE_TESTIMAGE (the test image's name, default podlife.test/testimage:v1),
-# PODLIFE_CONTAINERD_DISABLE_CGROUP (true/false: skip the probe).
+# PODLIFE_CONTAINERD_DISABLE_CGROUP (true/false: skip the probe), PODLIFE_CNI_SUBNET (a pod
+# network: pods that are not hostNetwork get an address of this range, e.g. 10.88.0.0/16, on
+# a bridge podlife0 through Debian's CNI plugins (bridge, host-local, loopback) linked into
+# DIR/cni/bin, the IPAM state under DIR/cni; the bridge is made in the network namespace
+# containerd runs in: hack/e2e.sh runs it in a namespace of its own, never on the host's).
+# stop removes the network namespaces of its sandboxes too.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -41,18 +48,55 @@ show_log() {
 	fi
 }
 
+# cni_dir is where Debian's containernetworking-plugins puts the plugins.
+cni_dir=/usr/lib/cni
+
 ensure_installed() {
-	if command -v containerd >/dev/null && command -v runc >/dev/null && command -v ctr >/dev/null; then
+	local pkgs=(containerd runc)
+	if [[ -n "${PODLIFE_CNI_SUBNET:-}" ]]; then pkgs+=(containernetworking-plugins); fi
+	if command -v containerd >/dev/null && command -v runc >/dev/null && command -v ctr >/dev/null &&
+		{ [[ -z "${PODLIFE_CNI_SUBNET:-}" ]] || [[ -x "$cni_dir/bridge" ]]; }; then
 		return
 	fi
-	[[ "$(id -u)" == 0 ]] || die "containerd and runc are missing; install them (Debian: apt-get install containerd runc) or run as root"
-	command -v apt-get >/dev/null || die "containerd and runc are missing and there is no apt-get"
-	echo "containerd.sh: installing containerd and runc (apt-get)" >&2
+	[[ "$(id -u)" == 0 ]] || die "missing: ${pkgs[*]}; install them (Debian: apt-get install ${pkgs[*]}) or run as root"
+	command -v apt-get >/dev/null || die "${pkgs[*]} are missing and there is no apt-get"
+	echo "containerd.sh: installing ${pkgs[*]} (apt-get)" >&2
 	# An index older than a day may name package versions the mirror no longer has.
 	if [[ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n 1)" ]]; then
 		DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
 	fi
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends containerd runc >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >&2
+}
+
+# write_cni links the plugins into dir/cni/bin and writes the pod network's configuration: a
+# bridge podlife0 on $PODLIFE_CNI_SUBNET with its first address as the pods' gateway, no
+# masquerading (nothing outside the namespace is reached), host-local's state under dir/cni.
+write_cni() {
+	local dir="$1" subnet="$PODLIFE_CNI_SUBNET" p
+	for p in bridge host-local loopback portmap; do
+		ln -sf "$cni_dir/$p" "$dir/cni/bin/$p"
+	done
+	cat >"$dir/cni/conf/10-podlife.conflist" <<JSON
+{
+  "cniVersion": "1.0.0",
+  "name": "podlife",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "podlife0",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$dir/cni/ipam",
+        "ranges": [[{"subnet": "$subnet"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+JSON
 }
 
 # snapshotter prints overlayfs when an overlay mounts in dir, else native.
@@ -126,6 +170,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = "$dir/cni/bin"
     conf_dir = "$dir/cni/conf"
 TOML
+	if [[ -n "${PODLIFE_CNI_SUBNET:-}" ]]; then write_cni "$dir"; fi
 	echo "$snap" >"$dir/snapshotter"
 }
 
@@ -182,7 +227,14 @@ cmd_stop() {
 	dir="$(cd "$dir" && pwd)"
 	local sock="$dir/containerd.sock" pid="" id i
 	[[ -f "$dir/containerd.pid" ]] && pid="$(cat "$dir/containerd.pid")"
+	local netns=()
 	if [[ -n "$pid" ]] && alive "$pid" && [[ -S "$sock" ]]; then
+		# The sandboxes' network namespaces (containerd's /var/run/netns/cni-*, named in each
+		# container's spec): removed once the tasks are gone, so their veths go with them.
+		for id in $(ctr --address "$sock" -n "$ns" containers ls -q 2>/dev/null); do
+			netns+=($(ctr --address "$sock" -n "$ns" containers info "$id" 2>/dev/null |
+				grep -o '"/var/run/netns/cni-[0-9a-f-]*"' | tr -d '"' || true))
+		done
 		# Every task (container and sandbox) first: runc shims outlive containerd.
 		for id in $(ctr --address "$sock" -n "$ns" tasks ls -q 2>/dev/null); do
 			ctr --address "$sock" -n "$ns" tasks kill -a -s SIGKILL "$id" >/dev/null 2>&1 || true
@@ -215,7 +267,12 @@ cmd_stop() {
 	for m in $(awk -v d="$dir/" 'index($5, d) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
 		umount -l "$m" 2>/dev/null || true
 	done
-	rm -rf "$dir/root" "$dir/state" "$sock" "$sock.ttrpc" "$dir/containerd.pid" "$dir/testimage.tar"
+	local n
+	for n in $(printf '%s\n' "${netns[@]}" | sort -u); do
+		[[ -e "$n" ]] || continue
+		ip netns del "$(basename "$n")" 2>/dev/null || { umount "$n" 2>/dev/null; rm -f "$n"; } || true
+	done
+	rm -rf "$dir/root" "$dir/state" "$sock" "$sock.ttrpc" "$dir/containerd.pid" "$dir/testimage.tar" "$dir/cni/ipam"
 }
 
 cmd_up() {
@@ -232,5 +289,6 @@ start) [[ $# == 2 ]] || die "usage: containerd.sh start DIR"; cmd_start "$2" ;;
 image) [[ $# == 2 ]] || die "usage: containerd.sh image DIR"; cmd_image "$2" ;;
 stop) [[ $# == 2 ]] || die "usage: containerd.sh stop DIR"; cmd_stop "$2" ;;
 up) cmd_up ;;
-*) die "usage: containerd.sh start|image|stop DIR, or containerd.sh up" ;;
+install) ensure_installed ;;
+*) die "usage: containerd.sh start|image|stop DIR, or containerd.sh up|install" ;;
 esac

@@ -11,6 +11,17 @@
 #                                    # (who, when, which UID precondition): $work/audit.log
 #   PODLIFE_E2E_KUBELET=1 hack/e2e.sh -race=false -timeout 30m -v -run W8SideBySide
 #                                    # W8 against the real kubelet (hack/build-kubelet.sh first)
+#   PODLIFE_E2E_NO_NETNS=1 hack/e2e.sh # run in the host's network namespace, without a pod
+#                                    # network (the pod network tests skip)
+#
+# As root it runs everything in a network namespace of its own (podlife-e2e-PID), made for
+# the run and deleted afterwards, as a test host: loopback, a node address 10.87.0.2 on a
+# veth pair inside it (agent.Config.HostIPs' default finds it, as the kubelet's node IP), and
+# a pod network (PODLIFE_CNI_SUBNET=10.88.0.0/16: containerd's CNI bridge podlife0, Debian's
+# containernetworking-plugins), so pods need not be hostNetwork; no address of the host's
+# is used or added. What needs the network is done before it enters the namespace (the
+# binaries built or found, Debian's packages installed, the Go modules the tests and the
+# scripts need downloaded); PODLIFE_E2E_CNI tells the tests the pod network's range.
 #
 # It makes certificates with openssl (a CA, a serving certificate for 127.0.0.1 and a
 # service-account key pair) and a token file (an admin in system:masters and the node
@@ -35,6 +46,39 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/.." && pwd)"
 export PATH="$PATH:/usr/local/go/bin"
 node="node1"
+
+# --- A network namespace of its own (root) ------------------------------------------------
+netns_subnet="10.88.0.0/16" # the pods' addresses
+netns_node_ip="10.87.0.2"   # the node's, on a veth pair inside the namespace
+if [[ "$(id -u)" == 0 && -z "${PODLIFE_E2E_NETNS:-}" && -z "${PODLIFE_E2E_NO_NETNS:-}" && -z "${PODLIFE_E2E_NO_CRI:-}" ]]; then
+	# Everything that needs the network first (the namespace has only its own addresses).
+	"$here/build-apiserver.sh" >/dev/null
+	PODLIFE_CNI_SUBNET="$netns_subnet" "$here/containerd.sh" install
+	(cd "$root/examples" && go list -deps -test ./... >/dev/null)
+	(cd "$here" && go list -deps -test ./... >/dev/null)
+	netns="podlife-e2e-$$"
+	if ip netns add "$netns" 2>/dev/null; then
+		rc=0
+		{
+			ip netns exec "$netns" ip link set lo up &&
+				ip netns exec "$netns" ip link add node0 type veth peer name node0-peer &&
+				ip netns exec "$netns" ip addr add "$netns_node_ip/24" dev node0 &&
+				ip netns exec "$netns" ip link set node0-peer up &&
+				ip netns exec "$netns" ip link set node0 up
+		} || rc=$?
+		if [[ $rc == 0 ]]; then
+			echo "e2e: in network namespace $netns (node address $netns_node_ip, pods on $netns_subnet)" >&2
+			# nsenter, not ip netns exec: that one remounts /sys, which hides the cgroup
+			# file system runc needs.
+			nsenter --net="/var/run/netns/$netns" env PODLIFE_E2E_NETNS="$netns" "$0" "$@" || rc=$?
+		else
+			echo "e2e: could not set up network namespace $netns" >&2
+		fi
+		ip netns del "$netns" || rc=1
+		exit "$rc"
+	fi
+	echo "e2e: no network namespace here (ip netns add failed): running in the host's, without a pod network" >&2
+fi
 
 bin="$("$here/build-apiserver.sh" | tail -n 1)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/podlife-e2e.XXXXXX")"
@@ -272,6 +316,9 @@ elif [[ "$(id -u)" != 0 ]]; then
 else
 	start_ms=$(($(date +%s%N) / 1000000))
 	containerd_dir="$work/containerd"
+	if [[ -n "${PODLIFE_E2E_NETNS:-}" ]]; then
+		export PODLIFE_CNI_SUBNET="$netns_subnet" PODLIFE_E2E_CNI="$netns_subnet"
+	fi
 	PODLIFE_E2E_CRI="$("$here/containerd.sh" start "$containerd_dir")"
 	PODLIFE_E2E_IMAGE="$("$here/containerd.sh" image "$containerd_dir")"
 	export PODLIFE_E2E_CRI PODLIFE_E2E_IMAGE

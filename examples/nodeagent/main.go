@@ -24,7 +24,7 @@
 // cluster: the agent, with the in-memory runtime, serves the pods bound to -node through the
 // client-go adapters of package kube, printing their timeline until -timeout or an interrupt
 // (with -cri, on real containers: the pods must then be hostNetwork, or get an error and an
-// event).
+// event, unless -pod-network runtime gives them the runtime's CNI network).
 // Create and delete the pods with kubectl; the identity should be the node's
 // (system:node:<node> in group system:nodes):
 //
@@ -143,6 +143,9 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	criEndpoint := fs.String("cri", "", "run the pods as real containers on the CRI runtime at this endpoint (unix:///path/to/containerd.sock) through package cri")
 	image := fs.String("image", "podlife.test/testimage:v1", "with -cri: the pods' image (pulled if missing)")
 	logRoot := fs.String("log-root", cri.DefaultLogRoot, "with -cri: the pods' log directories")
+	podNetwork := fs.String("pod-network", cri.PodNetworkRefuse.String(), "with -cri: how pods that are not hostNetwork get their network: "+
+		"refuse (they get NetworkNotReady), runtime (their own network namespace, set up by the runtime's CNI configuration), "+
+		"node (the node's network namespace, as hostNetwork)")
 	var cc kube.ClientConfig
 	fs.StringVar(&cc.Kubeconfig, "kubeconfig", "", "run against the real cluster of this kubeconfig (the node's identity) instead of the in-memory API")
 	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
@@ -185,6 +188,9 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 		return fmt.Errorf("-vk and -cri exclude each other")
 	}
 	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
+	if criCfg.PodNetwork, err = parsePodNetwork(*podNetwork); err != nil {
+		return err
+	}
 	if *inCluster && (cc.Kubeconfig != "" || cc.Server != "") {
 		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
 	}
@@ -615,4 +621,14 @@ func formatResources(rl v1.ResourceList) string {
 		names[i] = n + "=" + q.String()
 	}
 	return strings.Join(names, ",")
+}
+
+// parsePodNetwork is -pod-network's value as a cri.PodNetwork.
+func parsePodNetwork(s string) (cri.PodNetwork, error) {
+	for _, m := range []cri.PodNetwork{cri.PodNetworkRefuse, cri.PodNetworkRuntime, cri.PodNetworkNode} {
+		if s == m.String() {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("-pod-network: %q is not refuse, runtime or node", s)
 }
