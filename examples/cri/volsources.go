@@ -270,6 +270,12 @@ func prepareSubPath(volumePath, subPath, mountName, container string) (string, e
 		if err := os.MkdirAll(full, info.Mode().Perm()); err != nil && !errors.Is(err, fs.ErrExist) {
 			return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", mountName, container)
 		}
+		// The volume's mode whatever the umask, as the kubelet's SafeMakeDir.
+		for d := full; d != existing && len(d) > len(existing); d = filepath.Dir(d) {
+			if err := os.Chmod(d, info.Mode().Perm()); err != nil {
+				return "", fmt.Errorf("failed to create subPath directory for volumeMount %q of container %q", mountName, container)
+			}
+		}
 	}
 	if !inside(full) {
 		return "", fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q", mountName, container)
