@@ -143,6 +143,7 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	criEndpoint := fs.String("cri", "", "run the pods as real containers on the CRI runtime at this endpoint (unix:///path/to/containerd.sock) through package cri")
 	image := fs.String("image", "podlife.test/testimage:v1", "with -cri: the pods' image (pulled if missing)")
 	logRoot := fs.String("log-root", cri.DefaultLogRoot, "with -cri: the pods' log directories")
+	rootDir := fs.String("root-dir", cri.DefaultRootDir, "with -cri: the pods' volume directories (pods/<uid>/volumes/..., as the kubelet's --root-dir)")
 	var cc kube.ClientConfig
 	fs.StringVar(&cc.Kubeconfig, "kubeconfig", "", "run against the real cluster of this kubeconfig (the node's identity) instead of the in-memory API")
 	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
@@ -184,7 +185,7 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	if *useVK && *criEndpoint != "" {
 		return fmt.Errorf("-vk and -cri exclude each other")
 	}
-	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
+	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot, RootDir: *rootDir}
 	if *inCluster && (cc.Kubeconfig != "" || cc.Server != "") {
 		return fmt.Errorf("-in-cluster excludes -kubeconfig and -server")
 	}
@@ -556,6 +557,9 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		}
 		go events.Run(ctx)
 		criCfg.Event = events.Event
+		// The pods' configMap, secret and projected volumes read through the node's
+		// client (the Node authorizer allows its pods' objects and tokens).
+		criCfg.Volumes = cri.ClientVolumes(client)
 		rt, err := cri.New(criCfg)
 		if err != nil {
 			return err
