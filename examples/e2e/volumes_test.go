@@ -189,7 +189,9 @@ func TestE2ECRIVolumeConfigMapUpdate(t *testing.T) {
 	if _, err := admin.CoreV1().ConfigMaps(namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.CoreV1().ConfigMaps(namespace).Delete(context.Background(), cmName, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ConfigMaps(namespace).Delete(context.Background(), cmName, metav1.DeleteOptions{})
+	})
 	pw.waitFor(t, ctx, "Running", func(es []podEvent) bool {
 		return last(es, func(e podEvent) bool { return e.Phase == v1.PodRunning })
 	})
