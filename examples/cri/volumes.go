@@ -160,7 +160,7 @@ func (r *Runtime) setupVolumes(ctx context.Context, pod *v1.Pod) error {
 	for i := range pod.Spec.Volumes {
 		v := &pod.Spec.Volumes[i]
 		if err := r.setupVolume(ctx, pod, pv, v); err != nil {
-			if r.vols.isMounted(pv, v.Name) {
+			if r.vols.isMounted(pv, v.Name) || r.writtenBefore(pod, v) {
 				r.log.Warn("volume update failed", "pod", pod.Namespace+"/"+pod.Name, "volume", v.Name, "err", err)
 				continue
 			}
@@ -180,6 +180,21 @@ func (r *Runtime) setupVolumes(ctx context.Context, pod *v1.Pod) error {
 	msg := fmt.Sprintf("unmounted volumes=%v, unattached volumes=[], failed to process volumes=[]: %v", failed, first)
 	r.event(pod, v1.EventTypeWarning, "FailedMount", "Unable to attach or mount volumes: %s", msg)
 	return fmt.Errorf("%w: pod %s/%s: %s", ErrVolumes, pod.Namespace, pod.Name, msg)
+}
+
+// writtenBefore reports whether an API-data volume has contents from before (a runtime
+// started again over running pods): like the kubelet's reconstructed volumes, it counts
+// as mounted, and a failed update keeps its contents.
+func (r *Runtime) writtenBefore(pod *v1.Pod, v *v1.Volume) bool {
+	if v.ConfigMap == nil && v.Secret == nil && v.DownwardAPI == nil && v.Projected == nil {
+		return false
+	}
+	dir, _, err := r.volumeHostPath(pod, v)
+	if err != nil {
+		return false
+	}
+	_, err = os.Lstat(filepath.Join(dir, dataDirName))
+	return err == nil
 }
 
 // setupVolume sets one volume up (or updates it). The API objects are read first, the

@@ -486,3 +486,39 @@ func TestVolumesMemoryTmpfs(t *testing.T) {
 		t.Errorf("the pod's directory is still there: %v", err)
 	}
 }
+
+// A runtime started again over a running pod whose configMap is gone keeps the volume's
+// contents and starts the pod's containers (the kubelet's reconstructed volumes).
+func TestVolumesKeptAcrossRestart(t *testing.T) {
+	h, vols, root := volumeHarness(t)
+	vols.setConfigMap("ns", "cfg", map[string]string{"a": "1"})
+	pod := fakePod(v1.RestartPolicyAlways, "app")
+	pod.Spec.Volumes = []v1.Volume{{Name: "config", VolumeSource: v1.VolumeSource{ConfigMap: &v1.ConfigMapVolumeSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}}}
+	h.images["img:1"] = true
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	h.exitContainer(t, "app", 1)
+	vols.mu.Lock()
+	delete(vols.configMaps, "ns/cfg")
+	vols.mu.Unlock()
+	again, err := cri.New(cri.Config{Endpoint: h.endpoint, LogRoot: h.logRoot, Clock: h.clock, RootDir: root, Volumes: vols, MemoryVolumesOnDisk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	st, err := again.PodStatus(t.Context(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again.SyncPod(t.Context(), pod, st); err != nil {
+		t.Fatalf("SyncPod after a restart with the configMap gone = %v", err)
+	}
+	if cs, _ := h.snapshot(); len(cs["app"]) != 2 {
+		t.Errorf("the exited container was not started again: %d instances", len(cs["app"]))
+	}
+	file := filepath.Join(root, "pods", string(pod.UID), "volumes", "kubernetes.io~configmap", "config", "a")
+	if got := fileOf(t, file); got != "1 0644" {
+		t.Errorf("a = %s", got)
+	}
+}
