@@ -25,7 +25,8 @@
 //     sandbox's and an exited container's last status reused; no list (containerd answers
 //     a filtered list by converting every object it has). Any other pod is listed by its
 //     UID label.
-//   - SyncPod: the kubelet's computePodActions: create a sandbox when none is ready (kill
+//   - SyncPod: first the pod's volumes (see Volumes below; none missing, or nothing
+//     starts), then the kubelet's computePodActions: create a sandbox when none is ready (kill
 //     what is left of the old one first), pull images as imagePullPolicy says, start the
 //     init containers one by one, then the containers, restart exited ones as the
 //     restartPolicy says with the kubelet's crash-loop back-off (10 s doubling to 5 min,
@@ -47,7 +48,8 @@
 //     afterwards catches one the runtime did not know of).
 //   - KillRuntimePod: the same with a grace period of 1 s (hence the 2 s minimum).
 //   - CleanupPod: stops a sandbox still ready (after KillPod: no call at all); the stopped
-//     containers stay for their logs.
+//     containers stay for their logs. It releases the pod's volumes: its tokens forgotten,
+//     its tmpfs mounts unmounted, its directory under Config.RootDir removed.
 //   - PushStatuses: once a SyncPod that created a sandbox or started a container returned,
 //     the pod is inspected and its status pushed to the node, so a started container is
 //     seen at once rather than at the next relist (containerd 1.6 sends no events).
@@ -58,8 +60,8 @@
 // last one is done; a pod gives its place to the next after Config.AdmissionLease (0.5 s)
 // at most, so a slow image pull or a container waiting out its grace period delays the
 // others by that much at most.
-//   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, and
-//     the pod's log directory.
+//   - RemovePod: RemoveContainer for each container, RemovePodSandbox for each sandbox, the
+//     pod's log directory and what is left of its volumes' directory.
 //
 // It is a node.Prober too, so the node runs the containers' probes through it on the
 // kubelet's schedule: Probe runs an exec probe through ExecSync (exit 0 succeeds; past
@@ -77,14 +79,48 @@
 // eviction.LocalStorageEviction (package examples/evict runs the kubelet's local-storage
 // evictions with it): each container's writable layer from ListContainerStats (containerd
 // measures it with its snapshotter every 10 s: a write shows up that much later at most)
-// and the size of its log files; no volumes, as the runtime mounts none.
+// and the size of its log files; not its volumes (an emptyDir's sizeLimit is not
+// enforced).
+//
+// Volumes (volumes.go), set up by SyncPod before any container starts, as the kubelet's
+// volume manager, in Config.RootDir/pods/<uid>/volumes/<plugin>/<name> (the kubelet's
+// layout, kubernetes.io~empty-dir, ~configmap, ~secret, ~downward-api, ~projected):
+//
+//   - emptyDir: a 0777 directory; medium Memory a tmpfs of its sizeLimit (as root; a
+//     plain directory when mounting is not allowed or Config.MemoryVolumesOnDisk is set).
+//   - hostPath: the host's path after the kubelet's type check (DirectoryOrCreate,
+//     Directory, FileOrCreate, File, Socket, CharDevice, BlockDevice, with its messages).
+//   - configMap, secret, downwardAPI and projected (serviceAccountToken, configMap,
+//     secret, downwardAPI): items, defaultMode, a mode per item, optional; read through
+//     Config.Volumes (the node's client: ClientVolumes); secret and projected volumes on a
+//     tmpfs like emptyDir Memory. Their files are written as the kubelet's atomic writer
+//     does (a timestamped directory, the ..data symlink swapped, a symlink per name) and
+//     brought up to date at each SyncPod and every Config.VolumeResync (1 min): a changed
+//     object or pod label shows up in place, an unchanged one writes nothing. A token is
+//     requested with the projection's audience and expirationSeconds, bound to the pod,
+//     and requested again at 80% of its lifetime or after 24 h (the kubelet's token
+//     manager).
+//
+// A volume that cannot be set up (a mandatory configMap or secret missing, a key missing,
+// a hostPath of the wrong type) gets the kubelet's FailedMount event (`MountVolume.SetUp
+// failed for volume "x" : configmap "y" not found`), the pod "Unable to attach or mount
+// volumes: unmounted volumes=[x], ..." and SyncPod fails with ErrVolumes: the pod waits
+// (ContainerCreating) and the node retries. A container's mounts are the kubelet's
+// makeMounts: read-only when the volumeMount says so and for the API-data volumes, the
+// mount propagation, subPath and subPathExpr (expanded from the container's env: values
+// and the downward API's fieldRef and resourceFieldRef) with the kubelet's checks: an
+// absolute path or ".." gives CreateContainerConfigError (ErrCreateContainerConfig) with
+// its message ("unable to provision SubPath `..`: must not contain '..'"), a missing
+// variable "missing value for X"; a subPath leading out of the volume through a symlink
+// is refused (the kubelet also bind-mounts it to close the race; not done here).
 //
 // Networking: hostNetwork pods run in the node's network namespace (NamespaceMode NODE).
 // A pod that needs its own network is refused with ErrPodNetwork and an event unless
 // Config.PodNetwork says otherwise (PodNetworkRuntime: let the runtime's CNI set it up;
 // PodNetworkNode: run it in the node's network namespace anyway).
 //
-// Not covered: volumes, probes, resources and cgroups (an ephemeral-storage limit is only
+// Not covered: persistent, CSI and image volumes and clusterTrustBundle projections,
+// fsGroup ownership of volumes, probes, resources and cgroups (an ephemeral-storage limit is only
 // enforced by an evictor, examples/evict, reading PodStats), security contexts beyond the
 // namespaces, env from ConfigMaps/Secrets/fields, sidecar (restartable init) containers as
 // such (they run as ordinary init containers), HTTP preStop hooks (logged and skipped), and

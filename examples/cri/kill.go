@@ -235,7 +235,8 @@ func (r *Runtime) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 }
 
 // CleanupPod stops the pod's sandboxes that are still ready (the containers are stopped
-// already and kept for their logs until RemovePod) and forgets its back-off.
+// already and kept for their logs until RemovePod), forgets its back-off and releases
+// its volumes (cleanupVolumes).
 func (r *Runtime) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 	if pod == nil || pod.UID == "" {
 		return errors.New("cri: CleanupPod: pod without a UID")
@@ -255,10 +256,11 @@ func (r *Runtime) CleanupPod(ctx context.Context, pod *v1.Pod) error {
 	r.pullBackOff.Forget(string(pod.UID))
 	r.pullBackOff.GC(r.clock.Now())
 	r.mu.Unlock()
-	return nil
+	return r.cleanupVolumes(pod.UID)
 }
 
-// RemovePod removes the pod's containers, its sandboxes and its log directory.
+// RemovePod removes the pod's containers, its sandboxes, its log directory and its
+// volumes' directory.
 func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 	if rp == nil || rp.ID == "" {
 		return errors.New("cri: RemovePod: pod without a UID")
@@ -296,6 +298,9 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		if err := os.RemoveAll(podLogDir(r.cfg.LogRoot, rp.Namespace, rp.Name, rp.ID)); err != nil {
 			errs = append(errs, fmt.Errorf("cri: pod log directory: %w", err))
 		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, r.cleanupVolumes(rp.ID)) // left by a CleanupPod that did not run
 	}
 	r.mu.Lock()
 	r.backOff.Forget(string(rp.ID))

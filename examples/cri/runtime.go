@@ -132,6 +132,22 @@ type Config struct {
 	Event func(pod *v1.Pod, eventType, reason, message string)
 	// Logger; nil discards.
 	Logger *slog.Logger
+
+	// Volumes (volumes.go). RootDir holds the pods' volume directories,
+	// RootDir/pods/<uid>/volumes/<plugin>/<name> as the kubelet's /var/lib/kubelet; ""
+	// means DefaultRootDir. Must be absolute.
+	RootDir string
+	// Volumes reads the ConfigMaps, Secrets and service account tokens of the pods'
+	// volumes (the node's client: ClientVolumes); nil fails those volumes.
+	Volumes VolumeClient
+	// VolumeResync is how often the configMap, secret, downwardAPI and projected volumes
+	// of the pods are brought up to date (besides each SyncPod); 0 means
+	// DefaultVolumeResync.
+	VolumeResync time.Duration
+	// MemoryVolumesOnDisk keeps Memory-medium emptyDirs, secret and projected volumes in
+	// plain directories instead of tmpfs mounts (which need root; without the right to
+	// mount they are plain directories anyway).
+	MemoryVolumesOnDisk bool
 }
 
 // Runtime is a node.Runtime over a CRI endpoint. Create it with New; it is safe for
@@ -171,6 +187,11 @@ type Runtime struct {
 	// index the pods' known sandbox and container IDs; both guarded by mu.
 	sandboxes map[string]*pleg.SandboxStatus
 	index     podIndex
+
+	// vols are the pods' volumes (volumes.go); stopVols ends their periodic update.
+	vols      *volumeManager
+	stopVols  chan struct{}
+	closeOnce sync.Once
 }
 
 var _ node.Runtime = (*Runtime)(nil)
@@ -212,6 +233,18 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.AdmissionLease == 0 {
 		cfg.AdmissionLease = DefaultAdmissionLease
 	}
+	if cfg.RootDir == "" {
+		cfg.RootDir = DefaultRootDir
+	}
+	if !filepath.IsAbs(cfg.RootDir) {
+		return nil, fmt.Errorf("%w: RootDir %q is not absolute", ErrInvalidConfig, cfg.RootDir)
+	}
+	if cfg.VolumeResync < 0 {
+		return nil, fmt.Errorf("%w: negative VolumeResync", ErrInvalidConfig)
+	}
+	if cfg.VolumeResync == 0 {
+		cfg.VolumeResync = DefaultVolumeResync
+	}
 	if cfg.BackOffMax < cfg.BackOffInitial {
 		return nil, fmt.Errorf("%w: BackOffMax %v < BackOffInitial %v", ErrInvalidConfig, cfg.BackOffMax, cfg.BackOffInitial)
 	}
@@ -245,6 +278,8 @@ func New(cfg Config) (*Runtime, error) {
 		conn.Close()
 		return nil, fmt.Errorf("cri: %s does not answer CRI v1: %w", cfg.Endpoint, err)
 	}
+	r.vols, r.stopVols = newVolumeManager(r), make(chan struct{})
+	go r.volumeLoop(r.stopVols)
 	r.version = v.GetRuntimeName() + " " + v.GetRuntimeVersion()
 	r.runtimeName = v.GetRuntimeName()
 	if r.runtimeName == "" {
@@ -271,7 +306,10 @@ func endpointTarget(ep string) (string, error) {
 }
 
 // Close closes the connection. The runtime must not be used afterwards.
-func (r *Runtime) Close() error { return r.conn.Close() }
+func (r *Runtime) Close() error {
+	r.closeOnce.Do(func() { close(r.stopVols) })
+	return r.conn.Close()
+}
 
 // RuntimeVersion is the runtime's name and version as Version reported them.
 func (r *Runtime) RuntimeVersion() string { return r.version }

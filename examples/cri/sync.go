@@ -48,6 +48,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if a.InitFailed {
 		return nil // the pod is done; the node sees it Failed
 	}
+	if err := r.setupVolumes(ctx, pod); err != nil {
+		return err // nothing starts before the pod's volumes are set up
+	}
 	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.Start) == 0)) {
 		return nil
 	}
@@ -320,6 +323,11 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 	if err != nil {
 		return err
 	}
+	mounts, err := r.containerMounts(pod, c)
+	if err != nil {
+		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
+		return containerError(c, node.ReasonCreateContainerConfigError, err.Error(), fmt.Errorf("%w: %w", ErrCreateContainerConfig, err))
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
@@ -332,6 +340,7 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		Stdin:       c.Stdin,
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
+		Mounts:      mounts,
 		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 			NamespaceOptions: r.namespaceOptions(pod)}},
 	}

@@ -146,6 +146,7 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	podNetwork := fs.String("pod-network", cri.PodNetworkRefuse.String(), "with -cri: how pods that are not hostNetwork get their network: "+
 		"refuse (they get NetworkNotReady), runtime (their own network namespace, set up by the runtime's CNI configuration), "+
 		"node (the node's network namespace, as hostNetwork)")
+	rootDir := fs.String("root-dir", cri.DefaultRootDir, "with -cri: the pods' volume directories (pods/<uid>/volumes/..., as the kubelet's --root-dir)")
 	var cc kube.ClientConfig
 	fs.StringVar(&cc.Kubeconfig, "kubeconfig", "", "run against the real cluster of this kubeconfig (the node's identity) instead of the in-memory API")
 	fs.StringVar(&cc.Server, "server", "", "run against the real API server at this URL (with -ca and -token) instead of the in-memory API")
@@ -187,7 +188,7 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 	if *useVK && *criEndpoint != "" {
 		return fmt.Errorf("-vk and -cri exclude each other")
 	}
-	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot}
+	criCfg := cri.Config{Endpoint: *criEndpoint, LogRoot: *logRoot, RootDir: *rootDir}
 	if criCfg.PodNetwork, err = parsePodNetwork(*podNetwork); err != nil {
 		return err
 	}
@@ -562,6 +563,9 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		}
 		go events.Run(ctx)
 		criCfg.Event = events.Event
+		// The pods' configMap, secret and projected volumes read through the node's
+		// client (the Node authorizer allows its pods' objects and tokens).
+		criCfg.Volumes = cri.ClientVolumes(client)
 		rt, err := cri.New(criCfg)
 		if err != nil {
 			return err

@@ -17,18 +17,27 @@
 //	                   never), e.g. to make an exec probe succeed, then fail
 //	-http ADDR         serve GET /healthz on ADDR: 200 "ok" for -healthy-for after the
 //	                   start (0: always), then 500 (an httpGet probe's target)
+//	-get URL           exit at once after a GET of URL with the bearer token of
+//	                   -bearer-file (a service account token) and the CA of -ca-file:
+//	                   prints the status and the body, 0 on a 2xx status, else 1
+//	-watch-file PATH   print PATH's content at start and whenever it changes (checked
+//	                   every 100 ms), e.g. a configMap volume's file
 //
 // Every event is also printed to stdout, so the container's log tells what happened.
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -62,6 +71,11 @@ func run(args []string) int {
 	removeAfter := fs.Duration("remove-after", 0, "when -touch removes its file (0: never)")
 	httpAddr := fs.String("http", "", "serve GET /healthz on this address")
 	healthyFor := fs.Duration("healthy-for", 0, "how long /healthz answers 200 before 500 (0: always)")
+	// volumes (issue 31): a service account token used, a mounted file watched.
+	getURL := fs.String("get", "", "exit at once after a GET of this URL (with -bearer-file and -ca-file): 0 on 2xx, else 1")
+	bearerFile := fs.String("bearer-file", "", "with -get: the file of the bearer token")
+	caFile := fs.String("ca-file", "", "with -get: the CA file of the server's certificate")
+	watchFile := fs.String("watch-file", "", "print this file's content at start and whenever it changes")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -72,6 +86,12 @@ func run(args []string) int {
 		}
 		fmt.Printf("%s: there\n", *check)
 		return 0
+	}
+	if *getURL != "" {
+		return get(*getURL, *bearerFile, *caFile)
+	}
+	if *watchFile != "" {
+		go watch(*watchFile)
 	}
 	start := time.Now()
 	if *touch != "" {
@@ -186,4 +206,65 @@ func fill(path string, n int64) error {
 		return err
 	}
 	return f.Close()
+}
+
+// get GETs url with the token of bearerFile and the CA of caFile, prints the status and
+// the body (its first 2000 bytes), and returns 0 on a 2xx status, else 1.
+func get(url, bearerFile, caFile string) int {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		fmt.Printf("testimage: %v\n", err)
+		return 1
+	}
+	if bearerFile != "" {
+		token, err := os.ReadFile(bearerFile)
+		if err != nil {
+			fmt.Printf("testimage: %v\n", err)
+			return 1
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	tr := &http.Transport{}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			fmt.Printf("testimage: %v\n", err)
+			return 1
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			fmt.Printf("testimage: no certificate in %s\n", caFile)
+			return 1
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+	}
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		fmt.Printf("testimage: GET %s: %v\n", url, err)
+		return 1
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 2000))
+	fmt.Printf("GET %s: %s\n%s\n", url, resp.Status, body)
+	if resp.StatusCode/100 != 2 {
+		return 1
+	}
+	return 0
+}
+
+// watch prints path's content at start and whenever it changes, every 100 ms.
+func watch(path string) {
+	last := "\x00none"
+	for {
+		data, err := os.ReadFile(path)
+		cur := string(data)
+		if err != nil {
+			cur = "error: " + err.Error()
+		}
+		if cur != last {
+			fmt.Printf("watch-file %s: %s\n", path, cur)
+			last = cur
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
