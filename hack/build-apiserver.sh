@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# build-apiserver.sh builds kube-apiserver (k8s.io/kubernetes v1.37.2) and etcd (v3.7.0) from the
-# Go module proxy, as pinned by hack/go.mod, into a cache folder, and reuses them when present.
+# build-apiserver.sh builds the control plane the end-to-end suite runs, kube-apiserver,
+# kube-scheduler and kube-controller-manager (k8s.io/kubernetes v1.37.2) and etcd (v3.7.0), from
+# the Go module proxy, as pinned by hack/go.mod, into a cache folder, and reuses them when
+# present.
 #
 #   hack/build-apiserver.sh            # prints the bin folder on its last line
 #   PODLIFE_CACHE=/some/dir hack/build-apiserver.sh
 #   PODLIFE_REBUILD=1 hack/build-apiserver.sh   # ignore the cached binaries
 #
 # The binaries are reused only if they were built from the same hack/go.mod and hack/go.sum (a
-# stamp file records their hash). A cold build takes 15-20 minutes and ~2.5 GB of memory on
-# 2 cores; it runs under `nice` so other work on the machine keeps going.
+# stamp file records their hash). A cold build takes 25-30 minutes and ~2.5 GB of memory on
+# 2 cores (kube-apiserver 15-20, then the scheduler and the controller manager, which share
+# most of its packages); it runs under `nice` so other work on the machine keeps going.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -20,9 +23,10 @@ export PATH="$PATH:/usr/local/go/bin"
 stamp_want="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)"
 stamp_file="$bin/.stamp"
 
-if [[ -z "${PODLIFE_REBUILD:-}" && -x "$bin/kube-apiserver" && -x "$bin/etcd" && -f "$stamp_file" &&
+if [[ -z "${PODLIFE_REBUILD:-}" && -x "$bin/kube-apiserver" && -x "$bin/kube-scheduler" &&
+	-x "$bin/kube-controller-manager" && -x "$bin/etcd" && -f "$stamp_file" &&
 	"$(cat "$stamp_file")" == "$stamp_want" ]]; then
-	echo "build-apiserver: reusing $bin/kube-apiserver and $bin/etcd" >&2
+	echo "build-apiserver: reusing $bin/kube-apiserver, kube-scheduler, kube-controller-manager and etcd" >&2
 	echo "$bin"
 	exit 0
 fi
@@ -44,6 +48,11 @@ mv "$bin/etcd.tmp" "$bin/etcd"
 echo "build-apiserver: building kube-apiserver $k8s_ver into $bin (cold: 15-20 minutes on 2 cores)" >&2
 nice -n 10 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$bin/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 mv "$bin/kube-apiserver.tmp" "$bin/kube-apiserver"
+for cmd in kube-scheduler kube-controller-manager; do
+	echo "build-apiserver: building $cmd $k8s_ver into $bin (after kube-apiserver: a few minutes)" >&2
+	nice -n 10 go build -mod=readonly -trimpath -ldflags "$ldflags" -o "$bin/$cmd.tmp" "k8s.io/kubernetes/cmd/$cmd"
+	mv "$bin/$cmd.tmp" "$bin/$cmd"
+done
 echo "$stamp_want" >"$stamp_file"
 echo "build-apiserver: built in $(($(date +%s) - start)) s" >&2
 echo "$bin"

@@ -28,7 +28,10 @@
 # identity system:node:node1 in system:nodes), starts etcd and kube-apiserver on 127.0.0.1
 # only (free high ports), waits for /readyz, and runs the tests with PODLIFE_E2E_APISERVER set
 # to the work directory, which holds admin.kubeconfig, node1.kubeconfig and apiserver-ctl
-# (`apiserver-ctl stop|start`, for tests of an API outage). It starts a private containerd
+# (`apiserver-ctl stop|start`, for tests of an API outage). It then starts kube-scheduler and
+# kube-controller-manager (built with kube-apiserver; the controller manager with the controllers
+# every test can live with, `controlplane-ctl controllers LIST [FLAGS]` restarts it with others)
+# and waits for the ServiceAccount admission plugin's "default" ServiceAccount. It starts a private containerd
 # (socket, root and state under the work directory) and imports the test image
 # (hack/testimage) into it, and sets PODLIFE_E2E_CRI (its CRI endpoint) and PODLIFE_E2E_IMAGE
 # for the CRI tests; PODLIFE_E2E_NO_CRI=1, or not being root, leaves containerd out (those
@@ -84,6 +87,7 @@ bin="$("$here/build-apiserver.sh" | tail -n 1)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/podlife-e2e.XXXXXX")"
 etcd_pid=""
 apiserver_pid=""
+scheduler_pid=""
 containerd_dir=""
 
 # alive: the process exists and is not a zombie (kill -0 succeeds on a zombie).
@@ -115,6 +119,10 @@ cleanup() {
 	# The apiserver first: it hangs when etcd goes away under it. A test may have restarted
 	# it (apiserver-ctl): the pid file names the current one.
 	if [[ -f "$work/apiserver.pid" ]]; then apiserver_pid="$(cat "$work/apiserver.pid")"; fi
+	# The controllers before the API server they talk to (a test may have restarted the
+	# controller manager: its pid file names the current one).
+	stop "$scheduler_pid" 10 kube-scheduler
+	if [[ -f "$work/controller-manager.pid" ]]; then stop "$(cat "$work/controller-manager.pid")" 10 kube-controller-manager; fi
 	stop "$apiserver_pid" 30 kube-apiserver
 	stop "$etcd_pid" 10 etcd
 	if [[ -n "$containerd_dir" ]]; then "$here/containerd.sh" stop "$containerd_dir" || rc=1; fi
@@ -156,9 +164,13 @@ openssl_q genrsa -out sa.key 2048
 openssl_q rsa -in sa.key -pubout -out sa.pub
 admin_token="$(openssl rand -hex 16)"
 node_token="$(openssl rand -hex 16)"
+scheduler_token="$(openssl rand -hex 16)"
+cm_token="$(openssl rand -hex 16)"
 {
 	echo "$admin_token,admin,admin,\"system:masters\""
 	echo "$node_token,system:node:$node,node-$node,\"system:nodes\""
+	echo "$scheduler_token,system:kube-scheduler,system:kube-scheduler"
+	echo "$cm_token,system:kube-controller-manager,system:kube-controller-manager"
 } >tokens.csv
 chmod 600 tokens.csv ca.key server.key sa.key
 
@@ -192,6 +204,8 @@ KC
 }
 kubeconfig admin admin "$admin_token"
 kubeconfig "$node" "system:node:$node" "$node_token"
+kubeconfig scheduler system:kube-scheduler "$scheduler_token"
+kubeconfig controller-manager system:kube-controller-manager "$cm_token"
 
 # --- etcd and kube-apiserver, loopback only ----------------------------------------------
 start_ms=$(($(date +%s%N) / 1000000))
@@ -215,7 +229,7 @@ api_args=(
 	--tls-cert-file "$work/server.crt" --tls-private-key-file "$work/server.key"
 	--client-ca-file "$work/ca.crt" --token-auth-file "$work/tokens.csv"
 	--authorization-mode Node,RBAC
-	--enable-admission-plugins NodeRestriction --disable-admission-plugins ServiceAccount
+	--enable-admission-plugins NodeRestriction
 	--service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key"
 	--service-account-issuer https://kubernetes.default.svc.cluster.local
 	--service-cluster-ip-range 10.96.0.0/24
@@ -307,6 +321,72 @@ for ((i = 0; i < 1200; i++)); do
 done
 [[ -n "$ready" ]] || { echo "e2e: kube-apiserver not ready after 120 s; see $work/apiserver.log" >&2; exit 1; }
 echo "e2e: kube-apiserver ready at $server after $(($(date +%s%N) / 1000000 - start_ms)) ms" >&2
+
+# --- kube-scheduler and kube-controller-manager ------------------------------------------------
+# Both as the control plane's own identities (system:kube-scheduler, system:kube-controller-manager),
+# no leader election, no serving port. The scheduler places pods created without nodeName on the
+# registered nodes. The controller manager runs, by default, only the controllers every test can
+# live with: service accounts and their tokens (the ServiceAccount admission plugin is on: a pod
+# waits for its namespace's "default" ServiceAccount), kube-root-ca.crt, namespaces, the garbage
+# collector and the aggregated cluster roles. The node lifecycle controller and PodGC would act
+# on node1, which most tests do not register: a test that wants them runs
+# `controlplane-ctl controllers '*' [flags...]` (the controller manager started again with these
+# controllers) and `controlplane-ctl controllers default` when it ends.
+cm_default_controllers="serviceaccount-token-controller,serviceaccount-controller,root-ca-certificate-publisher-controller,namespace-controller,garbage-collector-controller,clusterrole-aggregation-controller"
+start_ms=$(($(date +%s%N) / 1000000))
+set -m
+"$bin/kube-scheduler" --kubeconfig "$work/scheduler.kubeconfig" --leader-elect=false --secure-port 0 \
+	>"$work/scheduler.log" 2>&1 </dev/null &
+scheduler_pid=$!
+disown "$scheduler_pid"
+set +m
+printf '%q ' "$bin/kube-controller-manager" --kubeconfig "$work/controller-manager.kubeconfig" --leader-elect=false \
+	--secure-port 0 --service-account-private-key-file "$work/sa.key" --root-ca-file "$work/ca.crt" \
+	--use-service-account-credentials >"$work/controller-manager.cmd"
+echo "$cm_default_controllers" >"$work/controller-manager.default"
+cat >"$work/controlplane-ctl" <<'CTL'
+#!/usr/bin/env bash
+# controlplane-ctl controllers LIST|default [FLAGS...]: starts the e2e kube-controller-manager
+# again with --controllers LIST (default: the suite's set) and the extra flags. The pid file
+# always names the current process, so hack/e2e.sh stops that one.
+set -euo pipefail
+work="$(cd "$(dirname "$0")" && pwd)"
+alive() { local st; st="$(ps -o stat= -p "$1" 2>/dev/null)" && [[ -n "$st" && "$st" != Z* ]]; }
+[[ "${1:-}" == controllers && $# -ge 2 ]] || { echo "usage: controlplane-ctl controllers LIST|default [FLAGS...]" >&2; exit 2; }
+list="$2"
+shift 2
+[[ "$list" != default ]] || list="$(cat "$work/controller-manager.default")"
+if [[ -f "$work/controller-manager.pid" ]]; then
+	pid="$(cat "$work/controller-manager.pid")"
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do alive "$pid" || break; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+	for ((i = 0; i < 100; i++)); do alive "$pid" || break; sleep 0.1; done
+fi
+eval "cmd=( $(cat "$work/controller-manager.cmd") )"
+set -m
+"${cmd[@]}" --controllers "$list" "$@" >>"$work/controller-manager.log" 2>&1 </dev/null &
+echo $! >"$work/controller-manager.pid"
+disown $!
+echo "controlplane-ctl: kube-controller-manager ($!) with --controllers $list $*" >&2
+CTL
+chmod +x "$work/controlplane-ctl"
+"$work/controlplane-ctl" controllers default 2>/dev/null
+# The test namespace's "default" ServiceAccount, made by the controller manager: pods wait for it.
+# The suite's own pods do not mount its token (automountServiceAccountToken false on it), so a
+# test that wants a token volume says so; the rest of a real cluster's pods, e.g. the
+# conformance tests' in their own namespaces, get it as usual.
+sa_url="$server/api/v1/namespaces/default/serviceaccounts/default"
+for ((i = 0; i < 600; i++)); do
+	if curl -sf --max-time 2 --cacert "$work/ca.crt" -H "Authorization: Bearer $admin_token" "$sa_url" >/dev/null 2>&1; then break; fi
+	alive "$(cat "$work/controller-manager.pid")" || { echo "e2e: kube-controller-manager exited; see $work/controller-manager.log" >&2; tail -n 20 "$work/controller-manager.log" >&2; exit 1; }
+	sleep 0.1
+done
+curl -sf --max-time 5 --cacert "$work/ca.crt" -H "Authorization: Bearer $admin_token" -X PATCH \
+	-H 'Content-Type: application/merge-patch+json' -d '{"automountServiceAccountToken":false}' "$sa_url" >/dev/null ||
+	{ echo "e2e: no default ServiceAccount in namespace default after 60 s; see $work/controller-manager.log" >&2; exit 1; }
+alive "$scheduler_pid" || { echo "e2e: kube-scheduler exited; see $work/scheduler.log" >&2; tail -n 20 "$work/scheduler.log" >&2; exit 1; }
+echo "e2e: kube-scheduler and kube-controller-manager running after $(($(date +%s%N) / 1000000 - start_ms)) ms" >&2
 
 # --- containerd and the test image -----------------------------------------------------------
 if [[ -n "${PODLIFE_E2E_NO_CRI:-}" ]]; then
