@@ -5,22 +5,25 @@
 # present.
 #
 #   hack/build-apiserver.sh            # prints the bin folder on its last line
+#                                      # (~/.cache/podlife/control-plane-HASH)
 #   PODLIFE_CACHE=/some/dir hack/build-apiserver.sh
 #   PODLIFE_REBUILD=1 hack/build-apiserver.sh   # ignore the cached binaries
 #
-# The binaries are reused only if they were built from the same hack/go.mod and hack/go.sum (a
-# stamp file records their hash). A cold build takes 25-30 minutes and ~2.5 GB of memory on
+# The binaries are reused only if they were built from the same hack/go.mod and hack/go.sum (the
+# folder is named after their hash; a stamp file says the build finished). A cold build takes 25-30 minutes and ~2.5 GB of memory on
 # 2 cores (kube-apiserver 15-20, then the scheduler and the controller manager, which share
 # most of its packages); it runs under `nice` so other work on the machine keeps going.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")" && pwd)"
 cache="${PODLIFE_CACHE:-$HOME/.cache/podlife}"
-bin="$cache/bin"
-mkdir -p "$bin"
 
 export PATH="$PATH:/usr/local/go/bin"
 stamp_want="$(cat "$here/go.mod" "$here/go.sum" | sha256sum | cut -d' ' -f1)"
+# One folder per hack/go.mod and go.sum: checkouts of different versions (worktrees, branches)
+# each keep their own binaries instead of rebuilding over each other's.
+bin="$cache/control-plane-${stamp_want:0:12}"
+mkdir -p "$bin"
 stamp_file="$bin/.stamp"
 
 if [[ -z "${PODLIFE_REBUILD:-}" && -x "$bin/kube-apiserver" && -x "$bin/kube-scheduler" &&
