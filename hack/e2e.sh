@@ -11,6 +11,7 @@
 #                                    # (who, when, which UID precondition): $work/audit.log
 #   PODLIFE_E2E_KUBELET=1 hack/e2e.sh -race=false -timeout 30m -v -run W8SideBySide
 #                                    # W8 against the real kubelet (hack/build-kubelet.sh first)
+#   PODLIFE_E2E_EXEC=CMD hack/e2e.sh ARGS # CMD ARGS instead of the suite (hack/conformance.sh)
 #   PODLIFE_E2E_NO_NETNS=1 hack/e2e.sh # run in the host's network namespace, without a pod
 #                                    # network (the pod network tests skip)
 #
@@ -418,6 +419,12 @@ fi
 
 # --- The suite ------------------------------------------------------------------------------
 export PODLIFE_E2E_APISERVER="$work"
+# PODLIFE_E2E_EXEC: another command instead of the suite, on the same cluster and containerd
+# (hack/conformance.sh runs the Kubernetes sig-node tests so), with the arguments.
+if [[ -n "${PODLIFE_E2E_EXEC:-}" ]]; then
+	"$PODLIFE_E2E_EXEC" "$@"
+	exit 0
+fi
 cd "$root/examples"
 # The summary's versions of what the tests run against.
 components="etcd $("$bin/etcd" --version 2>/dev/null | awk '/^etcd Version/ {print $3}'), kube-apiserver $("$bin/kube-apiserver" --version 2>/dev/null | awk '{print $2}')"

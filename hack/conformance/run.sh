@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# run.sh is hack/conformance.sh's part inside a cluster of hack/e2e.sh (PODLIFE_E2E_EXEC): it
+# imports the images, starts the node of PODLIFE_CONFORMANCE_SIDE (podlife: examples/nodeagent
+# -cri; kubelet: the real kubelet), runs the sig-node tests (arguments: the focus and skip
+# regexes) with their JUnit report in $PODLIFE_CONFORMANCE_OUT/junit-SIDE.xml, and stops the
+# node. The environment is hack/e2e.sh's (PODLIFE_E2E_APISERVER, PODLIFE_E2E_CRI, ...).
+set -euo pipefail
+
+focus="$1" skip="$2"
+side="$PODLIFE_CONFORMANCE_SIDE"
+out="$PODLIFE_CONFORMANCE_OUT"
+work="$PODLIFE_E2E_APISERVER"
+sock="${PODLIFE_E2E_CRI#unix://}"
+cdir="$(dirname "$sock")"
+node_ip="10.87.0.2" # hack/e2e.sh's node address in its network namespace
+
+for t in busybox agnhost pause; do
+	ctr --address "$sock" -n k8s.io images import --snapshotter "$(cat "$cdir/snapshotter")" "$out/images/$t.tar" >&2
+done
+
+node_pid=""
+stop_node() {
+	[[ -n "$node_pid" ]] || return 0
+	kill -TERM "$node_pid" 2>/dev/null || return 0
+	for ((i = 0; i < 300; i++)); do kill -0 "$node_pid" 2>/dev/null || return 0; sleep 0.1; done
+	kill -KILL "$node_pid" 2>/dev/null || true
+}
+trap stop_node EXIT
+
+case "$side" in
+podlife)
+	"$out/nodeagent" -cri "$PODLIFE_E2E_CRI" -kubeconfig "$work/node1.kubeconfig" -node node1 \
+		-pod-network runtime -log-root "$work/pods" -root-dir "$work/podlife" -timeout 6h -quiet \
+		>"$out/node-$side.log" 2>&1 &
+	node_pid=$!
+	;;
+kubelet)
+	[[ -x "${PODLIFE_CONFORMANCE_KUBELET:-}" ]] || { echo "run.sh: no kubelet binary" >&2; exit 1; }
+	mkdir -p "$work/kubelet"
+	cat >"$work/kubelet/config.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$work/ca.crt"}
+authorization: {mode: Webhook}
+containerRuntimeEndpoint: "$PODLIFE_E2E_CRI"
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
+readOnlyPort: 0
+port: 10250
+address: "0.0.0.0"
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%"}
+resolvConf: ""
+podLogsDir: "$work/pods"
+YAML
+	"$PODLIFE_CONFORMANCE_KUBELET" --kubeconfig "$work/node1.kubeconfig" --config "$work/kubelet/config.yaml" \
+		--root-dir "$work/kubelet/root" --cert-dir "$work/kubelet/pki" --hostname-override node1 --node-ip "$node_ip" \
+		--v 2 >"$out/node-$side.log" 2>&1 &
+	node_pid=$!
+	;;
+*) echo "run.sh: unknown side $side" >&2; exit 2 ;;
+esac
+
+rc=0
+"$PODLIFE_CONFORMANCE_TEST" -test.timeout 6h --kubeconfig "$work/admin.kubeconfig" --provider skeleton \
+	--ginkgo.focus "$focus" --ginkgo.skip "$skip" --ginkgo.no-color --ginkgo.v --ginkgo.timeout 6h \
+	--ginkgo.junit-report "$out/junit-$side.xml" >"$out/tests-$side.log" 2>&1 || rc=$?
+echo "run.sh: $side: the tests exited with $rc (log: $out/tests-$side.log, node: $out/node-$side.log)" >&2
+grep -E '^(Ran |FAIL!|SUCCESS!)' "$out/tests-$side.log" >&2 || true
