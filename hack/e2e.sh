@@ -4,7 +4,7 @@
 # minutes on 2 cores; later runs reuse them), and a real containerd (hack/containerd.sh: as
 # root it installs Debian's containerd and runc when they are missing) for the CRI tests.
 #
-#   hack/e2e.sh                      # runs `go test -race -count=1 -p 1 -run E2E ./...` in examples/
+#   hack/e2e.sh                      # runs `go test -race -count=1 -p 1 -timeout 45m -run E2E ./...` in examples/
 #   hack/e2e.sh -v -run E2ECreation  # extra arguments go to `go test` (a later -run wins)
 #   PODLIFE_E2E_KEEP=1 hack/e2e.sh   # keep the work directory (certificates, logs) afterwards
 #   PODLIFE_E2E_AUDIT=1 hack/e2e.sh  # also the API server's audit log of every pod write
@@ -437,4 +437,4 @@ summary_v=()
 for a in "$@"; do [[ "$a" == -v || "$a" == -v=true || "$a" == -test.v ]] && summary_v=(-v); done
 (cd "$here/e2esummary" && go build -o "$work/e2esummary" .)
 # -p 1: test binaries run one at a time, since every package's agents serve the same node.
-go test -json -race -count=1 -p 1 -run E2E ./... "$@" | "$work/e2esummary" "${summary_v[@]}" -components "$components" -summary "$work/summary.txt"
+go test -json -race -count=1 -p 1 -timeout 45m -run E2E ./... "$@" | "$work/e2esummary" "${summary_v[@]}" -components "$components" -summary "$work/summary.txt"
