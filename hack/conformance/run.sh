@@ -14,6 +14,10 @@ sock="${PODLIFE_E2E_CRI#unix://}"
 cdir="$(dirname "$sock")"
 node_ip="10.87.0.2" # hack/e2e.sh's node address in its network namespace
 
+# A cluster's controller manager runs every controller (hack/e2e.sh starts it with a few):
+# the node lifecycle controller lifts the node's not-ready taint once it is Ready.
+"$work/controlplane-ctl" controllers '*'
+
 for t in busybox agnhost pause; do
 	ctr --address "$sock" -n k8s.io images import --snapshotter "$(cat "$cdir/snapshotter")" "$out/images/$t.tar" >&2
 done
