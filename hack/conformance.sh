@@ -89,7 +89,9 @@ for side in "${sides[@]}"; do
 	PODLIFE_CONFORMANCE_SIDE="$side" PODLIFE_E2E_EXEC="$here/conformance/run.sh" "$here/e2e.sh" "$focus" "$skip" ||
 		echo "conformance: $side: the cluster run failed (see above)" >&2
 	echo "conformance: $side: done in $((SECONDS - t0)) s" >&2
-	if [[ -f "$out/junit-$side.xml" ]]; then reports+=("$side=$out/junit-$side.xml"); fi
+	for f in "$out/junit-$side"-*.xml; do
+		if [[ -f "$f" ]]; then reports+=("$side=$f"); fi
+	done
 done
 [[ ${#reports[@]} -gt 0 ]] || { echo "conformance: no report" >&2; exit 1; }
 (cd "$here/conformance" && go run ./report "${reports[@]}") | tee "$out/report.txt"

@@ -2,7 +2,7 @@
 # run.sh is hack/conformance.sh's part inside a cluster of hack/e2e.sh (PODLIFE_E2E_EXEC): it
 # imports the images, starts the node of PODLIFE_CONFORMANCE_SIDE (podlife: examples/nodeagent
 # -cri; kubelet: the real kubelet), runs the sig-node tests (arguments: the focus and skip
-# regexes) with their JUnit report in $PODLIFE_CONFORMANCE_OUT/junit-SIDE.xml, and stops the
+# regexes) with their JUnit reports in $PODLIFE_CONFORMANCE_OUT/junit-SIDE-N.xml, and stops the
 # node. The environment is hack/e2e.sh's (PODLIFE_E2E_APISERVER, PODLIFE_E2E_CRI, ...).
 set -euo pipefail
 
@@ -72,9 +72,24 @@ YAML
 *) echo "run.sh: unknown side $side" >&2; exit 2 ;;
 esac
 
-rc=0
-"$PODLIFE_CONFORMANCE_TEST" -test.timeout 6h --kubeconfig "$work/admin.kubeconfig" --provider skeleton \
-	--ginkgo.focus "$focus" --ginkgo.skip "$skip" --ginkgo.no-color --ginkgo.v --ginkgo.timeout 6h \
-	--ginkgo.junit-report "$out/junit-$side.xml" >"$out/tests-$side.log" 2>&1 || rc=$?
-echo "run.sh: $side: the tests exited with $rc (log: $out/tests-$side.log, node: $out/node-$side.log)" >&2
-grep -E '^(Ran |FAIL!|SUCCESS!)' "$out/tests-$side.log" >&2 || true
+# The set in PODLIFE_CONFORMANCE_SHARDS (default 4) shards run at once, each its own test
+# process on the same cluster (every test has a namespace of its own): most of a failing
+# test's time is a wait, so the set takes a fraction of its one-by-one time.
+shards="${PODLIFE_CONFORMANCE_SHARDS:-4}"
+list="$out/tests-$side.list"
+"$PODLIFE_CONFORMANCE_TEST" --provider skeleton --ginkgo.dry-run --ginkgo.v --ginkgo.no-color \
+	--ginkgo.focus "$focus" --ginkgo.skip "$skip" 2>/dev/null | grep -E '^\[sig-' | sed -E 's/ \[[^]]*,[^]]*\]$//' >"$list" || true
+echo "run.sh: $side: $(wc -l <"$list") tests in $shards shards" >&2
+pids=()
+for ((i = 0; i < shards; i++)); do
+	# The shard's tests: every shards-th line, as one regex of their quoted names (a name that
+	# is part of a longer one may also run in that one's shard).
+	re="$(awk -v n="$shards" -v i="$i" 'NR % n == i' "$list" | perl -pe 'chomp; s/([^A-Za-z0-9 _-])/\\$1/g; $_ = $_ . "|"' | sed 's/|$//')"
+	[[ -n "$re" ]] || continue
+	"$PODLIFE_CONFORMANCE_TEST" -test.timeout 6h --kubeconfig "$work/admin.kubeconfig" --provider skeleton \
+		--ginkgo.focus "$re" --ginkgo.no-color --ginkgo.v --ginkgo.timeout 6h \
+		--ginkgo.junit-report "$out/junit-$side-$i.xml" >"$out/tests-$side-$i.log" 2>&1 &
+	pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p" || true; done
+echo "run.sh: $side: done (logs: $out/tests-$side-*.log, node: $out/node-$side.log)" >&2

@@ -1,5 +1,5 @@
-// Command report reads the JUnit reports of hack/conformance.sh's runs (one per side: the
-// podlife node, and with -kubelet the real kubelet) and prints, per test, pass, fail or
+// Command report reads the JUnit reports of hack/conformance.sh's runs (per side: the podlife
+// node, and with -kubelet the real kubelet; a side may have several, one per shard) and prints, per test, pass, fail or
 // skip for each side, then the totals; with -md, as a Markdown table for
 // docs/CONFORMANCE.md.
 //
@@ -72,7 +72,9 @@ func run(w io.Writer, args []string, md bool) error {
 		if err := xml.Unmarshal(b, &s); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-		sides = append(sides, side)
+		if !slices.Contains(sides, side) { // one side's shards: several files
+			sides = append(sides, side)
+		}
 		for _, su := range s.Suites {
 			for _, c := range su.Cases {
 				name := strings.TrimSpace(c.Name)
