@@ -125,7 +125,7 @@ type faultAPI struct {
 	mu         sync.Mutex // guards everything below; never held while calling FakeAPI
 	server     map[types.NamespacedName]*v1.Pod
 	uids       map[types.UID]*uidState
-	seen       map[types.NamespacedName]map[types.UID]bool // UIDs the node got in answers, per name
+	seen       map[types.NamespacedName]map[types.UID]bool // UIDs the node got in answers or from its API source, per name
 	violations []violation
 	stats      map[string]int
 	// trace, if set, hears of every call and change (pod name, description).
@@ -404,6 +404,13 @@ func (fa *faultAPI) observe(c statusmgrtest.Change) {
 		return
 	}
 	fa.server[key] = p
+	// The node's API source watches this server: the pod stored under the name is what it
+	// delivers, and the status manager patches a pod from its source without reading it
+	// first (the precondition refuses a stale copy).
+	if fa.seen[key] == nil {
+		fa.seen[key] = map[types.UID]bool{}
+	}
+	fa.seen[key][p.UID] = true
 	if p.DeletionTimestamp != nil {
 		st.deleting = true
 	}

@@ -93,6 +93,20 @@ func w4Realistic() *w4Input {
 	return in
 }
 
+// asServer gives each pod the resourceVersion of the server's copy, as a node agent's
+// pods from the API server have: the manager then patches against the pod without
+// reading it first (the FakeAPI stamps versions of its own on the seeds).
+func asServer(tb testing.TB, api *statusmgrtest.FakeAPI, pods []*v1.Pod) {
+	tb.Helper()
+	for _, p := range pods {
+		s, ok := api.Pod(p.Namespace, p.Name)
+		if !ok {
+			tb.Fatalf("pod %s missing", p.Name)
+		}
+		p.ResourceVersion = s.ResourceVersion
+	}
+}
+
 // largestPatch is a StatusPatcher over a FakeAPI that records the largest patch sent.
 type largestPatch struct {
 	*statusmgrtest.FakeAPI
@@ -118,6 +132,10 @@ func benchW4(b *testing.B, in *w4Input, maxWrites int) {
 	for range b.N {
 		b.StopTimer()
 		api := statusmgrtest.NewFakeAPI(in.seeds...)
+		for r := range in.pods {
+			asServer(b, api, in.pods[r])
+		}
+		asServer(b, api, in.deleting)
 		lp := &largestPatch{FakeAPI: api}
 		m, err := statusmgr.New(statusmgr.Config{Patcher: lp, MaxConcurrentWrites: maxWrites})
 		if err != nil {

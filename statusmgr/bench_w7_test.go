@@ -112,6 +112,8 @@ func runW7(tb testing.TB, pods, maxWrites int, clk clock.Clock) ([]time.Duration
 		deleting[i] = d
 	}
 	api := statusmgrtest.NewFakeAPI(seeds...)
+	asServer(tb, api, seeds)
+	asServer(tb, api, deleting)
 	slow := &slowAPI{api: api, clk: clk, rtt: time.Millisecond, deleted: make(map[string]time.Time, pods)}
 	m, err := statusmgr.New(statusmgr.Config{Patcher: slow, Clock: clk, MaxConcurrentWrites: maxWrites})
 	if err != nil {
@@ -128,6 +130,9 @@ func runW7(tb testing.TB, pods, maxWrites int, clk clock.Clock) ([]time.Duration
 		}
 	}
 	if err := api.WaitFor(ctx, func(c statusmgrtest.Counts) bool { return c.Patches == pods }); err != nil {
+		tb.Fatal(err)
+	}
+	if err := m.Sync(ctx); err != nil { // every answer recorded: the copies are the server's
 		tb.Fatal(err)
 	}
 	for _, d := range deleting {

@@ -86,16 +86,22 @@
 // Run's writes), and returns the errors.
 // A sync of one pod:
 //
-//  1. uses the server's pod from the last answer (GET only when it knows nothing, after an
-//     error, or after a Conflict), and forgets the status if the server's UID is another;
+//  1. uses the server's pod from the last answer or, before any, the node agent's pod when
+//     it came from the API server (it has a resourceVersion: the source's copy); GET only
+//     when it has neither, after an error, after a Conflict, or when the source's copy
+//     shows nothing to write; and forgets the status if the server's UID is another (read,
+//     never guessed from the source's copy);
 //  2. merges (MergePodStatusAt) and, if anything changed, sends StatusPatch's patch; the
 //     patched pod in the answer becomes the new copy, and when its status is exactly the
-//     cached one the manager keeps that status for both (one status per pod in memory);
+//     cached one the manager keeps that status for both (one status per pod in memory).
+//     A patch against the source's copy carries its metadata.resourceVersion as well: the
+//     server refuses it (Conflict) if the pod changed since, and the sync reads the pod and
+//     tries again (that Conflict does not count against MaxConflictRetries);
 //  3. deletes the pod with grace 0 and a UID precondition when CanBeDeleted holds.
 //
 // With a PodLookup, each full sync also reconciles: a status already sent that would still
-// change the server's copy as the lookup sees it (someone overwrote it) is sent again from
-// a fresh GET, and a deletionTimestamp the lookup shows is noticed without a new status.
+// change the server's copy as the lookup sees it (someone overwrote it) is sent again,
+// patched against the lookup's copy (its resourceVersion the precondition), and a deletionTimestamp the lookup shows is noticed without a new status.
 // RefreshPod hands the manager the node agent's newer pod object at once (a change of its
 // status only), so that it does not keep the older one until then.
 //

@@ -72,6 +72,14 @@ func appendStatusPatch(b []byte, uid types.UID, oldStatus, newStatus *v1.PodStat
 	return append(b, `}}`...), false, nil
 }
 
+// withResourceVersion returns patch, a patch of appendStatusPatch for uid, with rv as
+// its metadata.resourceVersion after the UID: the API server applies it only to that
+// version of the pod (else Conflict). patch is extended in place when it has room.
+func withResourceVersion(patch []byte, uid types.UID, rv string) []byte {
+	at := len(`{"metadata":{"uid":`) + len(appendString(nil, string(uid)))
+	return insertString(patch, at, string(appendString(append([]byte(nil), `,"resourceVersion":`...), rv)))
+}
+
 // patchBuffers keeps scratch buffers between patches: a patch is built in one and copied
 // out at its exact size; comparisons (statusFieldsEqual, the full sync's reconcile) use
 // one without copying. (Everything below appends to a local slice: no write barriers.)

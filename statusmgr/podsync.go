@@ -85,7 +85,11 @@ func TargetOf(pod *v1.Pod, mirror *v1.Pod, found bool) (Target, types.UID) {
 // what the runner knows (its copy of the server's pod, what its callbacks answered).
 type PodSyncInput struct {
 	// Pod is the node agent's pod (its namespace, name, UID, annotations and
-	// deletionTimestamp are used). Required.
+	// deletionTimestamp are used). Required. A pod from the API server (TargetPod, with a
+	// resourceVersion) is also the source's copy of the server's pod: when Server is nil,
+	// the sync patches against it instead of reading the pod first, with its
+	// resourceVersion as the patch's precondition (a stale copy gives a Conflict, which
+	// reads the pod and tries again without counting against MaxConflictRetries).
 	Pod *v1.Pod
 	// Status is the version to write (normalized, as the Manager stores it).
 	Status v1.PodStatus
@@ -232,6 +236,9 @@ type PodSync struct {
 	server *v1.Pod
 	// refreshed is true once server comes from a read (or write) of this sync.
 	refreshed bool
+	// borrowed is true while server is the node agent's pod (PodSyncInput.Pod), a copy no
+	// call of this manager returned: a patch against it carries its resourceVersion.
+	borrowed bool
 	// sent is true once the version is on the server.
 	sent      bool
 	conflicts int
@@ -292,6 +299,11 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		if p.in.Target == TargetNoMirror {
 			return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}
+		if p.server == nil && p.in.Target == TargetPod && p.in.Pod.ResourceVersion != "" {
+			// The source's copy of the pod stands in for a GET; its resourceVersion guards
+			// the patch.
+			p.server, p.borrowed = p.in.Pod, true
+		}
 	case VerbGet:
 		st.Stats.Gets++
 		if a.Err == nil && a.Pod == nil {
@@ -308,6 +320,13 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 			a.Err = fmt.Errorf("%w: PatchPodStatus returned neither a pod nor an error", ErrAPI)
 		}
 		// (Tested for an error first: IsConflict allocates even for nil.)
+		if a.Err != nil && p.borrowed && apierrors.IsConflict(a.Err) {
+			// The source's copy was stale (or the pod another): read it, as a sync
+			// without that copy does first.
+			st.Stats.Conflicts++
+			p.server, p.borrowed = nil, false
+			break
+		}
 		if a.Err != nil && apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
 			p.conflicts++
 			st.Stats.Conflicts++
@@ -317,7 +336,7 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		if a.Err != nil {
 			return p.failed(st, VerbPatch, a.Err)
 		}
-		p.server, p.refreshed, p.sent = a.Pod, true, true
+		p.server, p.refreshed, p.sent, p.borrowed = a.Pod, true, true, false
 		return p.afterWrite(st)
 	case VerbDelete:
 		st.Stats.Deletes++
@@ -345,6 +364,7 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 // decide writes the version to the server's pod at hand (read first if unknown).
 func (p *PodSync) decide(st Step, now time.Time) Step {
 	if p.server == nil {
+		p.borrowed = false
 		return p.call(st, Call{Verb: VerbGet})
 	}
 	server := p.server
@@ -369,7 +389,15 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
 			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})
 	}
+	if p.borrowed && unchanged {
+		// Nothing to write as the source sees it: decide on the server's own copy.
+		p.server, p.borrowed = nil, false
+		return p.call(st, Call{Verb: VerbGet})
+	}
 	if !unchanged {
+		if p.borrowed {
+			patch = withResourceVersion(patch, server.UID, server.ResourceVersion)
+		}
 		p.patchN = len(patch)
 		return p.call(st, Call{Verb: VerbPatch, Patch: patch})
 	}

@@ -1,6 +1,7 @@
 package statusmgr_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -61,6 +62,12 @@ func TestPodSyncSteps(t *testing.T) {
 	terminalDeleting := serverPod(del, "", failedStatus())
 	static := staticPod("s", "s1")
 	mirror := serverPod(mirrorOf(static, "m1"), "", running)
+	// fromSource is the node agent's pod as its source (the API server) delivered it.
+	fromSource := pod.DeepCopy()
+	fromSource.ResourceVersion = "7"
+	sourceRunning := serverPod(fromSource, "", running)
+	staticWithVersion := static.DeepCopy()
+	staticWithVersion.ResourceVersion = "7"
 
 	// ans answers a GET or PATCH with a copy of the pod (with its status as the server
 	// would have it after the patch when st is set).
@@ -94,6 +101,43 @@ func TestPodSyncSteps(t *testing.T) {
 			name: "server already has it: no call",
 			in:   statusmgr.PodSyncInput{Pod: pod, Status: running, CouldRunContainers: true, Server: onServer},
 			want: want{result: statusmgr.ResultWritten, reason: statusmgr.ReasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "pod from the source: patched against its copy, its resourceVersion the precondition, no read",
+			in:      statusmgr.PodSyncInput{Pod: fromSource, Status: running, CouldRunContainers: true},
+			answers: []statusmgr.Answer{ans(onServer)},
+			want:    want{calls: []string{"patch rv=7"}, result: statusmgr.ResultWritten, reason: statusmgr.ReasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "pod from the source, copy stale: Conflict, read, patch (not counted as a retry)",
+			in:      statusmgr.PodSyncInput{Pod: fromSource, Status: running, CouldRunContainers: true},
+			answers: []statusmgr.Answer{fail(errConflict), ans(stale), ans(onServer)},
+			want:    want{calls: []string{"patch rv=7", "get", "patch"}, result: statusmgr.ResultWritten, reason: statusmgr.ReasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "pod from the source, recreated: Conflict, read, forgotten",
+			in:      statusmgr.PodSyncInput{Pod: fromSource, Status: running, CouldRunContainers: true},
+			answers: []statusmgr.Answer{fail(errConflict), ans(serverPod(pod, "u2", running))},
+			want: want{calls: []string{"patch rv=7", "get"}, result: statusmgr.ResultForgotten, reason: statusmgr.ReasonRecreated,
+				stats: statusmgr.Stats{Recreated: 1}},
+		},
+		{
+			name:    "pod from the source already shows the status: read to decide",
+			in:      statusmgr.PodSyncInput{Pod: sourceRunning, Status: running, CouldRunContainers: true},
+			answers: []statusmgr.Answer{ans(onServer)},
+			want:    want{calls: []string{"get"}, result: statusmgr.ResultWritten, reason: statusmgr.ReasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "pod from the source, server copy known: patched against the server's copy",
+			in:      statusmgr.PodSyncInput{Pod: fromSource, Status: running, CouldRunContainers: true, Server: stale},
+			answers: []statusmgr.Answer{ans(onServer)},
+			want:    want{calls: []string{"patch"}, result: statusmgr.ResultWritten, reason: statusmgr.ReasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "static pod with a resourceVersion: its mirror is read first",
+			in:      statusmgr.PodSyncInput{Pod: staticWithVersion, Status: runningStatus(false), Target: statusmgr.TargetMirror, MirrorUID: "m1", CouldRunContainers: true},
+			answers: []statusmgr.Answer{ans(mirror), ans(mirror)},
+			want:    want{calls: []string{"get", "patch"}, result: statusmgr.ResultWritten, reason: statusmgr.ReasonSynced, sent: true, server: true},
 		},
 		{
 			name:    "not found: gone",
@@ -256,6 +300,20 @@ func TestPodSyncSteps(t *testing.T) {
 				c := string(st.Call.Verb)
 				if st.Call.Verb == statusmgr.VerbDelete {
 					c += " " + string(st.Call.UID)
+				}
+				if st.Call.Verb == statusmgr.VerbPatch {
+					var patch struct {
+						Metadata struct {
+							UID             types.UID `json:"uid"`
+							ResourceVersion string    `json:"resourceVersion"`
+						} `json:"metadata"`
+					}
+					if err := json.Unmarshal(st.Call.Patch, &patch); err != nil || patch.Metadata.UID == "" {
+						t.Errorf("patch %s: %v, uid %q", st.Call.Patch, err, patch.Metadata.UID)
+					}
+					if patch.Metadata.ResourceVersion != "" {
+						c += " rv=" + patch.Metadata.ResourceVersion
+					}
 				}
 				if st.Call.Namespace != "default" || st.Call.Name != tc.in.Pod.Name {
 					t.Errorf("call %s for %s/%s", c, st.Call.Namespace, st.Call.Name)

@@ -16,8 +16,9 @@ import (
 // pod objects (a new deletionTimestamp) and, like the kubelet's needsReconcile, checks that
 // the server's status as the node agent sees it (the lookup's pod, or its mirror pod) is
 // what a sync would leave there: when a status already sent would still change the
-// server's (someone else overwrote it, or a write was lost), it is sent again from a fresh
-// GET. The full sync that calls it then picks up every entry that needs an update.
+// server's (someone else overwrote it, or a write was lost), it is sent again, patched
+// against the lookup's pod (a pod from the API server: its resourceVersion guards the
+// patch) or a fresh GET. The full sync that calls it then picks up every entry that needs an update.
 func (m *Manager) reconcile() {
 	m.mu.Lock()
 	snaps := make([]snapshot, 0, len(m.c.entries))

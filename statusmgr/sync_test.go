@@ -286,9 +286,11 @@ func TestManagerReconcilesOverwrittenStatus(t *testing.T) {
 		if s := h.m.Stats(); s.Reconciled != 1 {
 			t.Errorf("Reconciled = %d", s.Reconciled)
 		}
-		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 2})
+		// Sent again against the lookup's fresh copy, its resourceVersion the patch's
+		// precondition: no GET.
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
 		h.period()
-		h.counts(statusmgrtest.Counts{Gets: 2, Patches: 2})
+		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
 	})
 }
 
@@ -426,5 +428,62 @@ func TestManagerObservesSyncLatency(t *testing.T) {
 		if diff := cmp.Diff(want, seen); diff != "" {
 			t.Errorf("latencies (-want +got):\n%s", diff)
 		}
+	})
+}
+
+// TestManagerFirstPatchWithoutGet: a pod the node agent holds as its source delivered it
+// (with a resourceVersion) gets its first status patch without a GET, the
+// resourceVersion its precondition; a stale copy costs a Conflict and a GET, and a pod
+// recreated under the name is never patched (issue 33 item 5).
+func TestManagerFirstPatchWithoutGet(t *testing.T) {
+	t.Run("fresh", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+			pod := mustPod(t, api, "p") // the source's copy
+			h := start(t, api, nil)
+			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Gets: 0, Patches: 1})
+			if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
+				t.Errorf("phase %s", got.Status.Phase)
+			}
+		})
+	})
+	t.Run("stale", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+			pod := mustPod(t, api, "p")
+			other := pod.DeepCopy()
+			other.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+			api.Put(other) // changed since the source's copy
+			h := start(t, api, nil)
+			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
+			got := mustPod(t, api, "p")
+			if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 4 {
+				t.Errorf("status %+v, want Running with the gate kept", got.Status)
+			}
+			if s := h.m.Stats(); s.Conflicts != 1 || s.Errors != 0 {
+				t.Errorf("stats %+v", s)
+			}
+		})
+	})
+	t.Run("recreated", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+			pod := mustPod(t, api, "p")
+			api.Put(testPod("p", "u2"))
+			h := start(t, api, nil)
+			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1})
+			if got := mustPod(t, api, "p"); got.UID != "u2" || got.Status.Phase != v1.PodPending {
+				t.Errorf("the new pod was written: %s %s", got.UID, got.Status.Phase)
+			}
+			if s := h.m.Stats(); s.Recreated != 1 {
+				t.Errorf("stats %+v", s)
+			}
+		})
 	})
 }
