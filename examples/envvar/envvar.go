@@ -32,6 +32,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 )
@@ -356,6 +357,9 @@ func (o *objects) missing(kind, name, envName string, optional *bool, err error)
 		ReasonMandatorySecretNotFound, ReasonFailedToReadMandatorySecret)
 	if notFound {
 		o.r.event(o.pod, reason, fmt.Sprintf("%s %q not found", kind, name))
+		// The kubelet's cache answers `configmap "x" not found` whatever the Getter's
+		// error says (a client's is `configmaps "x" not found`).
+		return apierrors.NewNotFound(schema.GroupResource{Resource: kind}, name)
 	} else {
 		o.r.event(o.pod, reason, fmt.Sprintf("failed to read %s %q", kind, name))
 	}

@@ -33,7 +33,7 @@ func (f *fake) GetConfigMap(_ context.Context, ns, name string) (*v1.ConfigMap, 
 	if cm, ok := f.cms[ns+"/"+name]; ok {
 		return cm, nil
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmap"}, name)
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "configmaps"}, name)
 }
 
 func (f *fake) GetSecret(_ context.Context, ns, name string) (*v1.Secret, error) {
@@ -43,7 +43,7 @@ func (f *fake) GetSecret(_ context.Context, ns, name string) (*v1.Secret, error)
 	if s, ok := f.secrets[ns+"/"+name]; ok {
 		return s, nil
 	}
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secret"}, name)
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
 }
 
 func (f *fake) ListServices(_ context.Context, ns string) ([]*v1.Service, error) {
@@ -174,7 +174,7 @@ func TestEnv(t *testing.T) {
 				{Name: "EMPTY_VAR"}, {Name: "EMPTY_TEST", Value: "foo-"}}, master...)},
 		{name: "env expansion, service env vars", ns: "test1", links: &yes,
 			container: v1.Container{Env: []v1.EnvVar{{Name: "SVC", Value: "$(TEST_SERVICE_HOST):$(TEST_SERVICE_PORT)"}}},
-			want: append(append([]v1.EnvVar{{Name: "SVC", Value: "1.2.3.3:8083"}}, svcEnv("TEST", "1.2.3.3", "8083")...), master...)},
+			want:      append(append([]v1.EnvVar{{Name: "SVC", Value: "1.2.3.3:8083"}}, svcEnv("TEST", "1.2.3.3", "8083")...), master...)},
 		{name: "configmapkeyref_missing_optional", ns: "test", links: &no, nilLister: true,
 			container: v1.Container{Env: []v1.EnvVar{cmKey("POD_NAME", "missing-config-map", "key", true)}}},
 		{name: "configmapkeyref_missing_key_optional", ns: "test1", links: &no, nilLister: true,
