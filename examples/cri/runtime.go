@@ -132,6 +132,9 @@ type Config struct {
 	Event func(pod *v1.Pod, eventType, reason, message string)
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Env: the node's client, allocatable and addresses for the containers'
+	// environments (ConfigMaps, Secrets, services, the downward API).
+	Env EnvConfig
 }
 
 // Runtime is a node.Runtime over a CRI endpoint. Create it with New; it is safe for
