@@ -70,6 +70,7 @@ import (
 	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
+	"github.com/podlife/podlife/examples/envvar"
 	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/examples/nodeinfo"
@@ -556,6 +557,13 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		}
 		go events.Run(ctx)
 		criCfg.Event = events.Event
+		// The containers' environments: ConfigMaps, Secrets and services through the
+		// node's client, the node's allocatable and address for the downward API.
+		getter := envvar.ClientGetter(client)
+		criCfg.Env = cri.EnvConfig{Getter: getter, Services: getter, HostIPs: cfg.HostIPs}
+		if n != nil {
+			criCfg.Env.Allocatable = n.Status.Allocatable
+		}
 		rt, err := cri.New(criCfg)
 		if err != nil {
 			return err
