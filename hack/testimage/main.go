@@ -17,6 +17,7 @@
 //	                   never), e.g. to make an exec probe succeed, then fail
 //	-http ADDR         serve GET /healthz on ADDR: 200 "ok" for -healthy-for after the
 //	                   start (0: always), then 500 (an httpGet probe's target)
+//	-print-env         print each environment variable at start, sorted, as "env NAME=value"
 //
 // Every event is also printed to stdout, so the container's log tells what happened.
 package main
@@ -28,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -62,6 +64,8 @@ func run(args []string) int {
 	removeAfter := fs.Duration("remove-after", 0, "when -touch removes its file (0: never)")
 	httpAddr := fs.String("http", "", "serve GET /healthz on this address")
 	healthyFor := fs.Duration("healthy-for", 0, "how long /healthz answers 200 before 500 (0: always)")
+	// Environment (issue 29): print the environment to read it back from the log.
+	printEnv := fs.Bool("print-env", false, "print each environment variable at start, sorted, as \"env NAME=value\"")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -92,6 +96,13 @@ func run(args []string) int {
 	}
 	if *text != "" {
 		fmt.Println(*text)
+	}
+	if *printEnv {
+		env := os.Environ()
+		slices.Sort(env)
+		for _, e := range env {
+			fmt.Printf("env %s\n", e)
+		}
 	}
 	fmt.Printf("testimage: started (pid %d)\n", os.Getpid())
 
