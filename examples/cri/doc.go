@@ -37,6 +37,13 @@
 //     (the pull back-off: 10 s doubling to 5 min per pod and image, the last pull's error
 //     in the message), CreateContainerError, RunContainerError (the CRI error's message),
 //     CrashLoopBackOff ("back-off 10s restarting failed container=app pod=web_ns(uid)").
+//     Each container gets its environment as the kubelet makes it (package
+//     examples/envvar, from Config.Env: ConfigMaps, Secrets and services through the
+//     node's client, the downward API with the node's addresses and allocatable) and its
+//     command and args with $(VAR) expanded from it; a missing mandatory ConfigMap,
+//     Secret or key is CreateContainerConfigError with the kubelet's message
+//     (configmap "x" not found, couldn't find key k in ConfigMap ns/x), the container not
+//     created.
 //     RunPodSandbox, CreateContainer and StartContainer run under a context that does not
 //     end with SyncPod's (bounded by Config.CallTimeout, 2 min): a pod deleted while it
 //     starts lets them finish (containerd would kill the shim and report exit code 128,
@@ -72,8 +79,9 @@
 // grpc.health.v1 (SERVING succeeds), with the kubelet's outputs. KillContainer stops the
 // one container that failed its liveness or startup probe as KillPod stops each (preStop
 // hook, then StopContainer) with the probe's terminationGracePeriodSeconds when it has
-// one; the node's next SyncPod starts it again. Not done: $(VAR) expansion in an exec
-// probe's command, HTTP/2 (h2c) and TLS grpc probes.
+// one; the node's next SyncPod starts it again. An exec probe's command has $(VAR)
+// expanded from the container's literal env values, as the kubelet's. Not done: HTTP/2
+// (h2c) and TLS grpc probes.
 //
 // Beyond node.Runtime, PodStats is a pod's ephemeral-storage use for
 // eviction.LocalStorageEviction (package examples/evict runs the kubelet's local-storage

@@ -59,7 +59,7 @@ func (r *Runtime) Probe(ctx context.Context, pod *v1.Pod, st *pleg.PodStatus, c 
 	timeout := time.Duration(max(p.TimeoutSeconds, 1)) * time.Second
 	switch {
 	case p.Exec != nil:
-		return r.execProbe(ctx, containerID, p.Exec.Command, timeout)
+		return r.execProbe(ctx, containerID, execCommand(c, p.Exec.Command), timeout)
 	case p.HTTPGet != nil:
 		host := p.HTTPGet.Host
 		if host == "" {

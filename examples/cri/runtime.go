@@ -148,6 +148,9 @@ type Config struct {
 	// plain directories instead of tmpfs mounts (which need root; without the right to
 	// mount they are plain directories anyway).
 	MemoryVolumesOnDisk bool
+	// Env: the node's client, allocatable and addresses for the containers'
+	// environments (ConfigMaps, Secrets, services, the downward API).
+	Env EnvConfig
 }
 
 // Runtime is a node.Runtime over a CRI endpoint. Create it with New; it is safe for

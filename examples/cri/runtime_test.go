@@ -155,7 +155,7 @@ func TestSyncPodCreates(t *testing.T) {
 	want := map[string]any{
 		"labels":  map[string]string{cri.LabelPodUID: "uid-1", cri.LabelPodName: "web", cri.LabelPodNamespace: "ns", cri.LabelContainerName: "a"},
 		"restart": "0", "logPath": "a/0.log", "command": []string{"/bin/app"}, "args": []string{"-v"}, "dir": "/w",
-		"envs": 1, "image": "sha256:img:1", "attempt": uint32(0),
+		"envs": 2, "image": "sha256:img:1", "attempt": uint32(0), // FROM (an empty valueFrom) is "", as the kubelet sets it
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("container a (-want +got):\n%s", diff)

@@ -328,11 +328,15 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return containerError(c, node.ReasonCreateContainerConfigError, err.Error(), fmt.Errorf("%w: %w", ErrCreateContainerConfig, err))
 	}
+	envs, command, args, err := r.containerEnv(ctx, pod, c, status, sandboxID)
+	if err != nil {
+		return err
+	}
 	cfg := &runtimeapi.ContainerConfig{
 		Metadata:    &runtimeapi.ContainerMetadata{Name: c.Name, Attempt: uint32(restartCount)},
 		Image:       &runtimeapi.ImageSpec{Image: imageRef, UserSpecifiedImage: c.Image},
-		Command:     c.Command,
-		Args:        c.Args,
+		Command:     command,
+		Args:        args,
 		WorkingDir:  c.WorkingDir,
 		Labels:      containerLabels(pod, c),
 		Annotations: containerAnnotations(pod, c, restartCount),
@@ -341,13 +345,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		StdinOnce:   c.StdinOnce,
 		Tty:         c.TTY,
 		Mounts:      mounts,
+		Envs:        envs,
 		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
 			NamespaceOptions: r.namespaceOptions(pod)}},
-	}
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
-		}
 	}
 	if err := os.MkdirAll(sandboxCfg.LogDirectory+"/"+c.Name, 0o755); err != nil {
 		return fmt.Errorf("cri: container log directory: %w", err)

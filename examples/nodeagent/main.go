@@ -70,6 +70,7 @@ import (
 	"github.com/podlife/podlife/admission"
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
+	"github.com/podlife/podlife/examples/envvar"
 	"github.com/podlife/podlife/examples/kube"
 	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/examples/nodeinfo"
@@ -566,6 +567,13 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		// The pods' configMap, secret and projected volumes read through the node's
 		// client (the Node authorizer allows its pods' objects and tokens).
 		criCfg.Volumes = cri.ClientVolumes(client)
+		// The containers' environments: ConfigMaps, Secrets and services through the
+		// node's client, the node's allocatable and address for the downward API.
+		getter := envvar.ClientGetter(client)
+		criCfg.Env = cri.EnvConfig{Getter: getter, Services: getter, HostIPs: cfg.HostIPs}
+		if n != nil {
+			criCfg.Env.Allocatable = n.Status.Allocatable
+		}
 		rt, err := cri.New(criCfg)
 		if err != nil {
 			return err

@@ -201,9 +201,9 @@ func NewAdapter(cfg AdapterConfig) (*Adapter, error) {
 		pods: map[types.UID]*podRecord{}}
 	a.notifier, _ = cfg.Provider.(node.PodNotifier)
 	if cfg.Env != nil {
-		a.env = &envResolver{src: cfg.Env, allocatable: cfg.Allocatable, event: func(pod *v1.Pod, reason, message string) {
+		a.env = newEnvResolver(cfg.Env, cfg.Allocatable, func(pod *v1.Pod, reason, message string) {
 			a.event(pod, reason, message)
-		}}
+		})
 	}
 	return a, nil
 }

@@ -22,6 +22,7 @@
 //	                   prints the status and the body, 0 on a 2xx status, else 1
 //	-watch-file PATH   print PATH's content at start and whenever it changes (checked
 //	                   every 100 ms), e.g. a configMap volume's file
+//	-print-env         print each environment variable at start, sorted, as "env NAME=value"
 //
 // Every event is also printed to stdout, so the container's log tells what happened.
 package main
@@ -36,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -76,6 +78,8 @@ func run(args []string) int {
 	bearerFile := fs.String("bearer-file", "", "with -get: the file of the bearer token")
 	caFile := fs.String("ca-file", "", "with -get: the CA file of the server's certificate")
 	watchFile := fs.String("watch-file", "", "print this file's content at start and whenever it changes")
+	// Environment (issue 29): print the environment to read it back from the log.
+	printEnv := fs.Bool("print-env", false, "print each environment variable at start, sorted, as \"env NAME=value\"")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -112,6 +116,13 @@ func run(args []string) int {
 	}
 	if *text != "" {
 		fmt.Println(*text)
+	}
+	if *printEnv {
+		env := os.Environ()
+		slices.Sort(env)
+		for _, e := range env {
+			fmt.Printf("env %s\n", e)
+		}
 	}
 	fmt.Printf("testimage: started (pid %d)\n", os.Getpid())
 
