@@ -38,7 +38,10 @@
 //     deleted; runtime pods with anything running that no worker owns (or whose worker has
 //     finished) killed with grace 1; and the stopped leftovers of runtime pods that no
 //     worker and no source knows removed (Runtime.RemovePod), never while anything of them
-//     may run.
+//     may run. Runtime.ListPods and RemovePod run on a goroutine of their own and the loop
+//     goes on meanwhile; what to kill and remove is decided on the loop from the workers'
+//     and the sources' state once the list is in, and checked again before each removal.
+//     The next round starts HousekeepingPeriod after the previous one ended.
 //   - The API status is generated from the runtime status (GenerateAPIStatus: phase,
 //     container statuses, conditions, IPs, qosClass from the spec and never changed), then
 //     completed by the runtime if it implements StatusGenerator, and handed to the status
@@ -125,7 +128,8 @@
 // Updates come only from Config.Sources (others fail with ErrUnknownSource); a pod bound
 // to another node or without a name is dropped from its update (EventError,
 // ReasonDropped) and never runs. The node calls the Runtime (from the pod
-// workers' goroutines and, for ListPods and RemovePod in housekeeping, from the loop), the
+// workers' goroutines and, for ListPods and RemovePod in housekeeping, from a goroutine
+// of its own, one round at a time: a slow runtime holds up no config change or PLEG event), the
 // StatusPatcher (from the status manager's writers: up to statusmgr.DefaultMaxConcurrentWrites
 // calls at once, one per pod at a time) and the hooks.
 //

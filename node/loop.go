@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ import (
 func (n *Node) loop(ctx context.Context) {
 	housekeeping := n.clock.NewTimer(n.cfg.HousekeepingPeriod)
 	defer housekeeping.Stop()
+	// hk runs housekeeping's runtime calls off this goroutine; they end with ctx.
+	hk := newHousekeeper()
+	defer hk.wg.Wait()
 	// deadline fires when the earliest active deadline of a pod passes (deadlineC is nil
 	// while there is none).
 	var deadline clock.Timer
@@ -69,7 +73,16 @@ func (n *Node) loop(ctx context.Context) {
 		case <-deadlineC:
 			resetDeadline(n.syncDeadlines())
 		case <-housekeeping.C():
-			n.housekeeping(ctx)
+			// The timer restarts when the round ends: one round at a time.
+			if !n.housekeeping(ctx, hk) {
+				housekeeping.Reset(n.cfg.HousekeepingPeriod)
+			}
+		case hr := <-hk.listed:
+			if !n.listedRuntime(ctx, hk, hr) {
+				housekeeping.Reset(n.cfg.HousekeepingPeriod)
+			}
+		case hr := <-hk.removed:
+			n.removedRuntime(ctx, hr)
 			housekeeping.Reset(n.cfg.HousekeepingPeriod)
 		}
 	}
@@ -301,14 +314,61 @@ func (n *Node) reportPLEG(ev *pleg.PodLifecycleEvent) (*v1.Pod, bool) {
 	return p, ok
 }
 
+// housekeepingRound is a housekeeping round between the loop and its runtime goroutine:
+// the loop does the round's bookkeeping, a goroutine lists the runtime's pods (listed),
+// the loop decides what to kill and what to remove, and a goroutine removes the
+// leftovers (removed). The Runtime's ListPods and RemovePod never run on the loop's
+// goroutine: a slow runtime holds up no config change, PLEG event or kill.
+type housekeepingRound struct {
+	round HousekeepingRound
+	known map[types.UID]podworker.PodWorkerSync
+	// pods and err are ListPods' answer.
+	pods []*pleg.Pod
+	err  error
+	// failed are the RemovePod errors and removed the pods removed, for the loop to
+	// report.
+	failed  []removeFailure
+	removed []*pleg.Pod
+}
+
+type removeFailure struct {
+	pod *pleg.Pod
+	err error
+}
+
+// housekeeper runs the goroutines of one housekeeping round at a time.
+type housekeeper struct {
+	listed  chan *housekeepingRound
+	removed chan *housekeepingRound
+	wg      sync.WaitGroup
+}
+
+func newHousekeeper() *housekeeper {
+	return &housekeeper{listed: make(chan *housekeepingRound), removed: make(chan *housekeepingRound)}
+}
+
+// goSend runs f on its own goroutine and hands hr to the loop on ch, unless ctx ends.
+func (h *housekeeper) goSend(ctx context.Context, ch chan<- *housekeepingRound, hr *housekeepingRound, f func()) {
+	h.wg.Go(func() {
+		f()
+		select {
+		case ch <- hr:
+		case <-ctx.Done():
+		}
+	})
+}
+
 // housekeeping is the kubelet's HandlePodCleanups, skipped until every source is ready
-// (a pod missing from a source that has not listed yet is not gone).
-func (n *Node) housekeeping(ctx context.Context) {
+// (a pod missing from a source that has not listed yet is not gone). It does the
+// round's bookkeeping on the loop and starts the runtime listing on its own goroutine
+// (see listedRuntime); it reports whether a round started.
+func (n *Node) housekeeping(ctx context.Context, h *housekeeper) bool {
 	if !n.isReady() {
 		n.log.DebugContext(ctx, "housekeeping skipped: not every pod source is ready", "sources", n.cfg.Sources)
-		return
+		return false
 	}
-	round := HousekeepingRound{At: n.clock.Now()}
+	hr := &housekeepingRound{round: HousekeepingRound{At: n.clock.Now()}}
+	round := &hr.round
 	desired, mirrors, uids := n.pods.snapshot()
 	for _, p := range desired {
 		if podfacts.IsStatic(p) {
@@ -319,12 +379,7 @@ func (n *Node) housekeeping(ctx context.Context) {
 	}
 	before := n.workers.Len()
 	known := n.workers.SyncKnownPods(desired)
-	if n.cfg.Metrics.Housekeeping != nil {
-		defer func() {
-			round.Working = workingPods(countWorking(known))
-			n.cfg.Metrics.Housekeeping(round)
-		}()
-	}
+	hr.known = known
 	if forgot := before - len(known); forgot > 0 {
 		n.emit(Event{Kind: EventHousekeeping, Reason: ReasonForgot, Message: fmt.Sprintf("forgot %d finished pod(s)", forgot)})
 	}
@@ -357,18 +412,33 @@ func (n *Node) housekeeping(ctx context.Context) {
 		}
 		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: p, MirrorPod: n.mirrorOf(p)})
 		known[p.UID] = podworker.PodWorkerSync{State: podworker.SyncPod, HasConfig: true, Static: podfacts.IsStatic(p)}
-		uids[p.UID] = true
 	}
+	h.goSend(ctx, h.listed, hr, func() { hr.pods, hr.err = n.runtime.ListPods(ctx, true) })
+	return true
+}
 
-	runtimePods, err := n.runtime.ListPods(ctx, true)
-	if err != nil {
+// listedRuntime is housekeeping's second step, on the loop once the runtime's pods are
+// listed: deleted terminal pods no worker knows go to the workers, running runtime pods
+// no worker is in charge of are killed (grace 1), and the leftovers of stopped ones that
+// neither a worker nor a config needs are removed on a goroutine (see removedRuntime).
+// It decides from the pod workers' and the pod manager's state now, not the round's
+// start: the loop may have started pods meanwhile. It reports whether the round goes on.
+func (n *Node) listedRuntime(ctx context.Context, h *housekeeper, hr *housekeepingRound) bool {
+	round, known := &hr.round, hr.known
+	if hr.err != nil {
 		if ctx.Err() == nil {
-			n.emit(Event{Kind: EventError, Reason: ReasonHousekeepingError, Err: fmt.Errorf("node: listing the runtime's pods: %w", err)})
+			n.emit(Event{Kind: EventError, Reason: ReasonHousekeepingError, Err: fmt.Errorf("node: listing the runtime's pods: %w", hr.err)})
 		}
-		return
+		n.endHousekeeping(hr)
+		return false
 	}
-	running := make(map[types.UID]bool, len(runtimePods))
-	for _, rp := range runtimePods {
+	stateOf := func(uid types.UID) (podworker.WorkType, bool) {
+		st, ok := n.workers.PodState(uid)
+		return st.WorkType, ok
+	}
+	desired, _, uids := n.pods.snapshot()
+	running := make(map[types.UID]bool, len(hr.pods))
+	for _, rp := range hr.pods {
 		if rp != nil && isRunning(rp) {
 			running[rp.ID] = true
 		}
@@ -376,26 +446,27 @@ func (n *Node) housekeeping(ctx context.Context) {
 	// Terminal pods that were deleted and that no worker knows (the agent restarted)
 	// are handed to the workers so their objects can be deleted.
 	for _, p := range desired {
-		if _, ok := known[p.UID]; ok || p.DeletionTimestamp == nil || !podfacts.IsTerminalPhase(p.Status.Phase) || running[p.UID] {
+		if _, ok := stateOf(p.UID); ok || p.DeletionTimestamp == nil || !podfacts.IsTerminalPhase(p.Status.Phase) || running[p.UID] {
 			continue
 		}
 		n.updatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p, MirrorPod: n.mirrorOf(p)})
 		known[p.UID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, HasConfig: true}
 	}
 	one := int64(1)
-	for _, rp := range runtimePods {
+	var remove []*pleg.Pod
+	for _, rp := range hr.pods {
 		if rp == nil {
 			continue
 		}
-		w, ok := known[rp.ID]
-		if ok && (w.State == podworker.SyncPod || w.State == podworker.TerminatingPod) {
+		state, ok := stateOf(rp.ID)
+		if ok && (state == podworker.SyncPod || state == podworker.TerminatingPod) {
 			continue // its worker is in charge
 		}
 		if running[rp.ID] {
 			// Nothing runs it on purpose: an orphan, killed with grace 1.
 			n.log.DebugContext(ctx, "cleaning up the containers of an orphaned runtime pod", "pod", rp.Namespace+"/"+rp.Name, "podUID", rp.ID)
 			round.OrphansKilled++
-			if !ok {
+			if _, k := known[rp.ID]; !k {
 				known[rp.ID] = podworker.PodWorkerSync{State: podworker.TerminatingPod, Orphan: true}
 			}
 			n.emit(Event{Kind: EventHousekeeping, UID: rp.ID, Reason: ReasonKillingOrphan,
@@ -407,17 +478,54 @@ func (n *Node) housekeeping(ctx context.Context) {
 		if ok || uids[rp.ID] {
 			continue // its worker or its config may still need it
 		}
-		if err := n.runtime.RemovePod(ctx, rp); err != nil {
-			if ctx.Err() == nil {
-				n.emit(Event{Kind: EventError, UID: rp.ID, Reason: ReasonHousekeepingError,
-					Err: fmt.Errorf("node: removing the leftovers of %s/%s: %w", rp.Namespace, rp.Name, err)})
+		remove = append(remove, rp)
+	}
+	if len(remove) == 0 {
+		n.endHousekeeping(hr)
+		return false
+	}
+	h.goSend(ctx, h.removed, hr, func() {
+		for _, rp := range remove {
+			// The loop may have given the pod a config or a worker since it decided.
+			if _, ok := n.pods.GetPodByUID(rp.ID); ok {
+				continue
 			}
-			continue
+			if _, ok := n.workers.PodState(rp.ID); ok {
+				continue
+			}
+			if err := n.runtime.RemovePod(ctx, rp); err != nil {
+				hr.failed = append(hr.failed, removeFailure{rp, err})
+				continue
+			}
+			hr.removed = append(hr.removed, rp)
 		}
-		if n.observed() {
+	})
+	return true
+}
+
+// removedRuntime is housekeeping's last step, on the loop once the leftovers are
+// removed: it reports the removals and ends the round.
+func (n *Node) removedRuntime(ctx context.Context, hr *housekeepingRound) {
+	for _, f := range hr.failed {
+		if ctx.Err() == nil {
+			n.emit(Event{Kind: EventError, UID: f.pod.ID, Reason: ReasonHousekeepingError,
+				Err: fmt.Errorf("node: removing the leftovers of %s/%s: %w", f.pod.Namespace, f.pod.Name, f.err)})
+		}
+	}
+	if n.observed() {
+		for _, rp := range hr.removed {
 			n.emit(Event{Kind: EventRuntime, UID: rp.ID, Reason: ReasonRemovedLeftovers,
 				Message: fmt.Sprintf("removed the containers and sandbox of %s/%s", rp.Namespace, rp.Name)})
 		}
+	}
+	n.endHousekeeping(hr)
+}
+
+// endHousekeeping reports the round to Config.Metrics.Housekeeping.
+func (n *Node) endHousekeeping(hr *housekeepingRound) {
+	if n.cfg.Metrics.Housekeeping != nil {
+		hr.round.Working = workingPods(countWorking(hr.known))
+		n.cfg.Metrics.Housekeeping(hr.round)
 	}
 }
 

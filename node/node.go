@@ -454,13 +454,82 @@ func (n *Node) push(s *pleg.PodStatus) {
 	}
 }
 
-// Workers, Status, Relister and Mux expose the node's components, for queries, tests and
-// observers. Calling their mutating methods interferes with the loop: to end a pod, call
-// KillPod.
-func (n *Node) Workers() *podworker.Runner { return n.workers }
-func (n *Node) Status() *statusmgr.Manager { return n.status }
-func (n *Node) Relister() *pleg.Relister   { return n.relister }
-func (n *Node) Mux() *config.Mux           { return n.mux }
+// WorkerQueries are the pod workers' read-only queries (see podworker.Runner), with the
+// kubelet's meanings. They take the workers' lock, never wait for the loop, and may be
+// called from any goroutine.
+type WorkerQueries interface {
+	Len() int
+	PodState(uid types.UID) (podworker.PodState, bool)
+	IsPodKnownTerminated(uid types.UID) bool
+	CouldHaveRunningContainers(uid types.UID) bool
+	ShouldPodBeFinished(uid types.UID) bool
+	IsPodTerminationRequested(uid types.UID) bool
+	ShouldPodContainersBeTerminating(uid types.UID) bool
+	ShouldPodRuntimeBeRemoved(uid types.UID) bool
+	ShouldPodContentBeRemoved(uid types.UID) bool
+}
+
+// StatusQueries are the status manager's read-only queries (see statusmgr.Manager's
+// GetPodStatus and PodStatusView).
+type StatusQueries interface {
+	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
+	PodStatusView(uid types.UID) (v1.PodStatus, bool)
+}
+
+// RelisterQueries are the PLEG's read-only queries (see pleg.Relister's Healthy and
+// DroppedEvents).
+type RelisterQueries interface {
+	Healthy() (bool, error)
+	DroppedEvents() uint64
+}
+
+// workerQueries, statusQueries and relisterQueries hide the live components behind the
+// queries: a caller cannot reach their mutating methods (a type assertion finds none).
+type (
+	workerQueries   struct{ r *podworker.Runner }
+	statusQueries   struct{ m *statusmgr.Manager }
+	relisterQueries struct{ r *pleg.Relister }
+)
+
+func (q workerQueries) Len() int { return q.r.Len() }
+func (q workerQueries) PodState(uid types.UID) (podworker.PodState, bool) {
+	return q.r.PodState(uid)
+}
+func (q workerQueries) IsPodKnownTerminated(uid types.UID) bool { return q.r.IsPodKnownTerminated(uid) }
+func (q workerQueries) CouldHaveRunningContainers(uid types.UID) bool {
+	return q.r.CouldHaveRunningContainers(uid)
+}
+func (q workerQueries) ShouldPodBeFinished(uid types.UID) bool { return q.r.ShouldPodBeFinished(uid) }
+func (q workerQueries) IsPodTerminationRequested(uid types.UID) bool {
+	return q.r.IsPodTerminationRequested(uid)
+}
+func (q workerQueries) ShouldPodContainersBeTerminating(uid types.UID) bool {
+	return q.r.ShouldPodContainersBeTerminating(uid)
+}
+func (q workerQueries) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+	return q.r.ShouldPodRuntimeBeRemoved(uid)
+}
+func (q workerQueries) ShouldPodContentBeRemoved(uid types.UID) bool {
+	return q.r.ShouldPodContentBeRemoved(uid)
+}
+
+func (q statusQueries) GetPodStatus(uid types.UID) (v1.PodStatus, bool) { return q.m.GetPodStatus(uid) }
+func (q statusQueries) PodStatusView(uid types.UID) (v1.PodStatus, bool) {
+	return q.m.PodStatusView(uid)
+}
+func (q relisterQueries) Healthy() (bool, error) { return q.r.Healthy() }
+func (q relisterQueries) DroppedEvents() uint64  { return q.r.DroppedEvents() }
+
+// Workers returns the pod workers' read-only queries. To end a pod, call KillPod.
+func (n *Node) Workers() WorkerQueries {
+	return workerQueries{n.workers}
+}
+
+// Status returns the status manager's read-only queries.
+func (n *Node) Status() StatusQueries { return statusQueries{n.status} }
+
+// Relister returns the PLEG's read-only queries (its health for /healthz).
+func (n *Node) Relister() RelisterQueries { return relisterQueries{n.relister} }
 
 // Pod returns the desired pod with the UID as the sources last gave it (a static pod by
 // its own UID, never a mirror pod).

@@ -40,7 +40,6 @@ import (
 	"github.com/podlife/podlife/examples/nodestatus"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/node/nodetest"
-	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/podworker"
 	"github.com/podlife/podlife/statusmgr"
@@ -281,7 +280,7 @@ func (a *Agent) Started() time.Time { return a.started }
 // graceful node shutdown).
 func (a *Agent) Node() *node.Node { return a.node }
 
-// Workers, Status and Relister expose the node's components, for tests and observers.
-func (a *Agent) Workers() *podworker.Runner { return a.node.Workers() }
-func (a *Agent) Status() *statusmgr.Manager { return a.node.Status() }
-func (a *Agent) Relister() *pleg.Relister   { return a.node.Relister() }
+// Workers, Status and Relister are the node's read-only queries, for tests and observers.
+func (a *Agent) Workers() node.WorkerQueries    { return a.node.Workers() }
+func (a *Agent) Status() node.StatusQueries     { return a.node.Status() }
+func (a *Agent) Relister() node.RelisterQueries { return a.node.Relister() }

@@ -6,9 +6,12 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/podlife/podlife/examples/agent"
+	"github.com/podlife/podlife/pleg"
 	"github.com/podlife/podlife/pleg/plegtest"
 	"github.com/podlife/podlife/statusmgr/statusmgrtest"
 )
@@ -21,8 +24,15 @@ func TestMetricsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := agent.Config{Server: statusmgrtest.NewFakeAPI(), Runtime: plegtest.NewRuntime(nil)}
+	// One relist in the test: the next is an hour away.
+	cfg := agent.Config{Server: statusmgrtest.NewFakeAPI(), Runtime: plegtest.NewRuntime(nil), RelistPeriod: time.Hour}
 	ms.wire(&cfg)
+	relisted, hook := make(chan struct{}), cfg.Metrics.PLEG.Relisted
+	var once sync.Once
+	cfg.Metrics.PLEG.Relisted = func(r pleg.Relist) {
+		hook(r)
+		once.Do(func() { close(relisted) })
+	}
 	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -47,9 +57,16 @@ func TestMetricsServer(t *testing.T) {
 	if code, body := get("/healthz"); code != http.StatusInternalServerError {
 		t.Errorf("/healthz before any relist = %d %q, want 500", code, body)
 	}
-	if err := a.Relister().Relist(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- a.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-ran; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	<-relisted
 	if code, body := get("/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz after a relist = %d %q, want 200", code, body)
 	}
