@@ -244,7 +244,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 // newNodeStatus is the node status controller of cfg for the node nodeName, healthy
 // while relister is.
-func newNodeStatus(cfg nodestatus.Config, nodeName string, clk clock.Clock, relister *pleg.Relister) (*nodestatus.Controller, error) {
+func newNodeStatus(cfg nodestatus.Config, nodeName string, clk clock.Clock, relister node.RelisterQueries) (*nodestatus.Controller, error) {
 	if cfg.Node == nil {
 		return nil, errors.New("agent: NodeStatus.Node is required")
 	}
