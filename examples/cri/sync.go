@@ -33,7 +33,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 			return err
 		}
 	}
-	a := computePodActions(pod, status)
+	a := computePodActionsStartup(pod, status, r.startupResult)
 	r.log.Debug("SyncPod", "pod", pod.Namespace+"/"+pod.Name, "actions", fmt.Sprintf("%+v", a))
 	if a.CreateSandbox {
 		if err := r.checkNetwork(pod); err != nil {
@@ -48,7 +48,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if a.InitFailed {
 		return nil // the pod is done; the node sees it Failed
 	}
-	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.Start) == 0)) {
+	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.InitStart) == 0 && len(a.Start) == 0)) {
 		return nil
 	}
 	leave, err := r.starting.enter(ctx)
@@ -86,7 +86,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 		}
 	}
 	if a.NextInit >= 0 {
+		errs = append(errs, r.killInit(ctx, pod, a.InitKill)...) // order.Init's kills (sidecar.go)
 		start(&pod.Spec.InitContainers[a.NextInit])
+	}
+	for _, i := range a.InitStart {
+		start(&pod.Spec.InitContainers[i])
 	}
 	for _, i := range a.Start {
 		if ctx.Err() != nil {
