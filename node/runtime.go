@@ -62,7 +62,9 @@ type Runtime interface {
 	pleg.RuntimeService
 
 	// SyncPod makes the pod run as its spec says: the sandbox, the init containers in
-	// order, then the containers; containers that exited are restarted as the pod's
+	// order, then the containers (package order has the kubelet's decision, order.Init: a
+	// sidecar, a restartable init container, is done once it runs or its startup probe
+	// succeeded, and is restarted whenever it exits); containers that exited are restarted as the pod's
 	// restartPolicy says (with a back-off), and nothing of a pod whose status the node
 	// found terminal is started again. status is the runtime status the node last
 	// observed (nil or empty: nothing exists yet). It is called on every sync of a pod
@@ -85,8 +87,11 @@ type Runtime interface {
 	// KillPod stops every container of the pod and its sandbox, giving the containers
 	// gracePeriod seconds (>= 1) as the pod-level budget (apply the container-level
 	// rules of package grace: grace.ContainerStopTimeout with gracePeriod as the
-	// override, at least 2 s, a preStop hook's time counted against the budget), and
-	// returns nil only once none runs. It is called for every pod that must stop, also
+	// override, at least 2 s, a preStop hook's time counted against the budget). The
+	// main containers stop first, in parallel, the sidecars after them in the reverse
+	// order of their declaration: package order has the kubelet's order
+	// (order.Termination) and the grace each is left after waiting for its turn
+	// (order.TurnBudget, order.StopGrace). It returns nil only once none runs. It is called for every pod that must stop, also
 	// one that never started, and again with a shorter period after ctx was cancelled
 	// because a second delete or an eviction shortened it. An error is retried.
 	KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus, gracePeriod int64) error

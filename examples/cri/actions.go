@@ -3,6 +3,7 @@ package cri
 import (
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/podlife/podlife/order"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -18,8 +19,11 @@ type podActions struct {
 	// SandboxID is the ready sandbox to start containers in (when not CreateSandbox).
 	SandboxID string
 	// NextInit is the index in pod.Spec.InitContainers of the init container to start,
-	// or -1.
-	NextInit int
+	// or -1; InitStart lists more to start after it (sidecars to restart), and InitKill
+	// the instances to stop first (order.Init).
+	NextInit  int
+	InitStart []int
+	InitKill  []order.Kill
 	// Start lists indexes in pod.Spec.Containers to start.
 	Start []int
 	// InitFailed: an init container failed and the restartPolicy is Never: the pod is
@@ -57,35 +61,21 @@ func succeeded(s *pleg.ContainerStatus) bool {
 	return s != nil && s.State == pleg.ContainerStateExited && s.ExitCode == 0
 }
 
-// nextInit is the kubelet's findNextInitContainerToRun: the index of the init container to
-// start (-1: none now), whether one failed for good, and whether all have succeeded.
-func nextInit(pod *v1.Pod, status *pleg.PodStatus) (next int, failed, done bool) {
-	for i := range pod.Spec.InitContainers {
-		s := status.FindContainerStatusByName(pod.Spec.InitContainers[i].Name)
-		switch {
-		case succeeded(s):
-			continue
-		case s == nil:
-			return i, false, false
-		case s.State == pleg.ContainerStateRunning:
-			return -1, false, false // wait for it
-		case s.State == pleg.ContainerStateExited && !restartOnFailure(pod):
-			return -1, true, false
-		default: // failed (restart it), created or unknown
-			return i, false, false
-		}
-	}
-	return -1, false, true
-}
-
 // isTerminalPhase: the pod's API phase is terminal.
 func isTerminalPhase(pod *v1.Pod) bool {
 	return pod.Status.Phase == v1.PodSucceeded || pod.Status.Phase == v1.PodFailed
 }
 
 // computePodActions decides what SyncPod does, as the kubelet's computePodActions does
-// for pods without sidecars, probes, resizes or changed container specs.
+// for pods without resizes or changed container specs; the init containers and sidecars
+// as package order decides.
 func computePodActions(pod *v1.Pod, status *pleg.PodStatus) podActions {
+	return computePodActionsStartup(pod, status, nil)
+}
+
+// computePodActionsStartup is computePodActions with the sidecars' startup probe results
+// (nil: none known): the init containers as order.Init decides.
+func computePodActionsStartup(pod *v1.Pod, status *pleg.PodStatus, startup order.Startup) podActions {
 	a := podActions{NextInit: -1}
 	var newest *pleg.SandboxStatus
 	if status != nil && len(status.SandboxStatuses) > 0 {
@@ -129,14 +119,20 @@ func computePodActions(pod *v1.Pod, status *pleg.PodStatus) podActions {
 	}
 
 	a.SandboxID = newest.ID
-	next, failed, done := nextInit(pod, status)
-	switch {
-	case failed:
+	init := order.Init(pod, status, startup)
+	if init.KillPod {
 		a.InitFailed = true
 		a.KillPod = true
 		return a
-	case !done:
-		a.NextInit = next
+	}
+	if len(init.Start) > 0 {
+		a.NextInit = init.Start[0]
+		if len(init.Start) > 1 {
+			a.InitStart = init.Start[1:]
+		}
+	}
+	a.InitKill = init.Kill
+	if !init.Initialized {
 		return a
 	}
 	running := false
@@ -151,7 +147,8 @@ func computePodActions(pod *v1.Pod, status *pleg.PodStatus) podActions {
 		}
 	}
 	if !running && len(a.Start) == 0 {
-		a.KillPod = true // every container is done: stop the sandbox
+		a.KillPod = true // every container is done: stop the sandbox (and its sidecars)
+		a.NextInit, a.InitStart, a.InitKill = -1, nil, nil
 	}
 	return a
 }

@@ -28,7 +28,9 @@
 //   - SyncPod: first the pod's volumes (see Volumes below; none missing, or nothing
 //     starts), then the kubelet's computePodActions: create a sandbox when none is ready (kill
 //     what is left of the old one first), pull images as imagePullPolicy says, start the
-//     init containers one by one, then the containers, restart exited ones as the
+//     init containers one by one as package order decides (a sidecar, a restartable init
+//     container, is done once it runs, or once a startup probe run through Probe
+//     succeeded; exited sidecars restart), then the containers, restart exited ones as the
 //     restartPolicy says with the kubelet's crash-loop back-off (10 s doubling to 5 min,
 //     per pod and container, forgotten after 10 min without a restart; backoff.go). Nothing
 //     of a pod that is done is started again. A container it does not start is reported
@@ -50,7 +52,9 @@
 //     StartError), and KillPod then stops what started, as the kubelet does.
 //   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
 //     grace period as timeout), then StopContainer with the rest of the grace period, at
-//     least 2 s; then StopPodSandbox. What runs is read as PodStatus reads it. It returns
+//     least 2 s; a sidecar's StopContainer waits for the main containers and the sidecars
+//     declared after it (order.Termination, the wait taken out of its grace:
+//     order.StopGrace); then StopPodSandbox. What runs is read as PodStatus reads it. It returns
 //     nil only when no container of the pod runs (one list of its running containers
 //     afterwards catches one the runtime did not know of).
 //   - KillRuntimePod: the same with a grace period of 1 s (hence the 2 s minimum).
@@ -130,7 +134,6 @@
 // Not covered: persistent, CSI and image volumes and clusterTrustBundle projections,
 // fsGroup ownership of volumes, probes, resources and cgroups (an ephemeral-storage limit is only
 // enforced by an evictor, examples/evict, reading PodStats), security contexts beyond the
-// namespaces, env from ConfigMaps/Secrets/fields, sidecar (restartable init) containers as
-// such (they run as ordinary init containers), HTTP preStop hooks (logged and skipped), and
+// namespaces, env from ConfigMaps/Secrets/fields, HTTP preStop hooks (logged and skipped), and
 // restarts on a changed container spec.
 package cri

@@ -34,6 +34,9 @@ type fakeCRI struct {
 	images     map[string]bool
 	pulls      []string
 	stops      map[string]int64 // StopContainer timeout by container name
+	stopOrder  []string         // container names in the order of their StopContainer calls
+	// stopHold, if set, is called (without f.mu) at the start of StopContainer.
+	stopHold func(name string)
 	// stopKeepsRunning: StopContainer leaves the container running (a stuck runtime).
 	stopKeepsRunning bool
 	// execTakes is how long an ExecSync (a preStop hook) takes, in fake time.
@@ -247,12 +250,19 @@ func (f *fakeCRI) exitContainer(t *testing.T, name string, code int32) {
 
 func (f *fakeCRI) StopContainer(_ context.Context, r *runtimeapi.StopContainerRequest) (*runtimeapi.StopContainerResponse, error) {
 	f.mu.Lock()
+	hold := f.stopHold
+	if c := f.containers[r.GetContainerId()]; hold != nil && c != nil {
+		f.mu.Unlock()
+		hold(c.cfg.GetMetadata().GetName())
+		f.mu.Lock()
+	}
 	defer f.mu.Unlock()
 	c := f.containers[r.GetContainerId()]
 	if c == nil {
 		return nil, status.Error(codes.NotFound, "no container")
 	}
 	f.stops[c.cfg.GetMetadata().GetName()] = r.GetTimeout()
+	f.stopOrder = append(f.stopOrder, c.cfg.GetMetadata().GetName())
 	if !f.stopKeepsRunning && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
 		f.exit(c, 143)
 	}

@@ -15,6 +15,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/podlife/podlife/grace"
+	"github.com/podlife/podlife/order"
 	"github.com/podlife/podlife/pleg"
 )
 
@@ -33,7 +34,9 @@ func StopTimeout(pod *v1.Pod, c *v1.Container, gracePeriod int64, preStopElapsed
 }
 
 // KillPod stops every container of the pod that runs (all in parallel: preStop hook, then
-// StopContainer, see StopTimeout), then its sandboxes. It returns nil only when nothing of
+// StopContainer, see StopTimeout; a sidecar, once its preStop hook ran, waits for the main
+// containers and the sidecars declared after it to stop, see order.Termination), then its
+// sandboxes. It returns nil only when nothing of
 // the pod runs any more.
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStatus, gracePeriod int64) error {
 	if pod == nil || pod.UID == "" {
@@ -150,8 +153,9 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, g
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(containers))
+	t := newTurns(pod, containers) // sidecars after the main containers (sidecar.go)
 	for i, c := range containers {
-		wg.Go(func() { errs[i] = r.killContainer(ctx, pod, c, gracePeriod) })
+		wg.Go(func() { errs[i] = r.killContainerTurn(ctx, pod, c, gracePeriod, t) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -190,13 +194,24 @@ func specContainer(pod *v1.Pod, name string) *v1.Container {
 // killContainer runs the container's preStop hook (when it runs and the pod has a
 // budget) and stops it.
 func (r *Runtime) killContainer(ctx context.Context, pod *v1.Pod, c liveContainer, gracePeriod int64) error {
+	return r.killContainerTurn(ctx, pod, c, gracePeriod, nil)
+}
+
+// killContainerTurn is killContainer that waits for the container's turn (t, nil: none)
+// after its preStop hook, as the kubelet's killContainer: the wait and the stop share
+// what the hook left of the grace period (order.TurnBudget, order.StopGrace).
+func (r *Runtime) killContainerTurn(ctx context.Context, pod *v1.Pod, c liveContainer, gracePeriod int64, t *turns) error {
 	name := c.name
+	defer t.done(name)
 	spec := specContainer(pod, name)
 	var elapsed time.Duration
 	if c.running && grace.HasPreStop(spec) {
 		elapsed = r.runPreStop(ctx, pod, spec, c.id, gracePeriod)
 	}
 	timeout := StopTimeout(pod, spec, gracePeriod, elapsed)
+	if waited := t.wait(ctx, r.clock, name, order.TurnBudget(gracePeriod, elapsed)); waited > 0 {
+		timeout = order.StopGrace(gracePeriod, elapsed, waited)
+	}
 	// The node records Killing ("Stopping container <name>") when it asks for the kill
 	// (node.EventRecorder): not again here.
 	r.log.Debug("StopContainer", "pod", pod.Namespace+"/"+pod.Name, "container", name, "timeout", timeout)
@@ -278,6 +293,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		}
 		r.mu.Lock()
 		delete(r.statuses, c.GetId())
+		r.startups.Delete(c.GetId())
 		r.mu.Unlock()
 	}
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})

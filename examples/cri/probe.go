@@ -39,7 +39,7 @@ const probeUserAgent = "kube-probe/1.37"
 // CRI client's ErrCommandTimedOut, which the kubelet turns into a failure).
 var errCommandTimedOut = errors.New("command timed out")
 
-// Probe runs the container's probe of kind once, as the kubelet's prober does: exec
+// probe runs the container's probe of kind once, as the kubelet's prober does: exec
 // through the CRI's ExecSync (exit code 0 succeeds; a timeout fails), httpGet (a status
 // from 200 to 399 succeeds, a redirect to another host is a warning), tcpSocket (a
 // connection succeeds) and grpc (grpc.health.v1 SERVING succeeds), each within the
@@ -48,7 +48,7 @@ var errCommandTimedOut = errors.New("command timed out")
 // shares); an httpGet or tcpSocket host overrides it. A probe that cannot be run (no
 // handler, no address, an unknown port name) returns an error: the node throws that
 // result away, as the kubelet does.
-func (r *Runtime) Probe(ctx context.Context, pod *v1.Pod, st *pleg.PodStatus, c *v1.Container, containerID string, kind node.ProbeKind) (node.ProbeResult, string, error) {
+func (r *Runtime) probe(ctx context.Context, pod *v1.Pod, st *pleg.PodStatus, c *v1.Container, containerID string, kind node.ProbeKind) (node.ProbeResult, string, error) {
 	if pod == nil || c == nil {
 		return node.ProbeUnknown, "", errors.New("cri: Probe: nil pod or container")
 	}

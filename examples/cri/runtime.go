@@ -185,6 +185,7 @@ type Runtime struct {
 	// statuses are the containers' last fetched statuses by ID, and sandboxNet the ready
 	// sandboxes' IPs by ID; both guarded by mu, pruned by ListPods and RemovePod.
 	statuses   map[string]*pleg.ContainerStatus
+	startups   sync.Map // container ID → struct{}: its startup probe succeeded (sidecar.go)
 	sandboxNet map[string][]string
 	// sandboxes are the sandboxes' last PodSandboxStatus by ID (read again while ready), and
 	// index the pods' known sandbox and container IDs; both guarded by mu.

@@ -33,7 +33,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 			return err
 		}
 	}
-	a := computePodActions(pod, status)
+	a := computePodActionsStartup(pod, status, r.startupResult)
 	r.log.Debug("SyncPod", "pod", pod.Namespace+"/"+pod.Name, "actions", fmt.Sprintf("%+v", a))
 	if a.CreateSandbox {
 		if err := r.checkNetwork(pod); err != nil {
@@ -51,7 +51,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if err := r.setupVolumes(ctx, pod); err != nil {
 		return err // nothing starts before the pod's volumes are set up
 	}
-	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.Start) == 0)) {
+	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.InitStart) == 0 && len(a.Start) == 0)) {
 		return nil
 	}
 	leave, err := r.starting.enter(ctx)
@@ -89,7 +89,11 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 		}
 	}
 	if a.NextInit >= 0 {
+		errs = append(errs, r.killInit(ctx, pod, a.InitKill)...) // order.Init's kills (sidecar.go)
 		start(&pod.Spec.InitContainers[a.NextInit])
+	}
+	for _, i := range a.InitStart {
+		start(&pod.Spec.InitContainers[i])
 	}
 	for _, i := range a.Start {
 		if ctx.Err() != nil {

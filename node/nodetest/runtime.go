@@ -234,9 +234,14 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	return errors.Join(errs...)
 }
 
-// KillPod stops the pod's containers within gracePeriod seconds.
+// KillPod stops the pod's containers within gracePeriod seconds, a pod's sidecars after
+// its main containers in the kubelet's order (package order).
 func (r *Runtime) KillPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, gracePeriod int64) error {
 	r.record(VerbKillPod, pod.UID, gracePeriod)
+	// Sidecars after the main containers, in reverse order (order.go).
+	if err := r.killInOrder(ctx, pod, gracePeriod); err != nil {
+		return err
+	}
 	// The in-memory runtime returns nil only once nothing of the pod runs: no status
 	// read of its own (the node inspects the pod after the kill).
 	return r.Mem.KillPod(ctx, pod.UID, time.Duration(gracePeriod)*time.Second)
