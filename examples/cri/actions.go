@@ -31,8 +31,11 @@ type podActions struct {
 func restartOnFailure(pod *v1.Pod) bool { return pod.Spec.RestartPolicy != v1.RestartPolicyNever }
 
 // shouldRestart is the kubelet's ShouldContainerBeRestarted: whether a container whose
-// newest instance is s (nil: never created) must be (re)started.
-func shouldRestart(pod *v1.Pod, s *pleg.ContainerStatus) bool {
+// newest instance is s (nil: never created) must be (re)started. An instance the runtime
+// killed for a failed liveness or startup probe (probeKilled, may be nil) is restarted
+// unless the policy is Never, whatever its exit code (the kubelet's computePodActions kills
+// and restarts it in one step).
+func shouldRestart(pod *v1.Pod, s *pleg.ContainerStatus, probeKilled func(id string) bool) bool {
 	if s == nil {
 		return true
 	}
@@ -46,7 +49,7 @@ func shouldRestart(pod *v1.Pod, s *pleg.ContainerStatus) bool {
 	case v1.RestartPolicyNever:
 		return false
 	case v1.RestartPolicyOnFailure:
-		return s.ExitCode != 0
+		return s.ExitCode != 0 || (probeKilled != nil && probeKilled(s.ID))
 	default:
 		return true
 	}
@@ -84,8 +87,9 @@ func isTerminalPhase(pod *v1.Pod) bool {
 }
 
 // computePodActions decides what SyncPod does, as the kubelet's computePodActions does
-// for pods without sidecars, probes, resizes or changed container specs.
-func computePodActions(pod *v1.Pod, status *pleg.PodStatus) podActions {
+// for pods without sidecars, resizes or changed container specs; probeKilled (may be nil)
+// tells the container instances killed for a failed probe (see shouldRestart).
+func computePodActions(pod *v1.Pod, status *pleg.PodStatus, probeKilled func(id string) bool) podActions {
 	a := podActions{NextInit: -1}
 	var newest *pleg.SandboxStatus
 	if status != nil && len(status.SandboxStatuses) > 0 {
@@ -146,7 +150,7 @@ func computePodActions(pod *v1.Pod, status *pleg.PodStatus) podActions {
 			running = true
 			continue
 		}
-		if shouldRestart(pod, s) {
+		if shouldRestart(pod, s, probeKilled) {
 			a.Start = append(a.Start, i)
 		}
 	}

@@ -36,6 +36,8 @@ type fakeCRI struct {
 	stops      map[string]int64 // StopContainer timeout by container name
 	// stopKeepsRunning: StopContainer leaves the container running (a stuck runtime).
 	stopKeepsRunning bool
+	// stopExitsZero: StopContainer makes the container exit 0 (it handles SIGTERM), not 143.
+	stopExitsZero bool
 	// execTakes is how long an ExecSync (a preStop hook) takes, in fake time.
 	execTakes time.Duration
 	execs     []string
@@ -254,7 +256,11 @@ func (f *fakeCRI) StopContainer(_ context.Context, r *runtimeapi.StopContainerRe
 	}
 	f.stops[c.cfg.GetMetadata().GetName()] = r.GetTimeout()
 	if !f.stopKeepsRunning && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
-		f.exit(c, 143)
+		code := int32(143)
+		if f.stopExitsZero {
+			code = 0
+		}
+		f.exit(c, code)
 	}
 	return &runtimeapi.StopContainerResponse{}, nil
 }

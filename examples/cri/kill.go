@@ -278,6 +278,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		}
 		r.mu.Lock()
 		delete(r.statuses, c.GetId())
+		delete(r.probeKilled, c.GetId())
 		r.mu.Unlock()
 	}
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})

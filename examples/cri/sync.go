@@ -33,7 +33,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 			return err
 		}
 	}
-	a := computePodActions(pod, status)
+	a := computePodActions(pod, status, r.killedByProbe)
 	r.log.Debug("SyncPod", "pod", pod.Namespace+"/"+pod.Name, "actions", fmt.Sprintf("%+v", a))
 	if a.CreateSandbox {
 		if err := r.checkNetwork(pod); err != nil {
