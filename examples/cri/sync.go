@@ -371,5 +371,5 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			fmt.Errorf("cri: StartContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 	}
 	r.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	return nil
+	return r.runPostStart(ctx, pod, c, created.GetContainerId())
 }
