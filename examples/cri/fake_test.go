@@ -299,7 +299,10 @@ func (f *fakeCRI) ContainerStatus(_ context.Context, r *runtimeapi.ContainerStat
 	}
 	st := &runtimeapi.ContainerStatus{Id: c.id, Metadata: c.cfg.GetMetadata(), State: c.state, CreatedAt: c.at.UnixNano(),
 		Image: c.cfg.GetImage(), ImageRef: c.image, ExitCode: c.exitCode,
-		Labels: c.cfg.GetLabels(), Annotations: c.cfg.GetAnnotations(), LogPath: c.cfg.GetLogPath()}
+		Labels: c.cfg.GetLabels(), Annotations: c.cfg.GetAnnotations(), LogPath: c.cfg.GetLogPath(), Mounts: c.cfg.GetMounts()}
+	if sb := f.sandboxes[c.sbID]; sb != nil && c.cfg.GetLogPath() != "" {
+		st.LogPath = filepath.Join(sb.cfg.GetLogDirectory(), c.cfg.GetLogPath()) // containerd's full path
+	}
 	if !c.started.IsZero() {
 		st.StartedAt = c.started.UnixNano()
 	}

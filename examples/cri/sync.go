@@ -324,6 +324,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return err
 	}
 	mounts, err := r.containerMounts(pod, c)
+	if err == nil {
+		mounts, err = r.withTerminationLog(pod, c, mounts)
+	}
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return containerError(c, node.ReasonCreateContainerConfigError, err.Error(), fmt.Errorf("%w: %w", ErrCreateContainerConfig, err))
