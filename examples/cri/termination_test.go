@@ -40,7 +40,7 @@ func TestTerminationMessage(t *testing.T) {
 		{name: "File: an empty file and a failure give none", policy: v1.TerminationMessageReadFile, exit: 1,
 			log: "2026-01-01T00:00:00Z stderr F oops\n"},
 		{name: "fallback: the log of a failed container", policy: v1.TerminationMessageFallbackToLogsOnError, exit: 1,
-			log: "2026-01-01T00:00:00Z stdout P par\n2026-01-01T00:00:00Z stdout F tial\n2026-01-01T00:00:01Z stderr F oops\n",
+			log:  "2026-01-01T00:00:00Z stdout P par\n2026-01-01T00:00:00Z stdout F tial\n2026-01-01T00:00:01Z stderr F oops\n",
 			want: "partial\noops\n"},
 		{name: "fallback: the last 80 lines", policy: v1.TerminationMessageFallbackToLogsOnError, exit: 2, log: hundred.String(),
 			want: lastEighty.String()},
