@@ -22,6 +22,9 @@ type podActions struct {
 	NextInit int
 	// Start lists indexes in pod.Spec.Containers to start.
 	Start []int
+	// StartEphemeral lists indexes in pod.Spec.EphemeralContainers to start: those never
+	// created (an ephemeral container is never restarted).
+	StartEphemeral []int
 	// InitFailed: an init container failed and the restartPolicy is Never: the pod is
 	// done (the node sees it Failed).
 	InitFailed bool
@@ -133,6 +136,7 @@ func computePodActions(pod *v1.Pod, status *pleg.PodStatus, probeKilled func(id 
 	}
 
 	a.SandboxID = newest.ID
+	a.StartEphemeral = ephemeralToStart(pod, status)
 	next, failed, done := nextInit(pod, status)
 	switch {
 	case failed:
@@ -158,4 +162,16 @@ func computePodActions(pod *v1.Pod, status *pleg.PodStatus, probeKilled func(id 
 		a.KillPod = true // every container is done: stop the sandbox
 	}
 	return a
+}
+
+// ephemeralToStart is the kubelet's choice of ephemeral containers to start: those without
+// a status (never restarted), even while the init containers run.
+func ephemeralToStart(pod *v1.Pod, status *pleg.PodStatus) []int {
+	var out []int
+	for i := range pod.Spec.EphemeralContainers {
+		if status.FindContainerStatusByName(pod.Spec.EphemeralContainers[i].Name) == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }

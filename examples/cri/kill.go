@@ -175,13 +175,19 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, g
 	return nil
 }
 
-// specContainer finds the container's spec in the pod (nil for a runtime pod).
+// specContainer finds the container's spec in the pod, an ephemeral one's included (nil
+// for a runtime pod).
 func specContainer(pod *v1.Pod, name string) *v1.Container {
 	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]
 			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil

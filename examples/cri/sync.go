@@ -51,7 +51,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if err := r.setupVolumes(ctx, pod); err != nil {
 		return err // nothing starts before the pod's volumes are set up
 	}
-	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.Start) == 0)) {
+	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.Start) == 0 && len(a.StartEphemeral) == 0)) {
 		return nil
 	}
 	leave, err := r.starting.enter(ctx)
@@ -87,6 +87,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 		} else {
 			started = true
 		}
+	}
+	for _, i := range a.StartEphemeral { // first, as the kubelet: they run even if an init container fails
+		start((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	if a.NextInit >= 0 {
 		start(&pod.Spec.InitContainers[a.NextInit])
