@@ -26,6 +26,9 @@ type podActions struct {
 	InitKill  []order.Kill
 	// Start lists indexes in pod.Spec.Containers to start.
 	Start []int
+	// StartEphemeral lists indexes in pod.Spec.EphemeralContainers to start: those never
+	// created (an ephemeral container is never restarted).
+	StartEphemeral []int
 	// InitFailed: an init container failed and the restartPolicy is Never: the pod is
 	// done (the node sees it Failed).
 	InitFailed bool
@@ -35,8 +38,11 @@ type podActions struct {
 func restartOnFailure(pod *v1.Pod) bool { return pod.Spec.RestartPolicy != v1.RestartPolicyNever }
 
 // shouldRestart is the kubelet's ShouldContainerBeRestarted: whether a container whose
-// newest instance is s (nil: never created) must be (re)started.
-func shouldRestart(pod *v1.Pod, s *pleg.ContainerStatus) bool {
+// newest instance is s (nil: never created) must be (re)started. An instance the runtime
+// killed for a failed liveness or startup probe (probeKilled, may be nil) is restarted
+// unless the policy is Never, whatever its exit code (the kubelet's computePodActions kills
+// and restarts it in one step).
+func shouldRestart(pod *v1.Pod, s *pleg.ContainerStatus, probeKilled func(id string) bool) bool {
 	if s == nil {
 		return true
 	}
@@ -50,7 +56,7 @@ func shouldRestart(pod *v1.Pod, s *pleg.ContainerStatus) bool {
 	case v1.RestartPolicyNever:
 		return false
 	case v1.RestartPolicyOnFailure:
-		return s.ExitCode != 0
+		return s.ExitCode != 0 || (probeKilled != nil && probeKilled(s.ID))
 	default:
 		return true
 	}
@@ -68,14 +74,15 @@ func isTerminalPhase(pod *v1.Pod) bool {
 
 // computePodActions decides what SyncPod does, as the kubelet's computePodActions does
 // for pods without resizes or changed container specs; the init containers and sidecars
-// as package order decides.
-func computePodActions(pod *v1.Pod, status *pleg.PodStatus) podActions {
-	return computePodActionsStartup(pod, status, nil)
+// as package order decides; probeKilled (may be nil) tells the container instances killed
+// for a failed probe (see shouldRestart).
+func computePodActions(pod *v1.Pod, status *pleg.PodStatus, probeKilled func(id string) bool) podActions {
+	return computePodActionsStartup(pod, status, nil, probeKilled)
 }
 
 // computePodActionsStartup is computePodActions with the sidecars' startup probe results
 // (nil: none known): the init containers as order.Init decides.
-func computePodActionsStartup(pod *v1.Pod, status *pleg.PodStatus, startup order.Startup) podActions {
+func computePodActionsStartup(pod *v1.Pod, status *pleg.PodStatus, startup order.Startup, probeKilled func(id string) bool) podActions {
 	a := podActions{NextInit: -1}
 	var newest *pleg.SandboxStatus
 	if status != nil && len(status.SandboxStatuses) > 0 {
@@ -119,6 +126,7 @@ func computePodActionsStartup(pod *v1.Pod, status *pleg.PodStatus, startup order
 	}
 
 	a.SandboxID = newest.ID
+	a.StartEphemeral = ephemeralToStart(pod, status)
 	init := order.Init(pod, status, startup)
 	if init.KillPod {
 		a.InitFailed = true
@@ -142,7 +150,7 @@ func computePodActionsStartup(pod *v1.Pod, status *pleg.PodStatus, startup order
 			running = true
 			continue
 		}
-		if shouldRestart(pod, s) {
+		if shouldRestart(pod, s, probeKilled) {
 			a.Start = append(a.Start, i)
 		}
 	}
@@ -151,4 +159,16 @@ func computePodActionsStartup(pod *v1.Pod, status *pleg.PodStatus, startup order
 		a.NextInit, a.InitStart, a.InitKill = -1, nil, nil
 	}
 	return a
+}
+
+// ephemeralToStart is the kubelet's choice of ephemeral containers to start: those without
+// a status (never restarted), even while the init containers run.
+func ephemeralToStart(pod *v1.Pod, status *pleg.PodStatus) []int {
+	var out []int
+	for i := range pod.Spec.EphemeralContainers {
+		if status.FindContainerStatusByName(pod.Spec.EphemeralContainers[i].Name) == nil {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -98,7 +98,7 @@ func TestComputePodActions(t *testing.T) {
 			podActions{NextInit: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := computePodActions(tc.pod, tc.status)
+			got := computePodActions(tc.pod, tc.status, nil)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("computePodActions (-want +got):\n%s", diff)
 			}

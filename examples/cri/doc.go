@@ -50,11 +50,29 @@
 //     end with SyncPod's (bounded by Config.CallTimeout, 2 min): a pod deleted while it
 //     starts lets them finish (containerd would kill the shim and report exit code 128,
 //     StartError), and KillPod then stops what started, as the kubelet does.
-//   - KillPod: every running container in parallel: its preStop exec hook (ExecSync, the
-//     grace period as timeout), then StopContainer with the rest of the grace period, at
-//     least 2 s; a sidecar's StopContainer waits for the main containers and the sidecars
-//     declared after it (order.Termination, the wait taken out of its grace:
-//     order.StopGrace); then StopPodSandbox. What runs is read as PodStatus reads it. It returns
+//     Ephemeral containers (spec.ephemeralContainers, added through the
+//     pods/ephemeralcontainers subresource) are started by the next SyncPod once the
+//     sandbox is ready, before the init containers, and never restarted; KillPod stops
+//     them with the pod (their namespace is the pod's: targetContainerName is not used).
+//   - Hooks (hooks.go), as the kubelet's handlers.go: a postStart hook runs after
+//     StartContainer (exec through ExecSync, httpGet to its host or the pod's IP, a
+//     hostNetwork pod's status.hostIP or 127.0.0.1, with User-Agent kube-lifecycle/1.37 and
+//     only a missing response failing; sleep); a failing one gives the event
+//     FailedPostStartHook "PostStartHook failed", kills the container (preStop hook,
+//     StopContainer) and is reported as PostStartHookError with the hook's message
+//     (ErrPostStartHook); the restartPolicy decides whether it starts again.
+//   - Termination messages (termination.go), as the kubelet: each container instance gets
+//     an empty 0666 file, RootDir/pods/<uid>/containers/<name>/<8 hex digits>, mounted at
+//     its terminationMessagePath; once it exited, the file's last 4 KiB are the message of
+//     its status (after the runtime's own, with ": "), or, with FallbackToLogsOnError and
+//     a failed container that left it empty, the last 80 lines (2 KiB at most) of its log.
+//   - KillPod: every running container in parallel: its preStop hook (exec, httpGet or
+//     sleep as postStart's, bounded by the grace period; a failing one gives
+//     FailedPreStopHook "PreStopHook failed" and the stop goes on), then StopContainer with
+//     the rest of the grace period, at least 2 s; a sidecar's StopContainer waits for the
+//     main containers and the sidecars declared after it (order.Termination, the wait taken
+//     out of its grace: order.StopGrace); then StopPodSandbox. What runs is read as
+//     PodStatus reads it. It returns
 //     nil only when no container of the pod runs (one list of its running containers
 //     afterwards catches one the runtime did not know of).
 //   - KillRuntimePod: the same with a grace period of 1 s (hence the 2 s minimum).
@@ -83,9 +101,10 @@
 // grpc.health.v1 (SERVING succeeds), with the kubelet's outputs. KillContainer stops the
 // one container that failed its liveness or startup probe as KillPod stops each (preStop
 // hook, then StopContainer) with the probe's terminationGracePeriodSeconds when it has
-// one; the node's next SyncPod starts it again. An exec probe's command has $(VAR)
-// expanded from the container's literal env values, as the kubelet's. Not done: HTTP/2
-// (h2c) and TLS grpc probes.
+// one; the node's next SyncPod starts it again, under restartPolicy OnFailure too whatever
+// its exit code (the kubelet's computePodActions restarts a probe-killed container). An
+// exec probe's command has $(VAR) expanded from the container's environment, as the
+// kubelet's. Not done: HTTP/2 (h2c) and TLS grpc probes.
 //
 // Beyond node.Runtime, PodStats is a pod's ephemeral-storage use for
 // eviction.LocalStorageEviction (package examples/evict runs the kubelet's local-storage
@@ -132,8 +151,8 @@
 // PodNetworkNode: run it in the node's network namespace anyway).
 //
 // Not covered: persistent, CSI and image volumes and clusterTrustBundle projections,
-// fsGroup ownership of volumes, probes, resources and cgroups (an ephemeral-storage limit is only
+// fsGroup ownership of volumes, resources and cgroups (an ephemeral-storage limit is only
 // enforced by an evictor, examples/evict, reading PodStats), security contexts beyond the
-// namespaces, env from ConfigMaps/Secrets/fields, HTTP preStop hooks (logged and skipped), and
+// namespaces, and
 // restarts on a changed container spec.
 package cri

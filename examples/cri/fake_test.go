@@ -39,6 +39,8 @@ type fakeCRI struct {
 	stopHold func(name string)
 	// stopKeepsRunning: StopContainer leaves the container running (a stuck runtime).
 	stopKeepsRunning bool
+	// stopExitsZero: StopContainer makes the container exit 0 (it handles SIGTERM), not 143.
+	stopExitsZero bool
 	// execTakes is how long an ExecSync (a preStop hook) takes, in fake time.
 	execTakes time.Duration
 	execs     []string
@@ -264,7 +266,11 @@ func (f *fakeCRI) StopContainer(_ context.Context, r *runtimeapi.StopContainerRe
 	f.stops[c.cfg.GetMetadata().GetName()] = r.GetTimeout()
 	f.stopOrder = append(f.stopOrder, c.cfg.GetMetadata().GetName())
 	if !f.stopKeepsRunning && c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
-		f.exit(c, 143)
+		code := int32(143)
+		if f.stopExitsZero {
+			code = 0
+		}
+		f.exit(c, code)
 	}
 	return &runtimeapi.StopContainerResponse{}, nil
 }
@@ -303,7 +309,10 @@ func (f *fakeCRI) ContainerStatus(_ context.Context, r *runtimeapi.ContainerStat
 	}
 	st := &runtimeapi.ContainerStatus{Id: c.id, Metadata: c.cfg.GetMetadata(), State: c.state, CreatedAt: c.at.UnixNano(),
 		Image: c.cfg.GetImage(), ImageRef: c.image, ExitCode: c.exitCode,
-		Labels: c.cfg.GetLabels(), Annotations: c.cfg.GetAnnotations(), LogPath: c.cfg.GetLogPath()}
+		Labels: c.cfg.GetLabels(), Annotations: c.cfg.GetAnnotations(), LogPath: c.cfg.GetLogPath(), Mounts: c.cfg.GetMounts()}
+	if sb := f.sandboxes[c.sbID]; sb != nil && c.cfg.GetLogPath() != "" {
+		st.LogPath = filepath.Join(sb.cfg.GetLogDirectory(), c.cfg.GetLogPath()) // containerd's full path
+	}
 	if !c.started.IsZero() {
 		st.StartedAt = c.started.UnixNano()
 	}

@@ -179,13 +179,19 @@ func (r *Runtime) killPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus, g
 	return nil
 }
 
-// specContainer finds the container's spec in the pod (nil for a runtime pod).
+// specContainer finds the container's spec in the pod, an ephemeral one's included (nil
+// for a runtime pod).
 func specContainer(pod *v1.Pod, name string) *v1.Container {
 	for _, list := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
 		for i := range list {
 			if list[i].Name == name {
 				return &list[i]
 			}
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return (*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
 		}
 	}
 	return nil
@@ -221,30 +227,15 @@ func (r *Runtime) killContainerTurn(ctx context.Context, pod *v1.Pod, c liveCont
 	return nil
 }
 
-// runPreStop runs the container's preStop hook with gracePeriod as its budget and returns
-// how long it took. A failing hook is reported and the stop goes on, as the kubelet does.
+// runPreStop runs the container's preStop hook (runHook) with gracePeriod as its budget
+// and returns how long it took. A failing hook is reported (FailedPreStopHook, "PreStopHook
+// failed", the kubelet's event without the hook's message) and the stop goes on, as the
+// kubelet does.
 func (r *Runtime) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id string, gracePeriod int64) time.Duration {
 	start := r.clock.Now()
-	h := c.Lifecycle.PreStop
-	switch {
-	case h.Exec != nil:
-		resp, err := r.rt.ExecSync(ctx, &runtimeapi.ExecSyncRequest{ContainerId: id, Cmd: h.Exec.Command, Timeout: gracePeriod})
-		if err == nil && resp.GetExitCode() != 0 {
-			err = fmt.Errorf("exit code %d: %s", resp.GetExitCode(), resp.GetStderr())
-		}
-		if err != nil {
-			r.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed: %v", err)
-		}
-	case h.Sleep != nil:
-		d := time.Duration(min(h.Sleep.Seconds, gracePeriod)) * time.Second
-		t := r.clock.NewTimer(d)
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-		}
-	default:
-		r.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook of container %s: only exec and sleep hooks are supported", c.Name)
+	if _, err := r.runHook(ctx, pod, c, id, c.Lifecycle.PreStop, gracePeriod); err != nil {
+		r.log.Debug("PreStopHook failed", "pod", pod.Namespace+"/"+pod.Name, "container", c.Name, "error", err)
+		r.event(pod, v1.EventTypeWarning, "FailedPreStopHook", "PreStopHook failed")
 	}
 	return r.clock.Since(start)
 }
@@ -294,6 +285,7 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		r.mu.Lock()
 		delete(r.statuses, c.GetId())
 		r.startups.Delete(c.GetId())
+		delete(r.probeKilled, c.GetId())
 		r.mu.Unlock()
 	}
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})

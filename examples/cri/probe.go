@@ -300,9 +300,22 @@ func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, containerID st
 		if c.id != containerID {
 			continue
 		}
+		if reason == grace.KillLivenessProbe || reason == grace.KillStartupProbe {
+			r.mu.Lock()
+			r.probeKilled[c.id] = true
+			r.mu.Unlock()
+		}
 		spec := specContainer(pod, c.name)
 		budget := grace.ContainerGracePeriod(pod, spec, reason)
 		return r.killContainer(ctx, pod, c, max(budget, 1))
 	}
 	return nil // not running any more
+}
+
+// killedByProbe tells whether KillContainer stopped the container instance for a failed
+// liveness or startup probe.
+func (r *Runtime) killedByProbe(id string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.probeKilled[id]
 }

@@ -195,12 +195,16 @@ func TestProbeTCPAndGRPC(t *testing.T) {
 // next SyncPod starts it again.
 func TestKillContainer(t *testing.T) {
 	h := newHarness(t, nil)
-	pod := fakePod(v1.RestartPolicyAlways, "app", "other")
+	// OnFailure, and a container that exits 0 on SIGTERM: the probe's kill alone restarts it.
+	pod := fakePod(v1.RestartPolicyOnFailure, "app", "other")
 	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{TerminationGracePeriodSeconds: ptr.To[int64](5),
 		ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
 	if err := h.sync(t, pod); err != nil {
 		t.Fatal(err)
 	}
+	h.fakeCRI.mu.Lock()
+	h.stopExitsZero = true
+	h.fakeCRI.mu.Unlock()
 	id := h.status(t, pod).FindContainerStatusByName("app").ID
 	if err := h.rt.KillContainer(t.Context(), pod, id, grace.KillLivenessProbe, "Container app failed liveness probe, will be restarted"); err != nil {
 		t.Fatal(err)
@@ -209,8 +213,8 @@ func TestKillContainer(t *testing.T) {
 		t.Errorf("StopContainer timeouts %v, want app: 5 only", got)
 	}
 	st := h.status(t, pod)
-	if cs := st.FindContainerStatusByName("app"); cs.State != pleg.ContainerStateExited {
-		t.Errorf("app after the kill: %s", cs.State)
+	if cs := st.FindContainerStatusByName("app"); cs.State != pleg.ContainerStateExited || cs.ExitCode != 0 {
+		t.Errorf("app after the kill: %s, exit code %d", cs.State, cs.ExitCode)
 	}
 	if cs := st.FindContainerStatusByName("other"); cs.State != pleg.ContainerStateRunning {
 		t.Errorf("other after the kill: %s", cs.State)

@@ -191,6 +191,10 @@ type Runtime struct {
 	// index the pods' known sandbox and container IDs; both guarded by mu.
 	sandboxes map[string]*pleg.SandboxStatus
 	index     podIndex
+	// probeKilled are the containers KillContainer stopped for a failed liveness or
+	// startup probe (restarted whatever their exit code); guarded by mu, pruned by
+	// RemovePod.
+	probeKilled map[string]bool
 
 	// vols are the pods' volumes (volumes.go); stopVols ends their periodic update.
 	vols      *volumeManager
@@ -254,7 +258,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{}, spent: map[string]time.Duration{},
 		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{},
-		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex()}
+		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex(), probeKilled: map[string]bool{}}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}

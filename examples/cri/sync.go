@@ -33,7 +33,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 			return err
 		}
 	}
-	a := computePodActionsStartup(pod, status, r.startupResult)
+	a := computePodActionsStartup(pod, status, r.startupResult, r.killedByProbe)
 	r.log.Debug("SyncPod", "pod", pod.Namespace+"/"+pod.Name, "actions", fmt.Sprintf("%+v", a))
 	if a.CreateSandbox {
 		if err := r.checkNetwork(pod); err != nil {
@@ -51,7 +51,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 	if err := r.setupVolumes(ctx, pod); err != nil {
 		return err // nothing starts before the pod's volumes are set up
 	}
-	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.InitStart) == 0 && len(a.Start) == 0)) {
+	if !a.CreateSandbox && (a.SandboxID == "" || (a.NextInit < 0 && len(a.InitStart) == 0 && len(a.Start) == 0 && len(a.StartEphemeral) == 0)) {
 		return nil
 	}
 	leave, err := r.starting.enter(ctx)
@@ -87,6 +87,9 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 		} else {
 			started = true
 		}
+	}
+	for _, i := range a.StartEphemeral { // first, as the kubelet: they run even if an init container fails
+		start((*v1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
 	if a.NextInit >= 0 {
 		errs = append(errs, r.killInit(ctx, pod, a.InitKill)...) // order.Init's kills (sidecar.go)
@@ -328,6 +331,9 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 		return err
 	}
 	mounts, err := r.containerMounts(pod, c)
+	if err == nil {
+		mounts, err = r.withTerminationLog(pod, c, mounts)
+	}
 	if err != nil {
 		r.event(pod, v1.EventTypeWarning, "Failed", "Error: %v", err)
 		return containerError(c, node.ReasonCreateContainerConfigError, err.Error(), fmt.Errorf("%w: %w", ErrCreateContainerConfig, err))
@@ -375,5 +381,5 @@ func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Contain
 			fmt.Errorf("cri: StartContainer %s in %s/%s: %w", c.Name, pod.Namespace, pod.Name, err))
 	}
 	r.event(pod, v1.EventTypeNormal, "Started", "Started container %s", c.Name)
-	return nil
+	return r.runPostStart(ctx, pod, c, created.GetContainerId())
 }

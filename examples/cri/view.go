@@ -325,6 +325,7 @@ func (r *Runtime) containerStatus(ctx context.Context, id string, listed pleg.Co
 		return nil, fmt.Errorf("cri: ContainerStatus %s: %w", id, err)
 	}
 	s := convertContainerStatus(resp.GetStatus())
+	s.Message = terminationMessage(resp.GetStatus()) // read once: the status is kept
 	r.mu.Lock()
 	r.statuses[id] = s
 	r.mu.Unlock()

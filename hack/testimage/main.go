@@ -80,6 +80,9 @@ func run(args []string) int {
 	watchFile := fs.String("watch-file", "", "print this file's content at start and whenever it changes")
 	// Environment (issue 29): print the environment to read it back from the log.
 	printEnv := fs.Bool("print-env", false, "print each environment variable at start, sorted, as \"env NAME=value\"")
+	// hooks and termination messages (issue 29): a hook's command, an HTTP server that logs.
+	appendFile := fs.String("append", "", "exit at once after appending the -print text and a newline to this file")
+	logRequests := fs.Bool("log-requests", false, "with -http: serve every path with 200 and print each request's path")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -90,6 +93,9 @@ func run(args []string) int {
 		}
 		fmt.Printf("%s: there\n", *check)
 		return 0
+	}
+	if *appendFile != "" {
+		return appendLine(*appendFile, *text)
 	}
 	if *getURL != "" {
 		return get(*getURL, *bearerFile, *caFile)
@@ -102,7 +108,7 @@ func run(args []string) int {
 		go touchFile(*touch, *touchAfter, *removeAfter)
 	}
 	if *httpAddr != "" {
-		if err := serveHealth(*httpAddr, start, *healthyFor); err != nil {
+		if err := serveHealth(*httpAddr, start, *healthyFor, *logRequests); err != nil {
 			fmt.Printf("testimage: %v\n", err)
 			return 1
 		}
@@ -177,8 +183,8 @@ func touchFile(path string, d, remove time.Duration) {
 }
 
 // serveHealth serves /healthz on addr: 200 until healthyFor after start (0: always),
-// then 500.
-func serveHealth(addr string, start time.Time, healthyFor time.Duration) error {
+// then 500; with logRequests, every other path too (200), each request printed.
+func serveHealth(addr string, start time.Time, healthyFor time.Duration, logRequests bool) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -192,6 +198,12 @@ func serveHealth(addr string, start time.Time, healthyFor time.Duration) error {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if logRequests {
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Printf("testimage: GET %s from %s\n", r.URL.RequestURI(), r.UserAgent())
+			fmt.Fprintln(w, "ok")
+		})
+	}
 	go func() { _ = http.Serve(l, mux) }()
 	fmt.Printf("testimage: serving /healthz on %s\n", l.Addr())
 	return nil
@@ -278,4 +290,20 @@ func watch(path string) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// appendLine appends text and a newline to path: 0, else 1.
+func appendLine(path, text string) int {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	if err == nil {
+		_, err = fmt.Fprintln(f, text)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Printf("testimage: %v\n", err)
+		return 1
+	}
+	return 0
 }
