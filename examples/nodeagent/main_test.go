@@ -89,6 +89,7 @@ func TestRunRejectsBadNodeFlags(t *testing.T) {
 		{name: "node-ip without a cluster", args: []string{"-node-ip", "10.0.0.5"}, want: "need a real cluster"},
 		{name: "bad node-ip", args: []string{"-node-ip", "10.0.0"}, want: `-node-ip: "10.0.0" is not an IP address`},
 		{name: "bad kubelet-port", args: []string{"-kubelet-port", "0"}, want: "-kubelet-port: 0 is not a port"},
+		{name: "bad port", args: []string{"-port", "70000"}, want: "-port: 70000 is not a port"},
 		{name: "manifest path without a cluster", args: []string{"-pod-manifest-path", "/etc/kubernetes/manifests"}, want: "need a real cluster"},
 	}
 	for _, tt := range tests {
