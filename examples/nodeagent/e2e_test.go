@@ -53,7 +53,7 @@ func TestE2ENodeAgentOnARealCluster(t *testing.T) {
 	var out syncWriter
 	done := make(chan error, 1)
 	go func() {
-		done <- runContext(ctx, []string{"-kubeconfig", filepath.Join(dir, "node1.kubeconfig"), "-node", "node1", "-timeout", "2m"}, &out)
+		done <- runContext(ctx, []string{"-kubeconfig", filepath.Join(dir, "node1.kubeconfig"), "-node", "node1", "-timeout", "2m", "-port", "0"}, &out)
 	}()
 
 	pod := newPod("nodeagent-e2e", 30)

@@ -72,6 +72,7 @@ import (
 	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/envvar"
 	"github.com/podlife/podlife/examples/kube"
+	"github.com/podlife/podlife/examples/kubeletapi"
 	"github.com/podlife/podlife/examples/manifest"
 	"github.com/podlife/podlife/examples/nodeinfo"
 	"github.com/podlife/podlife/examples/nodestatus"
@@ -163,6 +164,16 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 		"and renew its Lease in kube-node-lease every 10s, as the kubelet (package nodestatus)")
 	nodeIP := fs.String("node-ip", "", "with a real cluster: the node's InternalIP address (status.addresses, the pods' hostIP); empty: the host's first global unicast address")
 	kubeletPort := fs.Int("kubelet-port", nodestatus.DefaultKubeletPort, "with -register-node: the port status.daemonEndpoints.kubeletEndpoint announces")
+	var api apiConfig
+	fs.IntVar(&api.port, "port", 10250, "with a real cluster: serve the kubelet API over TLS on this port (0: not at all), as the kubelet's --port "+
+		"(package kubeletapi: /pods, /runningpods/, /healthz, /containerLogs, /exec, /attach, /portForward with -cri); -kubelet-port follows it unless set")
+	fs.StringVar(&api.address, "address", "", "with -port: the address the kubelet API listens on (empty: all), the kubelet's --address")
+	fs.StringVar(&api.certFile, "tls-cert-file", "", "with -port: the kubelet API's certificate (empty with -tls-private-key-file: a self-signed one for the node, as the kubelet)")
+	fs.StringVar(&api.keyFile, "tls-private-key-file", "", "with -port: the key of -tls-cert-file")
+	fs.StringVar(&api.auth.ClientCAFile, "client-ca-file", "", "with -port: authenticate client certificates signed by this CA (the API server's kubelet client certificate)")
+	fs.BoolVar(&api.auth.TokenWebhook, "authentication-token-webhook", false, "with -port: authenticate bearer tokens by TokenReview")
+	fs.BoolVar(&api.auth.Anonymous, "anonymous-auth", false, "with -port: let unauthenticated requests through as system:anonymous (then authorized as any user)")
+	fs.StringVar(&api.auth.Authorization, "authorization-mode", kubeletapi.AuthorizationWebhook, "with -port: Webhook (each request by SubjectAccessReview on the node's subresources) or AlwaysAllow")
 	manifestDir := fs.String("pod-manifest-path", "", "with a real cluster: the static pod manifest directory (or file), the kubelet's --pod-manifest-path: "+
 		"its pods run as static pods with mirror pods on the server (the Node object must exist)")
 	fileCheck := fs.Duration("file-check-frequency", manifest.DefaultPeriod, "with -pod-manifest-path: how often it is listed again")
@@ -202,6 +213,14 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 			return fmt.Errorf("-node-ip: %q is not an IP address", *nodeIP)
 		}
 	}
+	if api.port < 0 || api.port > 65535 {
+		return fmt.Errorf("-port: %d is not a port", api.port)
+	}
+	kubeletPortSet := false
+	fs.Visit(func(f *flag.Flag) { kubeletPortSet = kubeletPortSet || f.Name == "kubelet-port" })
+	if !kubeletPortSet && api.port > 0 {
+		*kubeletPort = api.port
+	}
 	if *kubeletPort < 1 || *kubeletPort > 65535 {
 		return fmt.Errorf("-kubelet-port: %d is not a port", *kubeletPort)
 	}
@@ -209,7 +228,7 @@ func runClock(ctx context.Context, clk clock.Clock, args []string, out io.Writer
 		return runReal(ctx, realConfig{cc: cc, nodeName: *nodeName, relist: *relist, stopDelay: *stopDelay, quiet: *quiet,
 			timeout: *timeout, cri: criCfg, metrics: ms, admit: *criEndpoint != "" || *allocatable != "",
 			allocatable: resources, shutdown: sc, register: *registerNode, nodeIP: ip, kubeletPort: int32(*kubeletPort),
-			manifestDir: *manifestDir, fileCheck: *fileCheck}, out)
+			manifestDir: *manifestDir, fileCheck: *fileCheck, api: api}, out)
 	}
 	if *allocatable != "" || sc.GracePeriod > 0 || *nodeIP != "" || *manifestDir != "" {
 		return fmt.Errorf("-allocatable, -node-ip, -shutdown-grace-period and -pod-manifest-path need a real cluster (-kubeconfig, -server or -in-cluster)")
@@ -475,6 +494,8 @@ type realConfig struct {
 	// manifestDir and fileCheck: agent.Config.ManifestDir and ManifestPeriod.
 	manifestDir string
 	fileCheck   time.Duration
+	// api is the kubelet API's server (port 0: none).
+	api apiConfig
 }
 
 // runReal runs the agent as a node of a real cluster until timeout or an interrupt (with
@@ -555,6 +576,7 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, rc.timeout)
 	defer cancel()
 	var runtimeVersion string // the CRI runtime's "name version"
+	var streamRT kubeletapi.Runtime
 	if criCfg.Endpoint != "" {
 		// The runtime's events (Pulled, Started, Killing, NetworkNotReady, ...) go to the
 		// API server, as the kubelet's do.
@@ -581,6 +603,12 @@ func runReal(ctx context.Context, rc realConfig, out io.Writer) error {
 		defer rt.Close()
 		cfg.Runtime, cfg.Backend = nil, rt
 		runtimeVersion = rt.RuntimeVersion()
+		streamRT = rt
+	}
+	if rc.api.port > 0 {
+		if err := serveAPI(ctx, rc.api, client, nodeName, ip, streamRT, say); err != nil {
+			return err
+		}
 	}
 	if rc.register {
 		ns := &nodestatus.Config{Client: client, Node: n.DeepCopy(), KubeletPort: rc.kubeletPort}

@@ -90,6 +90,7 @@ func TestRunRejectsBadNodeFlags(t *testing.T) {
 		{name: "bad node-ip", args: []string{"-node-ip", "10.0.0"}, want: `-node-ip: "10.0.0" is not an IP address`},
 		{name: "bad kubelet-port", args: []string{"-kubelet-port", "0"}, want: "-kubelet-port: 0 is not a port"},
 		{name: "bad pod-network", args: []string{"-pod-network", "cni"}, want: `-pod-network: "cni" is not refuse, runtime or node`},
+		{name: "bad port", args: []string{"-port", "70000"}, want: "-port: 70000 is not a port"},
 		{name: "manifest path without a cluster", args: []string{"-pod-manifest-path", "/etc/kubernetes/manifests"}, want: "need a real cluster"},
 	}
 	for _, tt := range tests {

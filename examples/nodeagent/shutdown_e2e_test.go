@@ -65,7 +65,7 @@ func TestE2ECRIShutdownNodeAgent(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- runContext(ctx, []string{"-kubeconfig", filepath.Join(dir, "node1.kubeconfig"), "-node", "node1",
-			"-cri", ep, "-log-root", logRoot, "-quiet", "-timeout", "2m",
+			"-cri", ep, "-log-root", logRoot, "-quiet", "-timeout", "2m", "-port", "0",
 			"-shutdown-grace-period", "10s", "-shutdown-grace-period-critical-pods", "3s"}, &out)
 	}()
 	list := func() []v1.Pod {
