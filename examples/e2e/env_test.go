@@ -11,9 +11,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
@@ -98,6 +100,16 @@ func TestE2ECRIEnv(t *testing.T) {
 		})
 		pod.Labels = map[string]string{"app": "env"}
 		pod.Annotations = map[string]string{"note": "hello world"}
+		// The ServiceAccount admission plugin wants the account to exist; without a token
+		// volume (this runtime has no volume client).
+		sa := &v1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "env-sa", Namespace: namespace},
+			AutomountServiceAccountToken: ptr.To(false)}
+		if _, err := admin.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			admin.CoreV1().ServiceAccounts(namespace).Delete(context.Background(), sa.Name, metav1.DeleteOptions{})
+		})
 		pod.Spec.ServiceAccountName = "env-sa"
 		field := func(name, path string) v1.EnvVar {
 			return v1.EnvVar{Name: name, ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: path}}}

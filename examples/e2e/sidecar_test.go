@@ -59,4 +59,3 @@ func TestE2ECRISidecar(t *testing.T) {
 		t.Errorf("exit codes: app %d, proxy %d; want neither killed at the deadline", app.ExitCode, proxy.ExitCode)
 	}
 }
-
