@@ -24,8 +24,9 @@
 # binaries built or found, Debian's packages installed, the Go modules the tests and the
 # scripts need downloaded); PODLIFE_E2E_CNI tells the tests the pod network's range.
 #
-# It makes certificates with openssl (a CA, a serving certificate for 127.0.0.1 and a
-# service-account key pair) and a token file (an admin in system:masters and the node
+# It makes certificates with openssl (a CA, a serving certificate for 127.0.0.1, the API
+# server's client certificate for the nodes' kubelet API at their InternalIP (CN
+# kube-apiserver-kubelet-client, in system:masters), and a service-account key pair) and a token file (an admin in system:masters and the node
 # identity system:node:node1 in system:nodes), starts etcd and kube-apiserver on 127.0.0.1
 # only (free high ports), waits for /readyz, and runs the tests with PODLIFE_E2E_APISERVER set
 # to the work directory, which holds admin.kubeconfig, node1.kubeconfig and apiserver-ctl
@@ -160,6 +161,10 @@ openssl_q req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 1 -
 openssl_q req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj "/CN=kube-apiserver"
 printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >server.ext
 openssl_q x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out server.crt -days 1 -extfile server.ext
+# The API server's client certificate for the nodes' kubelet API (logs, exec, port-forward).
+openssl_q req -newkey rsa:2048 -nodes -keyout kubelet-client.key -out kubelet-client.csr -subj "/O=system:masters/CN=kube-apiserver-kubelet-client"
+printf 'extendedKeyUsage=clientAuth\n' >kubelet-client.ext
+openssl_q x509 -req -in kubelet-client.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out kubelet-client.crt -days 1 -extfile kubelet-client.ext
 openssl_q genrsa -out sa.key 2048
 openssl_q rsa -in sa.key -pubout -out sa.pub
 admin_token="$(openssl rand -hex 16)"
@@ -172,7 +177,7 @@ cm_token="$(openssl rand -hex 16)"
 	echo "$scheduler_token,system:kube-scheduler,system:kube-scheduler"
 	echo "$cm_token,system:kube-controller-manager,system:kube-controller-manager"
 } >tokens.csv
-chmod 600 tokens.csv ca.key server.key sa.key
+chmod 600 tokens.csv ca.key server.key sa.key kubelet-client.key
 
 etcd_port="$(free_port)"
 peer_port="$(free_port)"
@@ -228,6 +233,8 @@ api_args=(
 	--cert-dir "$work/apiserver-certs"
 	--tls-cert-file "$work/server.crt" --tls-private-key-file "$work/server.key"
 	--client-ca-file "$work/ca.crt" --token-auth-file "$work/tokens.csv"
+	--kubelet-client-certificate "$work/kubelet-client.crt" --kubelet-client-key "$work/kubelet-client.key"
+	--kubelet-preferred-address-types InternalIP
 	--authorization-mode Node,RBAC
 	--enable-admission-plugins NodeRestriction
 	--service-account-key-file "$work/sa.pub" --service-account-signing-key-file "$work/sa.key"

@@ -35,6 +35,7 @@ case "$side" in
 podlife)
 	"$out/nodeagent" -cri "$PODLIFE_E2E_CRI" -kubeconfig "$work/node1.kubeconfig" -node node1 \
 		-pod-network runtime -log-root "$work/pods" -root-dir "$work/podlife" -timeout 6h -quiet \
+		-client-ca-file "$work/ca.crt" -authentication-token-webhook \
 		>"$out/node-$side.log" 2>&1 &
 	node_pid=$!
 	;;
