@@ -73,13 +73,15 @@ func TestModulesByVersion(t *testing.T) {
 		cmd := exec.CommandContext(ctx, goTool, args...)
 		cmd.Dir = dir
 		cmd.Env = env
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
+		// Only stdout is the answer: with a cold module cache the go command writes
+		// "go: downloading ..." lines on stderr.
+		var out, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &stderr
 		start := time.Now()
 		err := cmd.Run()
 		t.Logf("go %s: %v", strings.Join(args, " "), time.Since(start).Round(time.Millisecond))
 		if err != nil {
-			t.Fatalf("go %s (in %s): %v\n%s", strings.Join(args, " "), dir, err, out.String())
+			t.Fatalf("go %s (in %s): %v\n%s%s", strings.Join(args, " "), dir, err, out.String(), stderr.String())
 		}
 		return out.String()
 	}
