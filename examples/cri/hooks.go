@@ -2,14 +2,10 @@ package cri
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,51 +113,15 @@ func (r *Runtime) runHTTPHook(ctx context.Context, pod *v1.Pod, c *v1.Container,
 	if err != nil {
 		return err
 	}
-	scheme := strings.ToLower(string(g.Scheme))
-	if scheme == "" {
-		scheme = "http"
-	}
-	u, err := url.Parse(g.Path)
-	if err != nil {
-		u = &url.URL{Path: g.Path}
-	}
-	u.Scheme = scheme
-	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := httpGetRequest(ctx, g, host, port, lifecycleUserAgent)
 	if err != nil {
 		return err
 	}
-	for _, h := range g.HTTPHeaders {
-		req.Header.Add(h.Name, h.Value)
-	}
-	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header.Set("User-Agent", lifecycleUserAgent)
-	}
-	if _, ok := req.Header["Accept"]; !ok {
-		req.Header.Set("Accept", "*/*")
-	} else if req.Header.Get("Accept") == "" {
-		req.Header.Del("Accept")
-	}
-	req.Host = req.Header.Get("Host")
-	client := &http.Client{
-		Transport: &http.Transport{
-			DisableKeepAlives: true,
-			Proxy:             http.ProxyURL(nil),
-			TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, // as the kubelet's lifecycle client
-		},
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if req.URL.Hostname() != via[0].URL.Hostname() {
-				return http.ErrUseLastResponse
-			}
-			if len(via) >= 10 {
-				return errors.New("stopped after 10 redirects")
-			}
-			return nil
-		},
-	}
+	var timeout time.Duration
 	if budget > 0 {
-		client.Timeout = time.Duration(budget) * time.Second
+		timeout = time.Duration(budget) * time.Second
 	}
+	client := httpGetClient(timeout, false)
 	resp, err := client.Do(req)
 	discardBody(resp)
 	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {

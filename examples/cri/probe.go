@@ -176,10 +176,11 @@ func (r *Runtime) execProbe(ctx context.Context, id string, cmd []string, timeou
 	return node.ProbeSuccess, string(out), nil
 }
 
-// httpProbe is the kubelet's HTTP probe: GET scheme://host:port/path with the probe's
-// headers (User-Agent kube-probe/1.37 and Accept */* unless set), redirects followed on
-// the same host only, no certificate check (the kubelet's InsecureSkipVerify).
-func httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, timeout time.Duration) (node.ProbeResult, string, error) {
+// httpGetRequest is the request of an httpGet probe or hook (the kubelet's
+// NewRequestForHTTPGetAction): GET scheme://host:port/path with g's headers, User-Agent
+// userAgent and Accept */* unless set (an empty Accept is left out), the Host header as
+// the request's host.
+func httpGetRequest(ctx context.Context, g *v1.HTTPGetAction, host string, port int, userAgent string) (*http.Request, error) {
 	scheme := strings.ToLower(string(g.Scheme))
 	if scheme == "" {
 		scheme = "http"
@@ -192,13 +193,13 @@ func httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, 
 	u.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return node.ProbeUnknown, "", fmt.Errorf("cri: Probe: %w", err)
+		return nil, err
 	}
 	for _, h := range g.HTTPHeaders {
 		req.Header.Add(h.Name, h.Value)
 	}
 	if _, ok := req.Header["User-Agent"]; !ok {
-		req.Header.Set("User-Agent", probeUserAgent)
+		req.Header.Set("User-Agent", userAgent)
 	}
 	if _, ok := req.Header["Accept"]; !ok {
 		req.Header.Set("Accept", "*/*")
@@ -206,13 +207,21 @@ func httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, 
 		req.Header.Del("Accept")
 	}
 	req.Host = req.Header.Get("Host")
-	client := &http.Client{
+	return req, nil
+}
+
+// httpGetClient is the client of httpGet probes and hooks, as the kubelet's prober's and
+// lifecycle handler's: no keep-alives, no proxy, no certificate check (the kubelet's
+// InsecureSkipVerify), redirects followed on the same host only, at most 10; timeout 0
+// is none. Probes ask for the body as it is sent (disableCompression).
+func httpGetClient(timeout time.Duration, disableCompression bool) *http.Client {
+	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			DisableKeepAlives:  true,
-			DisableCompression: true,
+			DisableCompression: disableCompression,
 			Proxy:              http.ProxyURL(nil),
-			TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, // as the kubelet's prober
+			TLSClientConfig:    &tls.Config{InsecureSkipVerify: true},
 		},
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if req.URL.Hostname() != via[0].URL.Hostname() {
@@ -224,6 +233,17 @@ func httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, 
 			return nil
 		},
 	}
+}
+
+// httpProbe is the kubelet's HTTP probe: GET scheme://host:port/path with the probe's
+// headers (User-Agent kube-probe/1.37 and Accept */* unless set), redirects followed on
+// the same host only, no certificate check (the kubelet's InsecureSkipVerify).
+func httpProbe(ctx context.Context, g *v1.HTTPGetAction, host string, port int, timeout time.Duration) (node.ProbeResult, string, error) {
+	req, err := httpGetRequest(ctx, g, host, port, probeUserAgent)
+	if err != nil {
+		return node.ProbeUnknown, "", fmt.Errorf("cri: Probe: %w", err)
+	}
+	client := httpGetClient(timeout, true)
 	res, err := client.Do(req)
 	if err != nil {
 		return node.ProbeFailure, err.Error(), nil

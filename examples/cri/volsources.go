@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/podlife/podlife/examples/envvar"
 )
 
 // defaultTokenExpiration is the API server's default of a serviceAccountToken
@@ -214,14 +216,14 @@ func (r *Runtime) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 // environment; a variable missing or empty is an error.
 func expandSubPath(expr string, env map[string]string) (string, error) {
 	var missing []string
-	out := expandVars(expr, func(k string) (string, bool) {
+	out := envvar.Expand(expr, func(k string) string {
 		v, ok := env[k]
 		if !ok || v == "" {
 			if !slices.Contains(missing, k) {
 				missing = append(missing, k)
 			}
 		}
-		return v, true
+		return v
 	})
 	if len(missing) > 0 {
 		slices.Sort(missing)

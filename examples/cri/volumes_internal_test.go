@@ -226,6 +226,7 @@ func TestSubPathValidation(t *testing.T) {
 		{name: "volumes expanded with an empty variable", expr: "$(POD_NAME)/bar", env: map[string]string{"POD_NAME": ""}, wantErr: "missing value for POD_NAME"},
 		{name: "two missing variables, sorted", expr: "$(B)/$(A)", wantErr: "missing value for A, B"},
 		{name: "escaped dollar", expr: "$$(POD_NAME)", env: map[string]string{"POD_NAME": "x"}, want: "$(POD_NAME)"},
+		{name: "an unterminated reference is kept, a later $$ still escapes (envvar.Expand)", expr: "a$(b$$c", want: "a$(b$c"},
 		{name: "invalid absolute SubPath", expr: "/must/not/be/absolute", wantErr: "error SubPath `/must/not/be/absolute` must not be an absolute path"},
 		{name: "invalid SubPath with backsteps", expr: "no/backsteps/../allowed", wantErr: "unable to provision SubPath `no/backsteps/../allowed`: must not contain '..'"},
 		{name: "expanded to backsteps (the e2e test's backticks)", expr: "$(POD_NAME)", env: map[string]string{"POD_NAME": ".."}, wantErr: "unable to provision SubPath `..`: must not contain '..'"},

@@ -50,10 +50,12 @@ func newCRI(t *testing.T, endpoint string) *cri.Runtime {
 	return newCRIConfig(t, cri.Config{Endpoint: endpoint})
 }
 
-// newCRIConfig is newCRI with a configuration (LogRoot: a temporary directory).
+// newCRIConfig is newCRI with a configuration (LogRoot: a temporary directory unless set).
 func newCRIConfig(t *testing.T, cfg cri.Config) *cri.Runtime {
 	t.Helper()
-	cfg.LogRoot = t.TempDir()
+	if cfg.LogRoot == "" {
+		cfg.LogRoot = t.TempDir()
+	}
 	rt, err := cri.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -74,6 +76,24 @@ func eventWriter(t *testing.T, nodeClient kubernetes.Interface) *kube.EventWrite
 	go func() { w.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	return w
+}
+
+// startCRINode is a test's CRI node: a runtime configured by cfg (as newCRIConfig) and an
+// agent as the node identity on it (acfg, its Backend the runtime), both stopped when the
+// test ends, whose events (cfg.Event, acfg.Recorder) a kube.Recorder writes to the server
+// as node1's kubelet.
+func startCRINode(t *testing.T, nodeClient kubernetes.Interface, cfg cri.Config, acfg agent.Config) (*cri.Runtime, *runningAgent) {
+	t.Helper()
+	recCtx, stopRec := context.WithCancel(context.Background())
+	rec, err := kube.NewRecorder(recCtx, nodeClient, "kubelet", node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopRec(); <-rec.Done() }) // after the agent stopped
+	cfg.Event = rec.Event
+	rt := newCRIConfig(t, cfg)
+	acfg.Backend, acfg.Recorder = rt, rec
+	return rt, startAgentWith(t, nodeClient, acfg)
 }
 
 // startCRIAgent starts an agent as the node identity on the CRI runtime, stopped when the

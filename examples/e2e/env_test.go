@@ -39,14 +39,10 @@ func envRuntime(t *testing.T) (admin kubernetes.Interface, rt *cri.Runtime, imag
 	}
 	getter := envvar.ClientGetter(nodeClient)
 	logRoot = t.TempDir()
-	rt, err = cri.New(cri.Config{Endpoint: ep, LogRoot: logRoot, Event: eventWriter(t, nodeClient).Event,
+	rt, _ = startCRINode(t, nodeClient, cri.Config{Endpoint: ep, LogRoot: logRoot,
 		Env: cri.EnvConfig{Getter: getter, Services: getter, HostIPs: hostIPs,
-			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("2Gi")}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	startAgentWith(t, nodeClient, agent.Config{Backend: rt, HostIPs: hostIPs})
+			Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("2Gi")}}},
+		agent.Config{HostIPs: hostIPs})
 	return admin, rt, image, logRoot, hostIPs
 }
 

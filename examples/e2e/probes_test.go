@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
-	"github.com/podlife/podlife/examples/kube"
 )
 
 // Probes on containerd and the real API server (issue 28): examples/cri runs them
@@ -28,14 +28,7 @@ import (
 func probeEnv(t *testing.T) (admin kubernetes.Interface, rt *cri.Runtime, image string) {
 	t.Helper()
 	admin, nodeClient, ep, image := criEnv(t)
-	recCtx, stopRec := context.WithCancel(context.Background())
-	rec, err := kube.NewRecorder(recCtx, nodeClient, "kubelet", node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopRec(); <-rec.Done() })
-	rt = newCRIConfig(t, cri.Config{Endpoint: ep, Event: rec.Event})
-	startEventsAgent(t, nodeClient, rt, rec)
+	rt, _ = startCRINode(t, nodeClient, cri.Config{Endpoint: ep}, agent.Config{})
 	return admin, rt, image
 }
 

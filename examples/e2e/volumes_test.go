@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,8 +16,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
-	"github.com/podlife/podlife/examples/kube"
 )
 
 // Volumes on containerd and the real API server (issue 31 items 1 and 4): examples/cri
@@ -31,40 +30,16 @@ import (
 func volumeEnv(t *testing.T) (admin kubernetes.Interface, rt *cri.Runtime, image, logRoot, rootDir string) {
 	t.Helper()
 	admin, nodeClient, ep, image := criEnv(t)
-	recCtx, stopRec := context.WithCancel(context.Background())
-	rec, err := kube.NewRecorder(recCtx, nodeClient, "kubelet", node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopRec(); <-rec.Done() })
 	logRoot, rootDir = t.TempDir(), t.TempDir()
-	rt, err = cri.New(cri.Config{Endpoint: ep, Event: rec.Event, LogRoot: logRoot, RootDir: rootDir,
-		Volumes: cri.ClientVolumes(nodeClient), VolumeResync: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rt.Close() })
-	startEventsAgent(t, nodeClient, rt, rec)
+	rt, _ = startCRINode(t, nodeClient, cri.Config{Endpoint: ep, LogRoot: logRoot, RootDir: rootDir,
+		Volumes: cri.ClientVolumes(nodeClient), VolumeResync: time.Second}, agent.Config{})
 	return admin, rt, image, logRoot, rootDir
 }
 
 // waitLog polls the container's log (its first instance) every 100 ms until it has want.
 func waitLog(t *testing.T, ctx context.Context, logRoot string, pod *v1.Pod, container, want string) {
 	t.Helper()
-	path := filepath.Join(logRoot, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container, "0.log")
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		data, _ := os.ReadFile(path)
-		if strings.Contains(string(data), want) {
-			return
-		}
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatalf("waiting for %q in %s: %v; it has:\n%s", want, path, ctx.Err(), data)
-		}
-	}
+	waitFile(t, ctx, filepath.Join(logRoot, fmt.Sprintf("%s_%s_%s", pod.Namespace, pod.Name, pod.UID), container, "0.log"), want)
 }
 
 func succeeded(es []podEvent) bool {

@@ -23,7 +23,6 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
-	"github.com/podlife/podlife/examples/kube"
 )
 
 // Environment of TestE2EW8SideBySide.
@@ -277,15 +276,7 @@ func logW8Medians(t *testing.T, sides []string, results []w8Result) {
 // node1 until the test ends.
 func startPodlifeCRI(t *testing.T, nodeClient kubernetes.Interface, cfg cri.Config) {
 	t.Helper()
-	recCtx, stopRec := context.WithCancel(context.Background())
-	rec, err := kube.NewRecorder(recCtx, nodeClient, "kubelet", node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopRec(); <-rec.Done() }) // after the agent stopped
-	cfg.Event = rec.Event
-	rt := newCRIConfig(t, cfg)
-	startAgentWith(t, nodeClient, agent.Config{Backend: rt, Recorder: rec})
+	startCRINode(t, nodeClient, cfg, agent.Config{})
 }
 
 // kubeletConfig is the KubeletConfiguration of the W8 runs: what the kubelet needs on these

@@ -144,12 +144,7 @@ type Resolver struct {
 func (r *Resolver) Env(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs []string) ([]v1.EnvVar, error) {
 	fail := func(err error) error { return &Error{Container: c.Name, Err: err} }
 	if podIPs == nil {
-		for _, ip := range pod.Status.PodIPs {
-			podIPs = append(podIPs, ip.IP)
-		}
-		if len(podIPs) == 0 && pod.Status.PodIP != "" {
-			podIPs = []string{pod.Status.PodIP}
-		}
+		_, podIPs = StatusIPs(pod)
 	}
 	links := pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks
 	serviceEnv, err := r.serviceEnv(ctx, pod.Namespace, links)
@@ -481,8 +476,40 @@ func ServiceEnv(s *v1.Service) []v1.EnvVar {
 	return out
 }
 
-// fieldValue is the downward API's value of a pod field (fieldRef.fieldPath).
+// fieldValue is the downward API's value of a pod field (fieldRef.fieldPath): the host's
+// addresses are r.HostIPs, or the pod's status.
 func (r *Resolver) fieldValue(pod *v1.Pod, path string, podIPs []string) (string, error) {
+	hostIPs := r.HostIPs
+	if len(hostIPs) == 0 {
+		hostIPs, _ = StatusIPs(pod)
+	}
+	return FieldValue(pod, path, hostIPs, podIPs)
+}
+
+// StatusIPs are the pod's host and pod addresses in its status: status.hostIPs (or
+// hostIP) and status.podIPs (or podIP).
+func StatusIPs(pod *v1.Pod) (hostIPs, podIPs []string) {
+	for _, ip := range pod.Status.HostIPs {
+		hostIPs = append(hostIPs, ip.IP)
+	}
+	if len(hostIPs) == 0 && pod.Status.HostIP != "" {
+		hostIPs = []string{pod.Status.HostIP}
+	}
+	for _, ip := range pod.Status.PodIPs {
+		podIPs = append(podIPs, ip.IP)
+	}
+	if len(podIPs) == 0 && pod.Status.PodIP != "" {
+		podIPs = []string{pod.Status.PodIP}
+	}
+	return hostIPs, podIPs
+}
+
+// FieldValue is the downward API's value of a pod field, a fieldRef's fieldPath (the
+// kubelet's podFieldSelectorRuntimeValue): metadata (a label or annotation by
+// subscript, all of them as sorted key="value" lines), spec.nodeName and serviceAccountName, and
+// the addresses given: status.hostIP is the first of hostIPs, status.hostIPs all of them
+// joined by commas, likewise status.podIP(s) of podIPs. Another path is an error.
+func FieldValue(pod *v1.Pod, path string, hostIPs, podIPs []string) (string, error) {
 	if sub, ok := subscript(path, "metadata.labels"); ok {
 		return pod.Labels[sub], nil
 	}
@@ -504,23 +531,13 @@ func (r *Resolver) fieldValue(pod *v1.Pod, path string, podIPs []string) (string
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.hostIP", "status.hostIPs":
-		ips := r.HostIPs
-		if len(ips) == 0 {
-			for _, ip := range pod.Status.HostIPs {
-				ips = append(ips, ip.IP)
-			}
-			if len(ips) == 0 && pod.Status.HostIP != "" {
-				ips = []string{pod.Status.HostIP}
-			}
-		}
-		if path == "status.hostIPs" {
-			return strings.Join(ips, ","), nil
-		}
-		if len(ips) == 0 {
+	case "status.hostIP":
+		if len(hostIPs) == 0 {
 			return "", nil
 		}
-		return ips[0], nil
+		return hostIPs[0], nil
+	case "status.hostIPs":
+		return strings.Join(hostIPs, ","), nil
 	case "status.podIP":
 		if len(podIPs) == 0 {
 			return "", nil

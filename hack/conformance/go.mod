@@ -8,6 +8,7 @@ go 1.26.8
 require (
 	github.com/onsi/ginkgo/v2 v2.32.0
 	github.com/onsi/gomega v1.40.0
+	github.com/podlife/podlife/hack/testimage v0.0.0
 	k8s.io/component-base v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kubernetes v1.37.2
@@ -214,3 +215,6 @@ replace (
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.37.2
 	k8s.io/streaming => k8s.io/streaming v0.37.2
 )
+
+// hack/testimage's package ociimage writes the images (mkimages).
+replace github.com/podlife/podlife/hack/testimage => ../testimage

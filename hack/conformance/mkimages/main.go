@@ -16,21 +16,14 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"time"
+
+	"github.com/podlife/podlife/hack/testimage/ociimage"
 )
 
 // The names the tests use (test/utils/image/manifest.go of v1.37.2).
@@ -56,22 +49,10 @@ func main() {
 	}
 }
 
-// epoch is every file's modification time.
-var epoch = time.Unix(0, 0).UTC()
-
-// entry is one file of a layer: a directory, a regular file (data) or a symlink (link).
-type entry struct {
-	name string
-	mode int64
-	data []byte
-	link string
-	dir  bool
-}
-
 // image is what one image holds.
 type image struct {
 	names      []string
-	entries    []entry
+	entries    []ociimage.Entry
 	entrypoint []string
 	cmd        []string
 }
@@ -93,15 +74,15 @@ func run(busyboxPath, agnhostPath, out string) error {
 	agnhostUsers := "user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n"
 	agnhostGroups := "group-defined-in-image:x:50000:user-defined-in-image\nuser-defined-in-image:x:1000:\n"
 	agEntries := append(userland(bb, applets, agnhostUsers+"\x00"+agnhostGroups),
-		entry{name: "agnhost", mode: 0o755, data: ag},
-		entry{name: "agnhost-2", link: "agnhost"},
-		entry{name: "uploads/", mode: 0o755, dir: true},
-		entry{name: "home/user-defined-in-image/", mode: 0o755, dir: true})
+		ociimage.Entry{Name: "agnhost", Mode: 0o755, Data: ag},
+		ociimage.Entry{Name: "agnhost-2", Link: "agnhost"},
+		ociimage.Entry{Name: "uploads/", Mode: 0o755, Dir: true},
+		ociimage.Entry{Name: "home/user-defined-in-image/", Mode: 0o755, Dir: true})
 	images := map[string]image{
 		"busybox.tar": {names: []string{busyboxName}, entries: base, cmd: []string{"sh"}},
 		"agnhost.tar": {names: []string{agnhostName, agnhostPrev}, entries: agEntries,
 			entrypoint: []string{"/agnhost"}, cmd: []string{"pause"}},
-		"pause.tar": {names: []string{pauseName}, entries: append(skeleton(), entry{name: "agnhost", mode: 0o755, data: ag}),
+		"pause.tar": {names: []string{pauseName}, entries: append(skeleton(), ociimage.Entry{Name: "agnhost", Mode: 0o755, Data: ag}),
 			entrypoint: []string{"/agnhost", "pause"}},
 	}
 	for _, file := range []string{"busybox.tar", "agnhost.tar", "pause.tar"} {
@@ -128,85 +109,32 @@ func appletList(busybox string) ([]string, error) {
 }
 
 // skeleton is the directories every image has (runc mounts onto some of them).
-func skeleton() []entry {
-	var es []entry
+func skeleton() []ociimage.Entry {
+	var es []ociimage.Entry
 	for _, d := range []string{"dev/", "etc/", "proc/", "sys/", "root/", "home/", "var/", "usr/", "usr/bin/", "usr/sbin/", "bin/", "sbin/"} {
-		es = append(es, entry{name: d, mode: 0o755, dir: true})
+		es = append(es, ociimage.Entry{Name: d, Mode: 0o755, Dir: true})
 	}
-	return append(es, entry{name: "tmp/", mode: 0o1777, dir: true})
+	return append(es, ociimage.Entry{Name: "tmp/", Mode: 0o1777, Dir: true})
 }
 
 // userland is busybox with its applet links, /etc/passwd and /etc/group (extra: more
 // passwd lines, a NUL, more group lines).
-func userland(busybox []byte, applets []string, extra string) []entry {
+func userland(busybox []byte, applets []string, extra string) []ociimage.Entry {
 	users, groups, _ := strings.Cut(extra, "\x00")
-	es := append(skeleton(), entry{name: "bin/busybox", mode: 0o755, data: busybox})
+	es := append(skeleton(), ociimage.Entry{Name: "bin/busybox", Mode: 0o755, Data: busybox})
 	for _, a := range applets {
-		es = append(es, entry{name: a, link: "/bin/busybox"})
+		es = append(es, ociimage.Entry{Name: a, Link: "/bin/busybox"})
 	}
 	passwd := "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n" + users
 	group := "root:x:0:\nnobody:x:65534:\n" + groups
 	return append(es,
-		entry{name: "etc/passwd", mode: 0o644, data: []byte(passwd)},
-		entry{name: "etc/group", mode: 0o644, data: []byte(group)},
-		entry{name: "etc/hosts", mode: 0o644, data: []byte("127.0.0.1 localhost\n")})
-}
-
-type descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int               `json:"size"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Platform    *platform         `json:"platform,omitempty"`
-}
-
-type platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-}
-
-func digest(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
+		ociimage.Entry{Name: "etc/passwd", Mode: 0o644, Data: []byte(passwd)},
+		ociimage.Entry{Name: "etc/group", Mode: 0o644, Data: []byte(group)},
+		ociimage.Entry{Name: "etc/hosts", Mode: 0o644, Data: []byte("127.0.0.1 localhost\n")})
 }
 
 // write writes img as an OCI image layout tar at path, its manifest listed once per name.
 func write(path string, img image) error {
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
-	seen := map[string]bool{}
-	for _, e := range img.entries {
-		if seen[e.name] {
-			continue
-		}
-		seen[e.name] = true
-		h := &tar.Header{Name: e.name, Mode: e.mode, ModTime: epoch}
-		switch {
-		case e.dir:
-			h.Typeflag = tar.TypeDir
-		case e.link != "":
-			h.Typeflag, h.Linkname, h.Mode = tar.TypeSymlink, e.link, 0o777
-		default:
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(e.data))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := tw.Write(e.data); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	var gz bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestSpeed)
-	if _, err := zw.Write(layer.Bytes()); err != nil {
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		return err
-	}
 	cfg := map[string]any{"Env": []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}, "WorkingDir": "/"}
 	if img.entrypoint != nil {
 		cfg["Entrypoint"] = img.entrypoint
@@ -214,65 +142,11 @@ func write(path string, img image) error {
 	if img.cmd != nil {
 		cfg["Cmd"] = img.cmd
 	}
-	config, err := json.Marshal(map[string]any{
-		"created": epoch.Format(time.RFC3339), "architecture": runtime.GOARCH, "os": "linux", "config": cfg,
-		"rootfs":  map[string]any{"type": "layers", "diff_ids": []string{digest(layer.Bytes())}},
-		"history": []map[string]string{{"created": epoch.Format(time.RFC3339), "created_by": "podlife hack/conformance/mkimages"}},
-	})
+	_, layerSize, err := ociimage.Write(path, ociimage.Image{Names: img.names, Entries: img.entries, Config: cfg,
+		CreatedBy: "podlife hack/conformance/mkimages"})
 	if err != nil {
 		return err
 	}
-	manifest, err := json.Marshal(map[string]any{
-		"schemaVersion": 2,
-		"mediaType":     "application/vnd.oci.image.manifest.v1+json",
-		"config":        descriptor{MediaType: "application/vnd.oci.image.config.v1+json", Digest: digest(config), Size: len(config)},
-		"layers":        []descriptor{{MediaType: "application/vnd.oci.image.layer.v1.tar+gzip", Digest: digest(gz.Bytes()), Size: gz.Len()}},
-	})
-	if err != nil {
-		return err
-	}
-	var manifests []descriptor
-	for _, name := range img.names {
-		tag := name[strings.LastIndex(name, ":")+1:]
-		manifests = append(manifests, descriptor{MediaType: "application/vnd.oci.image.manifest.v1+json", Digest: digest(manifest),
-			Size: len(manifest), Platform: &platform{Architecture: runtime.GOARCH, OS: "linux"},
-			Annotations: map[string]string{"io.containerd.image.name": name, "org.opencontainers.image.ref.name": tag}})
-	}
-	index, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests})
-	if err != nil {
-		return err
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	ow := tar.NewWriter(f)
-	files := []struct {
-		name string
-		b    []byte
-	}{
-		{"oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)},
-		{"index.json", index},
-		{"blobs/sha256/" + strings.TrimPrefix(digest(manifest), "sha256:"), manifest},
-		{"blobs/sha256/" + strings.TrimPrefix(digest(config), "sha256:"), config},
-		{"blobs/sha256/" + strings.TrimPrefix(digest(gz.Bytes()), "sha256:"), gz.Bytes()},
-	}
-	for _, d := range []string{"blobs/", "blobs/sha256/"} {
-		if err := ow.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d, Mode: 0o755, ModTime: epoch}); err != nil {
-			return errors.Join(err, f.Close())
-		}
-	}
-	for _, e := range files {
-		if err := ow.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: e.name, Mode: 0o644, Size: int64(len(e.b)), ModTime: epoch}); err != nil {
-			return errors.Join(err, f.Close())
-		}
-		if _, err := ow.Write(e.b); err != nil {
-			return errors.Join(err, f.Close())
-		}
-	}
-	if err := errors.Join(ow.Close(), f.Close()); err != nil {
-		return err
-	}
-	fmt.Fprintf(os.Stderr, "mkimages: %s (layer %d bytes) written to %s\n", strings.Join(img.names, ", "), gz.Len(), path)
+	fmt.Fprintf(os.Stderr, "mkimages: %s (layer %d bytes) written to %s\n", strings.Join(img.names, ", "), layerSize, path)
 	return nil
 }
