@@ -32,6 +32,17 @@ type testCase struct {
 	Skipped *struct{} `xml:"skipped"`
 }
 
+// testName is a JUnit test name as the report shows it: without ginkgo's "[It] " and the
+// list of labels at its end ("[sig-node, NodeConformance, Conformance]"), which repeat
+// what the name says.
+func testName(junit string) string {
+	n := strings.TrimPrefix(strings.TrimSpace(junit), "[It] ")
+	if i := strings.LastIndex(n, " ["); i >= 0 && strings.HasSuffix(n, "]") && strings.Contains(n[i:], ", ") {
+		n = n[:i]
+	}
+	return n
+}
+
 // result is one test's outcome: pass, fail or skip.
 func (c testCase) result() string {
 	switch {
@@ -77,7 +88,7 @@ func run(w io.Writer, args []string, md bool) error {
 		}
 		for _, su := range s.Suites {
 			for _, c := range su.Cases {
-				name := strings.TrimSpace(c.Name)
+				name := testName(c.Name)
 				if !strings.Contains(name, "[sig-") { // the suite's setup nodes
 					continue
 				}
