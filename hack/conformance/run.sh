@@ -42,8 +42,12 @@ trap 'stop_node; unmount_node' EXIT
 
 case "$side" in
 podlife)
+	# PODLIFE_CONFORMANCE_TIMELINE=1: the node's log has its timeline (every sync, container
+	# start and status write, with times), not just its summary.
+	quiet=-quiet
+	if [[ -n "${PODLIFE_CONFORMANCE_TIMELINE:-}" ]]; then quiet=-quiet=false; fi
 	"$out/nodeagent" -cri "$PODLIFE_E2E_CRI" -kubeconfig "$work/node1.kubeconfig" -node node1 \
-		-pod-network runtime -log-root "$work/pods" -root-dir "$work/podlife" -timeout 6h -quiet \
+		-pod-network runtime -log-root "$work/pods" -root-dir "$work/podlife" -timeout 6h "$quiet" \
 		-client-ca-file "$work/ca.crt" -authentication-token-webhook \
 		>"$out/node-$side.log" 2>&1 &
 	node_pid=$!
