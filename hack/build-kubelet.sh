@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # build-kubelet.sh builds the kubelet of k8s.io/kubernetes v1.37.2 from the Go module proxy into
-# the cache folder of build-apiserver.sh, and reuses it when present. Only the W8 side-by-side
-# measurement runs it (PODLIFE_E2E_KUBELET=1 hack/e2e.sh ..., see hack/README.md); CI never
-# builds it.
+# the cache folder of build-apiserver.sh, and reuses it when present. The W8 side-by-side
+# measurement (PODLIFE_E2E_KUBELET=1 hack/e2e.sh ..., see hack/README.md) and the kubelet side
+# of hack/conformance.sh (-kubelet, -only kubelet) run it; CI never builds it.
 #
 #   hack/build-kubelet.sh            # prints the kubelet's path on its last line
 #   PODLIFE_CACHE=/some/dir hack/build-kubelet.sh

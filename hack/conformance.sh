@@ -8,6 +8,7 @@
 #
 #   hack/conformance.sh                  # the podlife node
 #   hack/conformance.sh -kubelet         # both sides, one after the other
+#   hack/conformance.sh -only kubelet    # one side (podlife or kubelet)
 #   hack/conformance.sh -focus 'Pods should get a host IP'   # another set (a ginkgo regex)
 #
 # Each side runs on a cluster of its own, made by hack/e2e.sh (PODLIFE_E2E_EXEC: etcd,
@@ -37,9 +38,10 @@ sides=(podlife)
 while [[ $# -gt 0 ]]; do
 	case "$1" in
 	-kubelet) sides=(podlife kubelet) ;;
+	-only) sides=("$2"); shift ;;
 	-focus) focus="$2"; shift ;;
 	-skip) skip="$2"; shift ;;
-	*) echo "usage: conformance.sh [-kubelet] [-focus REGEX] [-skip REGEX]" >&2; exit 2 ;;
+	*) echo "usage: conformance.sh [-kubelet | -only podlife|kubelet] [-focus REGEX] [-skip REGEX]" >&2; exit 2 ;;
 	esac
 	shift
 done

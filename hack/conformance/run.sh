@@ -29,12 +29,25 @@ stop_node() {
 	for ((i = 0; i < 300; i++)); do kill -0 "$node_pid" 2>/dev/null || return 0; sleep 0.1; done
 	kill -KILL "$node_pid" 2>/dev/null || true
 }
-trap stop_node EXIT
+# unmount_node unmounts what the node left mounted under its directories (the volumes of the
+# pods it did not get to tear down: tmpfs of secrets and projected volumes), deepest first,
+# so that hack/e2e.sh can delete its work directory.
+unmount_node() {
+	local m
+	for m in $(awk -v a="$work/kubelet/" -v b="$work/podlife/" 'index($5, a) == 1 || index($5, b) == 1 {print $5}' /proc/self/mountinfo | sort -r); do
+		umount -l "$m" 2>/dev/null || true
+	done
+}
+trap 'stop_node; unmount_node' EXIT
 
 case "$side" in
 podlife)
+	# PODLIFE_CONFORMANCE_TIMELINE=1: the node's log has its timeline (every sync, container
+	# start and status write, with times), not just its summary.
+	quiet=-quiet
+	if [[ -n "${PODLIFE_CONFORMANCE_TIMELINE:-}" ]]; then quiet=-quiet=false; fi
 	"$out/nodeagent" -cri "$PODLIFE_E2E_CRI" -kubeconfig "$work/node1.kubeconfig" -node node1 \
-		-pod-network runtime -log-root "$work/pods" -root-dir "$work/podlife" -timeout 6h -quiet \
+		-pod-network runtime -log-root "$work/pods" -root-dir "$work/podlife" -timeout 6h "$quiet" \
 		-client-ca-file "$work/ca.crt" -authentication-token-webhook \
 		>"$out/node-$side.log" 2>&1 &
 	node_pid=$!
@@ -42,28 +55,40 @@ podlife)
 kubelet)
 	[[ -x "${PODLIFE_CONFORMANCE_KUBELET:-}" ]] || { echo "run.sh: no kubelet binary" >&2; exit 1; }
 	mkdir -p "$work/kubelet"
+	# What the kubelet needs on this machine (as examples/e2e/w8_test.go's kubeletConfig):
+	# cgroup v1 allowed (v1.37 refuses it by default), no QOS cgroups and no node allocatable
+	# enforcement, cgroupfs as containerd's runc, swap allowed; its API on the node address
+	# with webhook authentication and authorization (the API server's kubelet client
+	# certificate is signed by the cluster CA) like the podlife node's; eviction thresholds
+	# low enough that the test machine's disk never triggers them; the files under $work.
 	cat >"$work/kubelet/config.yaml" <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+failSwapOn: false
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: "$work/ca.crt"}
 authorization: {mode: Webhook}
 containerRuntimeEndpoint: "$PODLIFE_E2E_CRI"
-cgroupDriver: cgroupfs
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-failSwapOn: false
-readOnlyPort: 0
+address: "$node_ip"
 port: 10250
-address: "0.0.0.0"
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "1Mi", nodefs.available: "1%", imagefs.available: "1%"}
+evictionHard: {memory.available: "1%", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
 resolvConf: ""
-podLogsDir: "$work/pods"
+podLogsDir: "$work/kubelet/logs"
+volumePluginDir: "$work/kubelet/volume-plugins"
+kubeAPIQPS: 100
+kubeAPIBurst: 200
 YAML
 	"$PODLIFE_CONFORMANCE_KUBELET" --kubeconfig "$work/node1.kubeconfig" --config "$work/kubelet/config.yaml" \
 		--root-dir "$work/kubelet/root" --cert-dir "$work/kubelet/pki" --hostname-override node1 --node-ip "$node_ip" \
@@ -72,6 +97,28 @@ YAML
 	;;
 *) echo "run.sh: unknown side $side" >&2; exit 2 ;;
 esac
+
+# The node must be Ready before the tests start (within 2 minutes): a node that fails to
+# start (a kubelet refusing its configuration) ends the run with its log's last lines rather
+# than with every test failing.
+server="$(awk '/server:/ {print $2; exit}' "$work/admin.kubeconfig")"
+token="$(awk '/token:/ {print $2; exit}' "$work/admin.kubeconfig")"
+ready=""
+for ((i = 0; i < 240; i++)); do
+	kill -0 "$node_pid" 2>/dev/null || break
+	if curl -fsS --cacert "$work/ca.crt" -H "Authorization: Bearer $token" "$server/api/v1/nodes/node1" 2>/dev/null |
+		tr -d ' \n' | grep -q '"type":"Ready","status":"True"'; then
+		ready=1
+		break
+	fi
+	sleep 0.5
+done
+if [[ -z "$ready" ]]; then
+	echo "run.sh: $side: node1 did not get Ready (node log: $out/node-$side.log):" >&2
+	tail -n 30 "$out/node-$side.log" >&2
+	exit 1
+fi
+echo "run.sh: $side: node1 is Ready" >&2
 
 # The set in PODLIFE_CONFORMANCE_SHARDS (default 4) shards run at once, each its own test
 # process on the same cluster (every test has a namespace of its own): most of a failing

@@ -7,7 +7,10 @@
 //     plus the real agnhost program of k8s.io/kubernetes v1.37.2 (test/images/agnhost, built
 //     by hack/conformance.sh) as /agnhost, the image's Dockerfile's /agnhost-2 link, /uploads
 //     and its user-defined-in-image (1000) and group-defined-in-image (50000); Entrypoint
-//     /agnhost, Cmd pause.
+//     /agnhost, Cmd pause. The real image has curl (Alpine's), which the lifecycle hook tests'
+//     exec hooks run ("sh -c 'curl http://IP:8080/echo?msg=prestop'"); busybox has no curl,
+//     so /usr/bin/curl here is a shell script that GETs its last URL argument with busybox's
+//     wget and prints the body (enough for a plain "curl URL"; curl's options are ignored).
 //   - pause (registry.k8s.io/pause:3.10.2): agnhost alone, Entrypoint /agnhost pause.
 //
 // Every file's time is the epoch, so the same inputs give the same images.
@@ -76,6 +79,7 @@ func run(busyboxPath, agnhostPath, out string) error {
 	agEntries := append(userland(bb, applets, agnhostUsers+"\x00"+agnhostGroups),
 		ociimage.Entry{Name: "agnhost", Mode: 0o755, Data: ag},
 		ociimage.Entry{Name: "agnhost-2", Link: "agnhost"},
+		ociimage.Entry{Name: "usr/bin/curl", Mode: 0o755, Data: []byte(curlScript)},
 		ociimage.Entry{Name: "uploads/", Mode: 0o755, Dir: true},
 		ociimage.Entry{Name: "home/user-defined-in-image/", Mode: 0o755, Dir: true})
 	images := map[string]image{
@@ -92,6 +96,21 @@ func run(busyboxPath, agnhostPath, out string) error {
 	}
 	return nil
 }
+
+// curlScript is the agnhost image's curl: busybox's wget on the last argument that is not an
+// option; it fails as wget does (exit 1 on a refused connection or an HTTP error).
+const curlScript = `#!/bin/sh
+# curl (hack/conformance/mkimages): busybox wget on the URL, the body to stdout.
+url=
+for a in "$@"; do
+	case "$a" in
+	-*) ;;
+	*) url="$a" ;;
+	esac
+done
+[ -n "$url" ] || { echo "curl: no URL specified" >&2; exit 2; }
+exec wget -q -O - "$url"
+`
 
 // appletList is busybox's applets with their paths (bin/sh, usr/bin/env, ...).
 func appletList(busybox string) ([]string, error) {

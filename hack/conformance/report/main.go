@@ -1,7 +1,7 @@
 // Command report reads the JUnit reports of hack/conformance.sh's runs (per side: the podlife
 // node, and with -kubelet the real kubelet; a side may have several, one per shard) and prints, per test, pass, fail or
 // skip for each side, then the totals; with -md, as a Markdown table for
-// docs/CONFORMANCE.md.
+// docs/CONFORMANCE.md, each result with the test's duration.
 //
 //	go run ./report podlife=junit-podlife.xml kubelet=junit-kubelet.xml
 package main
@@ -30,6 +30,18 @@ type testCase struct {
 	Failure *struct{} `xml:"failure"`
 	Error   *struct{} `xml:"error"`
 	Skipped *struct{} `xml:"skipped"`
+	Time    float64   `xml:"time,attr"`
+}
+
+// testName is a JUnit test name as the report shows it: without ginkgo's "[It] " and the
+// list of labels at its end ("[sig-node, NodeConformance, Conformance]"), which repeat
+// what the name says.
+func testName(junit string) string {
+	n := strings.TrimPrefix(strings.TrimSpace(junit), "[It] ")
+	if i := strings.LastIndex(n, " ["); i >= 0 && strings.HasSuffix(n, "]") && strings.Contains(n[i:], ", ") {
+		n = n[:i]
+	}
+	return n
 }
 
 // result is one test's outcome: pass, fail or skip.
@@ -59,6 +71,7 @@ func run(w io.Writer, args []string, md bool) error {
 	}
 	var sides []string
 	results := map[string]map[string]string{} // test -> side -> result
+	secs := map[string]map[string]float64{}   // test -> side -> its duration, when it ran
 	for _, a := range args {
 		side, path, ok := strings.Cut(a, "=")
 		if !ok {
@@ -77,17 +90,19 @@ func run(w io.Writer, args []string, md bool) error {
 		}
 		for _, su := range s.Suites {
 			for _, c := range su.Cases {
-				name := strings.TrimSpace(c.Name)
+				name := testName(c.Name)
 				if !strings.Contains(name, "[sig-") { // the suite's setup nodes
 					continue
 				}
 				if results[name] == nil {
 					results[name] = map[string]string{}
+					secs[name] = map[string]float64{}
 				}
 				// A shard's file lists the other shards' tests as skipped: a
 				// result of the run wins over a skip.
 				if r := c.result(); r != "skip" || results[name][side] == "" {
 					results[name][side] = r
+					secs[name][side] = c.Time
 				}
 			}
 		}
@@ -118,6 +133,9 @@ func run(w io.Writer, args []string, md bool) error {
 				r = "-"
 			}
 			totals[s][r]++
+			if md && r != "-" && r != "skip" {
+				r = fmt.Sprintf("%s, %.0f s", r, secs[n][s])
+			}
 			cols = append(cols, r)
 		}
 		if md {
