@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // entry is the cached state of one pod's status. The manager's lock guards it.
@@ -183,7 +185,7 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 	case cur.status == nil:
 	case !force:
 		nv.skip = statusEqualByKubelet(cur.status, status)
-	case statusFieldsEqual(cur.status, status, ""):
+	case patch.FieldsEqual(cur.status, status, ""):
 		nv.status = cur.status
 	}
 	return nv, nil
@@ -436,7 +438,7 @@ func (e *entry) snapshot(uid types.UID) snapshot {
 //     its status.
 func statusToKeep(s *snapshot, server *v1.Pod) *v1.PodStatus {
 	switch {
-	case server != nil && server != s.server && server.UID == s.uid && statusFieldsEqual(s.status, &server.Status, ""):
+	case server != nil && server != s.server && server.UID == s.uid && patch.FieldsEqual(s.status, &server.Status, ""):
 		return &server.Status
 	case server != s.server && s.server != nil && s.status == &s.server.Status:
 		return s.status.DeepCopy()
@@ -475,7 +477,7 @@ func sameServerState(server, pod *v1.Pod) bool {
 	return server != nil && pod != nil && server != pod && server.UID == pod.UID &&
 		(server.DeletionTimestamp == nil) == (pod.DeletionTimestamp == nil) &&
 		IsMirrorPod(server) == IsMirrorPod(pod) &&
-		statusFieldsEqual(&server.Status, &pod.Status, "")
+		patch.FieldsEqual(&server.Status, &pod.Status, "")
 }
 
 // takeServer makes pod the entry's copy of the server's pod in place of server
@@ -582,7 +584,7 @@ func statusEqualByKubelet(a, b *v1.PodStatus) bool {
 	}
 	// Field by field in place, by StatusPatch's own comparisons: no copy of either
 	// status, no boxing.
-	return statusFieldsEqual(a, b, "conditions")
+	return patch.FieldsEqual(a, b, "conditions")
 }
 
 func kubeletConditionsEqual(a, b []v1.PodCondition) bool {
@@ -591,15 +593,9 @@ func kubeletConditionsEqual(a, b []v1.PodCondition) bool {
 			continue
 		}
 		j := findCondition(b, a[i].Type)
-		if j < 0 || !conditionEqual(&a[i], &b[j]) {
+		if j < 0 || !patch.ConditionEqual(&a[i], &b[j]) {
 			return false
 		}
 	}
 	return true
-}
-
-func conditionEqual(a, b *v1.PodCondition) bool {
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-		a.ObservedGeneration == b.ObservedGeneration &&
-		a.LastProbeTime.Equal(&b.LastProbeTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -526,13 +527,13 @@ func TestConditionEqualCoversEveryField(t *testing.T) {
 		func(c *v1.PodCondition) { c.LastTransitionTime = metav1.NewTime(t0.Add(time.Second)) },
 	}
 	b := a
-	if !conditionEqual(&a, &b) {
+	if !patch.ConditionEqual(&a, &b) {
 		t.Fatal("equal conditions differ")
 	}
 	for i, mut := range muts {
 		b := a
 		mut(&b)
-		if conditionEqual(&a, &b) {
+		if patch.ConditionEqual(&a, &b) {
 			t.Errorf("mutation %d not detected", i)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // Verb names one of the StatusPatcher's calls.
@@ -384,7 +386,7 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		}
 		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
 	}
-	patch, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
+	body, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {
 		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
 			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})
@@ -396,10 +398,10 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 	}
 	if !unchanged {
 		if p.borrowed {
-			patch = withResourceVersion(patch, server.UID, server.ResourceVersion)
+			body = patch.WithResourceVersion(body, server.UID, server.ResourceVersion)
 		}
-		p.patchN = len(patch)
-		return p.call(st, Call{Verb: VerbPatch, Patch: patch})
+		p.patchN = len(body)
+		return p.call(st, Call{Verb: VerbPatch, Patch: body})
 	}
 	p.sent = true
 	return p.afterWrite(st)

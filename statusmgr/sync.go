@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // reconcile runs on every full sync when a PodLookup is configured. It refreshes the cached
@@ -31,8 +33,8 @@ func (m *Manager) reconcile() {
 	fresh := make(map[types.UID]*v1.Pod, len(snaps))
 	var stale []snapshot
 	now := m.clock.Now()
-	scratch := patchBuffers.Get().(*[]byte) // the patches are only compared: one buffer for all
-	defer putPatchBuffer(scratch)
+	scratch := patch.GetBuffer() // the patches are only compared: one buffer for all
+	defer patch.PutBuffer(scratch)
 	for _, s := range snaps {
 		pod, ok := m.lookup.GetPodByUID(s.uid)
 		if !ok || pod == nil || pod.UID != s.uid {
