@@ -202,6 +202,9 @@ type statusPatchFunc func(b []byte, f *jsonField, o, n *v1.PodStatus) ([]byte, e
 type statusPatcher struct {
 	field jsonField
 	patch statusPatchFunc
+	// equal compares the field directly (equal.go); nil: by patch (its patcher writes
+	// nothing).
+	equal statusEqualFunc
 }
 
 // typedStatusFields are the status fields written by typed code, by JSON name.
@@ -239,7 +242,7 @@ var statusPatchers = sync.OnceValue(func() []statusPatcher {
 		if p == nil {
 			p = patchByReflection
 		}
-		out = append(out, statusPatcher{field: f, patch: p})
+		out = append(out, statusPatcher{field: f, patch: p, equal: statusEqual(f)})
 	}
 	return out
 })
@@ -1191,11 +1194,18 @@ func omitted(v reflect.Value) bool {
 	return v.IsZero()
 }
 
-// FieldsEqual reports whether a and b are equal in every status field but the one
-// named skip (a JSON name), as Status compares them: a field is equal when its
+// ConditionEqual reports whether two conditions are equal in every member (times to the
+// second's representation the API server keeps, as metav1.Time.Equal).
+func ConditionEqual(a, b *v1.PodCondition) bool {
+	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
+		a.ObservedGeneration == b.ObservedGeneration &&
+		a.LastProbeTime.Equal(&b.LastProbeTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
+}
+
+// fieldsEqualByPatch is FieldsEqual as it was before equal.go: a field is equal when its
 // patcher writes nothing (into a scratch buffer of patchBuffers: a difference allocates
 // nothing either).
-func FieldsEqual(a, b *v1.PodStatus, skip string) bool {
+func fieldsEqualByPatch(a, b *v1.PodStatus, skip string) bool {
 	scratch := GetBuffer()
 	defer PutBuffer(scratch)
 	patchers := statusPatchers()
@@ -1213,12 +1223,4 @@ func FieldsEqual(a, b *v1.PodStatus, skip string) bool {
 		}
 	}
 	return true
-}
-
-// ConditionEqual reports whether two conditions are equal in every member (times to the
-// second's representation the API server keeps, as metav1.Time.Equal).
-func ConditionEqual(a, b *v1.PodCondition) bool {
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-		a.ObservedGeneration == b.ObservedGeneration &&
-		a.LastProbeTime.Equal(&b.LastProbeTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
 }
