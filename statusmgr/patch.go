@@ -9,7 +9,7 @@ import (
 	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
-// StatusPatch builds the strategic merge patch that turns oldStatus (the server's) into
+// statusPatch builds the strategic merge patch that turns oldStatus (the server's) into
 // newStatus, for the pod's status subresource. It is computed field by field, without
 // encoding either status whole:
 //   - the patch always carries metadata.uid = uid, which the API server treats as a
@@ -33,7 +33,7 @@ import (
 // unchanged is true when the statuses are equal; patch then carries only the UID and need
 // not be sent. Applied with strategicpatch.StrategicMergePatch to a pod whose status is
 // oldStatus, patch gives a pod whose status is newStatus.
-func StatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (p []byte, unchanged bool, err error) {
+func statusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (p []byte, unchanged bool, err error) {
 	if oldStatus == nil || newStatus == nil {
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
 	}

@@ -126,7 +126,7 @@ func TestStatusPatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			patch, unchanged, err := StatusPatch("u1", &tc.old, &tc.new)
+			patch, unchanged, err := statusPatch("u1", &tc.old, &tc.new)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +156,7 @@ func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
 		cond(v1.PodReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
 		cond(v1.ContainersReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
 	}}
-	patch, _, err := StatusPatch("u1", &old, &nw)
+	patch, _, err := statusPatch("u1", &old, &nw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
 }
 
 func TestStatusPatchNil(t *testing.T) {
-	if _, _, err := StatusPatch("u", nil, &v1.PodStatus{}); err == nil {
+	if _, _, err := statusPatch("u", nil, &v1.PodStatus{}); err == nil {
 		t.Error("nil old status accepted")
 	}
 }
@@ -201,7 +201,7 @@ func FuzzStatusPatch(f *testing.F) {
 			steps := append([]v1.PodStatus{roundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
 			old, nw = steps[newSeed%uint64(len(steps))], steps[newSeed>>8%uint64(len(steps))]
 		}
-		patch, unchanged, err := StatusPatch("uid-1", &old, &nw)
+		patch, unchanged, err := statusPatch("uid-1", &old, &nw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -254,7 +254,7 @@ func BenchmarkStatusPatch(b *testing.B) {
 	b.ReportAllocs()
 	var n int
 	for range b.N {
-		p, _, err := StatusPatch("uid-1", &old, &nw)
+		p, _, err := statusPatch("uid-1", &old, &nw)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -289,13 +289,13 @@ func BenchmarkPatchTheKubeletsWay(b *testing.B) {
 // change it.
 func TestStatusPatchResultIsNotReused(t *testing.T) {
 	old, nw := benchStatuses()
-	first, _, err := StatusPatch("uid-1", &old, &nw)
+	first, _, err := statusPatch("uid-1", &old, &nw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := string(first)
 	for range 10 {
-		if _, _, err := StatusPatch("uid-2", &nw, &old); err != nil {
+		if _, _, err := statusPatch("uid-2", &nw, &old); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // bytes and the same unchanged flag for old -> nw.
 func checkMatchesReference(t *testing.T, old, nw *v1.PodStatus) []byte {
 	t.Helper()
-	got, gotUnchanged, err := StatusPatch("uid-1", old, nw)
+	got, gotUnchanged, err := statusPatch("uid-1", old, nw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -533,3 +533,14 @@ func randomStatus(seed uint64) v1.PodStatus {
 	}
 	return s
 }
+
+// Status sends only what changed, with the pod's UID as a precondition (statusmgr's
+// ExampleStatusPatch, from before the encoder was internal).
+func TestStatusExample(t *testing.T) {
+	old := v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.7"}
+	now := v1.PodStatus{Phase: v1.PodFailed, PodIP: "10.0.0.7", Reason: "Evicted"}
+	patch, _, _ := Status("uid-1", &old, &now)
+	if want := `{"metadata":{"uid":"uid-1"},"status":{"phase":"Failed","reason":"Evicted"}}`; string(patch) != want {
+		t.Errorf("patch %s, want %s", patch, want)
+	}
+}
