@@ -137,7 +137,7 @@ type newVersion struct {
 // status identical to the cached one (ignoring conditions other clients own) is skipped
 // unless mode is setForced or setFinished; setFinished marks the pod finished (for good,
 // unless it is static). A forced version whose prepared status equals the cached one
-// (StatusPatch's comparisons: a patch from one to the other is empty) keeps the cached
+// (patch.FieldsEqual: a patch from one to the other is empty) keeps the cached
 // status, as an entry keeps the server's status equal to its own (statusToKeep): the
 // manager does not hold two equal statuses, and status is not stored.
 func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
@@ -337,7 +337,7 @@ func keepServer(p *v1.Pod) *v1.Pod {
 
 // sameServerState reports whether pod, the node agent's newest object of a pod, says what
 // server, the entry's copy of the server's pod, says to a sync: the same UID, deletion and
-// status (StatusPatch's comparisons: a patch from one to the other is empty). The node's
+// status (patch.FieldsEqual: a patch from one to the other is empty). The node's
 // object can then stand for the copy. Called without the lock.
 func sameServerState(server, pod *v1.Pod) bool {
 	return server != nil && pod != nil && server != pod && server.UID == pod.UID &&
@@ -448,7 +448,7 @@ func statusEqualByKubelet(a, b *v1.PodStatus) bool {
 	if !kubeletConditionsEqual(a.Conditions, b.Conditions) || !kubeletConditionsEqual(b.Conditions, a.Conditions) {
 		return false
 	}
-	// Field by field in place, by StatusPatch's own comparisons: no copy of either
+	// Field by field in place, by the patch's own comparisons (patch.FieldsEqual): no copy of either
 	// status, no boxing.
 	return patch.FieldsEqual(a, b, "conditions")
 }

@@ -199,7 +199,7 @@ type outcome struct {
 	Stats Stats
 }
 
-// Step is what a PodSync does next: a call to make, or, once Call.Verb is "", the outcome.
+// Step is what a PodSync does next: a call to make, or, once Call.Verb is "", the end.
 type Step struct {
 	Call    Call
 	outcome outcome
@@ -219,13 +219,16 @@ func (s Step) Done() bool { return s.Call.Verb == "" }
 // is read again and only NotFound or another UID forgets the status).
 //
 // It does no IO, reads no clock and starts no goroutine: Step takes the answer to the
-// last call and the time, and returns the next call or the outcome. Not safe for
-// concurrent use. The Manager is its runner; a test drives it with answers of its own:
+// last call and the time, and returns the next call or the end. Not safe for concurrent
+// use. The Manager is its runner; a caller of Manager.TakeSyncs drives the ones it gets
+// with answers of its own, then hands each back with FinishSync:
 //
-//	ps := statusmgr.podSyncOf(in)
-//	var a statusmgr.Answer
-//	for st := ps.Step(a, now); !st.Done(); st = ps.Step(a, now) {
-//		a = call(st.Call) // the StatusPatcher call
+//	for _, ps := range m.TakeSyncs() {
+//		var a statusmgr.Answer
+//		for st := ps.Step(a, now); !st.Done(); st = ps.Step(a, now) {
+//			a = call(st.Call) // the StatusPatcher call
+//		}
+//		err := m.FinishSync(ps)
 //	}
 type PodSync struct {
 	in podSyncInput
