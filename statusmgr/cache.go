@@ -2,12 +2,13 @@ package statusmgr
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // entry is the cached state of one pod's status. The manager's lock guards it.
@@ -60,16 +61,22 @@ type cache struct {
 	// sync; each live at most once (entry.queued, in the queue of entry.lane; a UID left in
 	// the other lane's queue when its pod finished is skipped there).
 	queues [numLanes]queue
-	// writing holds the UID of every pod with a sync in flight (at most one per pod), mapped
-	// to whether the pod was taken from the queue meanwhile (then it is queued again when
-	// the sync ends, so its newer version is written after the older one's call returned).
-	// Keyed by UID, not by entry: a forgotten entry's sync still blocks a new one.
-	writing map[types.UID]bool
+	// writing holds the UID of every pod with a sync in flight (at most one per pod), with
+	// its lane and whether the pod was taken from the queue meanwhile (then it is queued
+	// again when the sync ends, so its newer version is written after the older one's call
+	// returned). Keyed by UID, not by entry: a forgotten entry's sync still blocks a new one.
+	writing map[types.UID]write
+	// bounds are the write bounds (schedule.go); inFlight counts the writes in flight per
+	// lane that hold a slot (write.counted). Invariant: inFlight[laneStatus] <=
+	// bounds.maxStatus and inFlight[laneStatus]+inFlight[laneFinal] <= bounds.max.
+	bounds   writeBounds
+	inFlight [numLanes]int
 }
 
+// newCache returns an empty cache with the default write bounds.
 func newCache() *cache {
 	return &cache{entries: make(map[types.UID]*entry), mirrors: make(map[types.UID]types.UID),
-		writing: make(map[types.UID]bool)}
+		writing: make(map[types.UID]write), bounds: newWriteBounds(DefaultMaxConcurrentWrites)}
 }
 
 // checkPhase refuses an unknown phase, and a phase change away from a terminal phase the
@@ -130,7 +137,7 @@ type newVersion struct {
 // status identical to the cached one (ignoring conditions other clients own) is skipped
 // unless mode is setForced or setFinished; setFinished marks the pod finished (for good,
 // unless it is static). A forced version whose prepared status equals the cached one
-// (StatusPatch's comparisons: a patch from one to the other is empty) keeps the cached
+// (patch.FieldsEqual: a patch from one to the other is empty) keeps the cached
 // status, as an entry keeps the server's status equal to its own (statusToKeep): the
 // manager does not hold two equal statuses, and status is not stored.
 func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current, mode setMode, now time.Time) (newVersion, error) {
@@ -183,7 +190,7 @@ func prepare(pod *v1.Pod, status *v1.PodStatus, base *v1.PodStatus, cur current,
 	case cur.status == nil:
 	case !force:
 		nv.skip = statusEqualByKubelet(cur.status, status)
-	case statusFieldsEqual(cur.status, status, ""):
+	case patch.FieldsEqual(cur.status, status, ""):
 		nv.status = cur.status
 	}
 	return nv, nil
@@ -242,145 +249,6 @@ func (c *cache) set(pod *v1.Pod, status v1.PodStatus, base *v1.PodStatus, mode s
 	return changed, nil
 }
 
-// lane is one of the two queues of pods to write; their writes have separate bounds (see
-// Manager.next).
-type lane int
-
-const (
-	// laneStatus holds the pods not finished: their statuses are written by a few writers,
-	// so that a burst of changes coalesces.
-	laneStatus lane = iota
-	// laneFinal holds the finished pods (TerminatePod ran): their terminal status and final
-	// delete may use every writer.
-	laneFinal
-	numLanes
-)
-
-// laneOf is the lane of a pod: laneFinal once it is finished.
-func laneOf(finished bool) lane {
-	if finished {
-		return laneFinal
-	}
-	return laneStatus
-}
-
-// queue is a FIFO of UIDs; items[head:] is live.
-type queue struct {
-	items []types.UID
-	head  int
-}
-
-// enqueue queues the pod in its lane, unless it is queued there already; a pod queued in
-// the other lane (it finished meanwhile) moves to the end of its lane's queue.
-func (c *cache) enqueue(uid types.UID, e *entry) {
-	l := laneOf(e.podIsFinished)
-	if e.queued && e.lane == l {
-		return
-	}
-	e.queued, e.lane = true, l
-	c.queues[l].items = append(c.queues[l].items, uid)
-}
-
-// takeQueue returns the queued UIDs, the finished pods' first, and empties the queues.
-func (c *cache) takeQueue() []types.UID {
-	var out []types.UID
-	for _, l := range [...]lane{laneFinal, laneStatus} {
-		q := &c.queues[l]
-		for _, uid := range q.items[q.head:] {
-			if e := c.entries[uid]; e != nil && e.queued && e.lane == l {
-				e.queued = false
-				out = append(out, uid)
-			}
-		}
-		*q = queue{}
-	}
-	return out
-}
-
-// queueAll queues, after the pods already queued, every other pod whose status needs a
-// sync, in UID order (the full sync).
-func (c *cache) queueAll() {
-	var rest []types.UID
-	for uid, e := range c.entries {
-		if !e.queued && e.needsUpdate() {
-			rest = append(rest, uid)
-		}
-	}
-	slices.Sort(rest)
-	for _, uid := range rest {
-		c.enqueue(uid, c.entries[uid])
-	}
-}
-
-// next takes the first queued pod of the lane that needs a sync and has none in flight,
-// marks it written and returns its snapshot; false when there is none. A queued pod with a
-// sync in flight is set aside and queued again by done.
-func (c *cache) next(l lane) (snapshot, bool) {
-	q := &c.queues[l]
-	for q.head < len(q.items) {
-		uid := q.items[q.head]
-		q.items[q.head] = ""
-		q.head++
-		e := c.entries[uid]
-		if e == nil || !e.queued || e.lane != l {
-			continue
-		}
-		e.queued = false
-		if _, busy := c.writing[uid]; busy {
-			c.writing[uid] = true
-			continue
-		}
-		if !e.needsUpdate() {
-			continue
-		}
-		c.writing[uid] = false
-		return e.snapshot(uid), true
-	}
-	q.items, q.head = q.items[:0], 0
-	if cap(q.items) > 4096 {
-		q.items = nil // a burst does not pin memory
-	}
-	return snapshot{}, false
-}
-
-// claimResult is what claim found.
-type claimResult int
-
-const (
-	// claimed: the snapshot is the caller's to sync; call done when the sync ends.
-	claimed claimResult = iota
-	// claimBusy: a sync of the pod is in flight; wait for it to end and claim again.
-	claimBusy
-	// claimNone: the pod is gone or needs no sync.
-	claimNone
-)
-
-// claim marks the pod with the UID as written and returns its snapshot, if it needs a sync
-// and has none in flight (Sync's way in; the queue is left as it is).
-func (c *cache) claim(uid types.UID) (snapshot, claimResult) {
-	if _, busy := c.writing[uid]; busy {
-		return snapshot{}, claimBusy
-	}
-	e := c.entries[uid]
-	if e == nil || !e.needsUpdate() {
-		return snapshot{}, claimNone
-	}
-	c.writing[uid] = false
-	return e.snapshot(uid), claimed
-}
-
-// done ends the sync in flight of the pod with the UID. It returns true when the pod was
-// queued again (it was taken from the queue while the sync ran and still needs one).
-func (c *cache) done(uid types.UID) bool {
-	again := c.writing[uid]
-	delete(c.writing, uid)
-	if e := c.entries[uid]; again && e != nil && e.needsUpdate() {
-		c.enqueue(uid, e)
-		return true
-	}
-	return false
-}
-
 // needsUpdate reports whether the pod's status must be synced (the kubelet's needsUpdate):
 //   - a version the server does not have;
 //   - a final delete that failed (retried until the pod is deleted, gone or recreated);
@@ -436,7 +304,7 @@ func (e *entry) snapshot(uid types.UID) snapshot {
 //     its status.
 func statusToKeep(s *snapshot, server *v1.Pod) *v1.PodStatus {
 	switch {
-	case server != nil && server != s.server && server.UID == s.uid && statusFieldsEqual(s.status, &server.Status, ""):
+	case server != nil && server != s.server && server.UID == s.uid && patch.FieldsEqual(s.status, &server.Status, ""):
 		return &server.Status
 	case server != s.server && s.server != nil && s.status == &s.server.Status:
 		return s.status.DeepCopy()
@@ -469,13 +337,13 @@ func keepServer(p *v1.Pod) *v1.Pod {
 
 // sameServerState reports whether pod, the node agent's newest object of a pod, says what
 // server, the entry's copy of the server's pod, says to a sync: the same UID, deletion and
-// status (StatusPatch's comparisons: a patch from one to the other is empty). The node's
+// status (patch.FieldsEqual: a patch from one to the other is empty). The node's
 // object can then stand for the copy. Called without the lock.
 func sameServerState(server, pod *v1.Pod) bool {
 	return server != nil && pod != nil && server != pod && server.UID == pod.UID &&
 		(server.DeletionTimestamp == nil) == (pod.DeletionTimestamp == nil) &&
 		IsMirrorPod(server) == IsMirrorPod(pod) &&
-		statusFieldsEqual(&server.Status, &pod.Status, "")
+		patch.FieldsEqual(&server.Status, &pod.Status, "")
 }
 
 // takeServer makes pod the entry's copy of the server's pod in place of server
@@ -580,9 +448,9 @@ func statusEqualByKubelet(a, b *v1.PodStatus) bool {
 	if !kubeletConditionsEqual(a.Conditions, b.Conditions) || !kubeletConditionsEqual(b.Conditions, a.Conditions) {
 		return false
 	}
-	// Field by field in place, by StatusPatch's own comparisons: no copy of either
+	// Field by field in place, by the patch's own comparisons (patch.FieldsEqual): no copy of either
 	// status, no boxing.
-	return statusFieldsEqual(a, b, "conditions")
+	return patch.FieldsEqual(a, b, "conditions")
 }
 
 func kubeletConditionsEqual(a, b []v1.PodCondition) bool {
@@ -591,15 +459,9 @@ func kubeletConditionsEqual(a, b []v1.PodCondition) bool {
 			continue
 		}
 		j := findCondition(b, a[i].Type)
-		if j < 0 || !conditionEqual(&a[i], &b[j]) {
+		if j < 0 || !patch.ConditionEqual(&a[i], &b[j]) {
 			return false
 		}
 	}
 	return true
-}
-
-func conditionEqual(a, b *v1.PodCondition) bool {
-	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message &&
-		a.ObservedGeneration == b.ObservedGeneration &&
-		a.LastProbeTime.Equal(&b.LastProbeTime) && a.LastTransitionTime.Equal(&b.LastTransitionTime)
 }

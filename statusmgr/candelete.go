@@ -15,9 +15,6 @@ const (
 	// ConfigSourceAnnotationKey names the source a pod came from; "api" for the API server.
 	// It equals config.ConfigSourceAnnotationKey.
 	ConfigSourceAnnotationKey = podfacts.SourceAnnotationKey
-	// ConfigHashAnnotationKey carries a static pod's hash; its mirror pod's mirror
-	// annotation has the same value. It equals config.ConfigHashAnnotationKey.
-	ConfigHashAnnotationKey = podfacts.HashAnnotationKey
 	// APISource is the value of the source annotation for pods from the API server.
 	APISource = podfacts.APISource
 )

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -526,13 +527,13 @@ func TestConditionEqualCoversEveryField(t *testing.T) {
 		func(c *v1.PodCondition) { c.LastTransitionTime = metav1.NewTime(t0.Add(time.Second)) },
 	}
 	b := a
-	if !conditionEqual(&a, &b) {
+	if !patch.ConditionEqual(&a, &b) {
 		t.Fatal("equal conditions differ")
 	}
 	for i, mut := range muts {
 		b := a
 		mut(&b)
-		if conditionEqual(&a, &b) {
+		if patch.ConditionEqual(&a, &b) {
 			t.Errorf("mutation %d not detected", i)
 		}
 	}
@@ -604,15 +605,15 @@ func TestLogOutcome(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		level slog.Level
-		o     Outcome
+		o     outcome
 		want  string
 	}{
-		{"synced at debug", slog.LevelDebug, Outcome{Reason: ReasonSynced},
+		{"synced at debug", slog.LevelDebug, outcome{Reason: reasonSynced},
 			`level=DEBUG msg="status synced" pod=ns/p podUID=u1 version=3` + "\n"},
-		{"synced at info", slog.LevelInfo, Outcome{Reason: ReasonSynced}, ""},
-		{"failed", slog.LevelInfo, Outcome{Reason: ReasonDeleteFailed, Err: errors.New("boom")},
+		{"synced at info", slog.LevelInfo, outcome{Reason: reasonSynced}, ""},
+		{"failed", slog.LevelInfo, outcome{Reason: reasonDeleteFailed, Err: errors.New("boom")},
 			`level=ERROR msg="status sync failed; will retry" pod=ns/p podUID=u1 version=3 reason=delete-failed err=boom` + "\n"},
-		{"unknown reason", slog.LevelDebug, Outcome{Reason: Reason(99)}, ""},
+		{"unknown reason", slog.LevelDebug, outcome{Reason: reason(99)}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder

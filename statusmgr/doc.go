@@ -54,19 +54,34 @@
 //
 // The decisions are pure functions, exported so that callers can test with them:
 // MergePodStatus / MergePodStatusAt (server status + node status -> status to write),
-// StatusPatch (the strategic merge patch between two statuses), CanBeDeleted,
-// TerminatedStatus, CheckContainerStateTransition, NormalizeStatus, ContainersReadyCondition
-// and PodReadyCondition. The versioned cache is a pure machine inside the Manager.
+// CanBeDeleted, TerminatedStatus, CheckContainerStateTransition, NormalizeStatus,
+// ContainersReadyCondition and PodReadyCondition. Inside the Manager, three pure parts
+// (not safe for concurrent use, no goroutine, no clock read: the time is an argument, no
+// IO) make every other decision:
 //
-// One sync of one pod is a pure step machine too, PodSync: its input is a version of the
-// status and what the runner knows (its copy of the server's pod, the target: the pod
-// itself or a static pod's mirror, whether the node agent still has the pod, whether
-// containers could run); each Step takes the answer to the last call and the time and
-// returns the next StatusPatcher call (GET, PATCH or DELETE) or the Outcome (written, kept
-// for the next full sync, or forgotten, with the reason). It does no IO and reads no
-// clock; the Manager makes the calls around it. Manager.TakeSyncs and FinishSync hand the
-// PodSyncs of a full sync to a caller that makes the calls itself (statusmgrtest's
-// scenario harness steps them one by one; its scripts run against both).
+//   - the versioned cache (cache.go): the versions, needsUpdate, what a sync's outcome
+//     changes;
+//   - the write policy (schedule.go), a decision of the cache: two queues, each in arrival
+//     order (the pods not finished; the finished pods, which a pod moves to when it
+//     finishes while queued); at most Config.MaxConcurrentWrites writes in flight, of which
+//     at most MaxConcurrentStatusWrites of pods not finished, which go first when they have
+//     a slot, the finished pods taking every other slot; never two writes of one pod, a pod
+//     set during its write queued again when that write is done;
+//   - one sync of one pod (PodSync): from a version of the status and what the runner knows
+//     (its copy of the server's pod, the target: the pod itself or a static pod's mirror,
+//     whether the node agent still has the pod, whether containers could run), each Step
+//     takes the answer to the last call and the time and returns the next StatusPatcher
+//     call (GET, PATCH or DELETE), or ends (Step.Done) with the status written, kept for
+//     the next full sync, or forgotten.
+//
+// The status patch (a strategic merge patch of the status only, built field by field) and
+// the comparisons it rests on are internal; the cache compares statuses field by field
+// with the patch's own comparisons, without encoding them.
+//
+// Manager.TakeSyncs and FinishSync hand the PodSyncs of a full sync to a caller that makes
+// the calls itself (statusmgrtest's scenario harness steps them one by one; its scripts
+// run against both that and the Manager's own writes). The statuses and pods a PodSync
+// reads are the manager's own (shared): read-only.
 //
 // The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
 // SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
@@ -75,15 +90,15 @@
 // SetPodStatusNoCopy is SetPodStatus for a status built for the call alone (a node agent's
 // freshly generated one): the manager takes it over instead of copying it. Run is the
 // loop: it syncs changed pods at once and, every SyncPeriod (default 10 s), every pod that
-// still needs it, at most MaxConcurrentWrites at once, on writer goroutines it starts as
-// needed (at most MaxConcurrentWrites; an idle one stays parked for the next write, and
-// all end with Run's context). It keeps two queues, each in arrival order: the pods not
-// finished, written by at most MaxConcurrentStatusWrites writers (a pod's versions set
-// while it waits are sent as one), and the finished pods, which take every other slot; a
-// pod that finishes while queued moves to the second queue. A pod changed while its write is in
-// flight is written again once that write returns, with its newest version. Sync does one
-// full pass synchronously, the finished pods first, with the same bounds (shared with
-// Run's writes), and returns the errors.
+// still needs it, starting the writes the write policy grants on writer goroutines it
+// starts as needed (at most MaxConcurrentWrites; an idle one stays parked for the next
+// write, and all end with Run's context); it calls the StatusPatcher, the PodLookup and
+// CouldHaveRunningContainers without its lock. A pod's versions set while it waits are
+// sent as one; a pod changed while its write is in flight is written again once that
+// write returns, with its newest version. Sync does one full pass synchronously, the
+// finished pods first, within the same bounds (shared with Run's writes: it waits for a
+// free slot of the pod's lane), and returns the errors.
+//
 // A sync of one pod:
 //
 //  1. uses the server's pod from the last answer or, before any, the node agent's pod when
@@ -91,7 +106,7 @@
 //     when it has neither, after an error, after a Conflict, or when the source's copy
 //     shows nothing to write; and forgets the status if the server's UID is another (read,
 //     never guessed from the source's copy);
-//  2. merges (MergePodStatusAt) and, if anything changed, sends StatusPatch's patch; the
+//  2. merges (MergePodStatusAt) and, if anything changed, sends the status patch; the
 //     patched pod in the answer becomes the new copy, and when its status is exactly the
 //     cached one the manager keeps that status for both (one status per pod in memory).
 //     A patch against the source's copy carries its metadata.resourceVersion as well: the

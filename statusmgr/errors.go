@@ -1,6 +1,10 @@
 package statusmgr
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
+)
 
 // Sentinel errors. Every error the package returns wraps one of them; test with errors.Is.
 var (
@@ -30,7 +34,7 @@ var (
 	// answered neither a pod nor an error. The status stays pending and is retried.
 	ErrAPI = errors.New("statusmgr: API call failed")
 	// ErrEncode is returned when a status patch cannot be encoded.
-	ErrEncode = errors.New("statusmgr: cannot encode status patch")
+	ErrEncode = patch.ErrEncode
 	// ErrInterrupted is returned by Sync when its context ended before every pod was
 	// synced (the context's error is wrapped too); the rest stay queued.
 	ErrInterrupted = errors.New("statusmgr: sync interrupted")

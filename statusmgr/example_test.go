@@ -66,16 +66,6 @@ func ExampleMergePodStatusAt() {
 	// Succeeded
 }
 
-// StatusPatch sends only what changed, with the pod's UID as a precondition.
-func ExampleStatusPatch() {
-	old := v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.0.0.7"}
-	now := v1.PodStatus{Phase: v1.PodFailed, PodIP: "10.0.0.7", Reason: "Evicted"}
-	patch, _, _ := statusmgr.StatusPatch("uid-1", &old, &now)
-	fmt.Println(string(patch))
-	// Output:
-	// {"metadata":{"uid":"uid-1"},"status":{"phase":"Failed","reason":"Evicted"}}
-}
-
 // CanBeDeleted looks at the server's copy of the pod.
 func ExampleCanBeDeleted() {
 	at := metav1.Now()

@@ -116,13 +116,9 @@ type Manager struct {
 
 	// wake has room for one signal: "the queue may hold a pod to write, or a write ended".
 	wake chan struct{}
-	// slots holds a token per write in flight (Run's and Sync's); its capacity is
-	// MaxConcurrentWrites.
-	slots chan struct{}
-	// statusSlots holds a token per write in flight of a pod not finished (laneStatus),
-	// taken before its slot; its capacity is MaxConcurrentStatusWrites (at most
-	// MaxConcurrentWrites).
-	statusSlots chan struct{}
+	// maxWrites is Config.MaxConcurrentWrites: the most writer goroutines Run keeps (the
+	// bounds themselves are the cache's decision, schedule.go).
+	maxWrites int
 
 	mu    sync.Mutex // guards c, stats, running and idle
 	c     *cache
@@ -130,7 +126,7 @@ type Manager struct {
 	// running is true while Run is active.
 	running bool
 	// idle, when not nil, is closed (and set to nil) when a write ends; Sync waits on it
-	// for a pod whose write is in flight.
+	// for a pod whose write is in flight, or for a free slot.
 	idle chan struct{}
 }
 
@@ -174,10 +170,10 @@ func New(cfg Config) (*Manager, error) {
 		log:         cfg.Logger,
 		observe:     cfg.ObserveSyncLatency,
 		wake:        make(chan struct{}, 1),
-		slots:       make(chan struct{}, cfg.MaxConcurrentWrites),
-		statusSlots: make(chan struct{}, min(MaxConcurrentStatusWrites, cfg.MaxConcurrentWrites)),
+		maxWrites:   cfg.MaxConcurrentWrites,
 		c:           newCache(),
 	}
+	m.c.bounds = newWriteBounds(cfg.MaxConcurrentWrites)
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}

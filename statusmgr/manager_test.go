@@ -260,7 +260,7 @@ func TestManagerMirrorPodNeverDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		static := testPod("s", "static-uid")
 		static.Annotations[statusmgr.ConfigSourceAnnotationKey] = "file"
-		static.Annotations[statusmgr.ConfigHashAnnotationKey] = "h1"
+		static.Annotations["kubernetes.io/config.hash"] = "h1"
 		mirror := deleting(testPod("s", "mirror-uid"))
 		mirror.Annotations[statusmgr.ConfigSourceAnnotationKey] = statusmgr.APISource
 		mirror.Annotations[statusmgr.ConfigMirrorAnnotationKey] = "h1"
@@ -697,8 +697,8 @@ func TestManagerRefreshPod(t *testing.T) {
 	if len(syncs) != 1 {
 		t.Fatalf("%d syncs, want 1 (u1's)", len(syncs))
 	}
-	if in := syncs[0].Input(); in.Pod != newer {
-		t.Errorf("the sync works from the pod of resourceVersion %q, want the refreshed one", in.Pod.ResourceVersion)
+	if in := syncs[0].InputPodForTest(); in != newer {
+		t.Errorf("the sync works from the pod of resourceVersion %q, want the refreshed one", in.ResourceVersion)
 	}
 	if _, ok := m.GetPodStatus("u2"); ok {
 		t.Error("RefreshPod of a pod without a status cached one")

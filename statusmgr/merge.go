@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // Reasons of the Ready and ContainersReady conditions forced to False on a terminal pod.
@@ -141,20 +143,20 @@ func mergeConditions(old, new []v1.PodCondition, takeDisruption bool, now time.T
 
 // mergedStatusPatch is the patch from server's status to the merge of status into it
 // (mergeStatus, then StatusPatch with server's UID). With scratch (a buffer of
-// patchBuffers) the patch is built in *scratch and not copied: it is the caller's until
+// patch.GetBuffer) the patch is built in *scratch and not copied: it is the caller's until
 // scratch's next use; without, it is a slice of its own. The merged status lives in a
 // pooled struct for the call only (StatusPatch keeps no reference to it): passed through
 // StatusPatch's table of field patchers, it would otherwise escape, an allocation per sync.
-func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time, scratch *[]byte) (patch []byte, unchanged bool, err error) {
+func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time, scratch *[]byte) (p []byte, unchanged bool, err error) {
 	merged := newStatusStruct()
 	*merged = mergeStatus(server, &server.Status, status, couldHaveRunningContainers, now)
 	if scratch == nil {
-		patch, unchanged, err = StatusPatch(server.UID, &server.Status, merged)
-	} else if patch, unchanged, err = appendStatusPatch((*scratch)[:0], server.UID, &server.Status, merged); err == nil {
-		*scratch = patch
+		p, unchanged, err = patch.Status(server.UID, &server.Status, merged)
+	} else if p, unchanged, err = patch.Append((*scratch)[:0], server.UID, &server.Status, merged); err == nil {
+		*scratch = p
 	}
 	releaseStatusStruct(merged)
-	return patch, unchanged, err
+	return p, unchanged, err
 }
 
 // statusStructs holds status structs between uses that keep none: mergedStatusPatch's

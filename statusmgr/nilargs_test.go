@@ -24,9 +24,10 @@ func TestNilArguments(t *testing.T) {
 		want result
 	}{
 		{"NewPodSync without a pod: its first Step ends it", func() result {
-			st := statusmgr.NewPodSync(statusmgr.PodSyncInput{}).Step(statusmgr.Answer{}, time.Time{})
-			return result{[]any{st.Done(), st.Outcome.Result, st.Outcome.Reason, st.Outcome.Stats.Invalid}, st.Outcome.Err}
-		}, result{[]any{true, statusmgr.ResultKept, statusmgr.ReasonFailed, 1}, statusmgr.ErrNilPod}},
+			st := statusmgr.NewPodSyncForTest(nil).Step(statusmgr.Answer{}, time.Time{})
+			o := st.OutcomeForTest()
+			return result{[]any{st.Done(), o.Result, o.Reason, o.Stats.Invalid}, o.Err}
+		}, result{[]any{true, statusmgr.ResultKeptForTest, statusmgr.ReasonFailedForTest, 1}, statusmgr.ErrNilPod}},
 		{"IsMirrorPod(nil)", func() result { return result{Value: statusmgr.IsMirrorPod(nil)} }, result{Value: false}},
 		{"IsStaticPod(nil)", func() result { return result{Value: statusmgr.IsStaticPod(nil)} }, result{Value: false}},
 		{"CanBeDeleted(nil)", func() result { return result{Value: statusmgr.CanBeDeleted(nil, v1.PodStatus{}, true)} }, result{Value: false}},
@@ -38,7 +39,7 @@ func TestNilArguments(t *testing.T) {
 		{"PodReadyCondition(nil, nil).Status", func() result {
 			return result{Value: statusmgr.PodReadyCondition(nil, nil).Status}
 		}, result{Value: v1.ConditionFalse}},
-		{"TargetOf(nil)", func() result { tg, _ := statusmgr.TargetOf(nil, nil, false); return result{Value: tg} }, result{Value: statusmgr.TargetPod}},
+		{"TargetOf(nil)", func() result { tg, _ := statusmgr.TargetOfForTest(nil, nil, false); return result{Value: tg} }, result{Value: statusmgr.TargetPodForTest}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.got()

@@ -2,19 +2,18 @@ package statusmgr
 
 import (
 	"encoding/json"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/podlife/podlife/internal/seedpod"
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // applyStatusPatch applies patch with apimachinery's strategic merge to a pod whose status is
@@ -127,7 +126,7 @@ func TestStatusPatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			patch, unchanged, err := StatusPatch("u1", &tc.old, &tc.new)
+			patch, unchanged, err := statusPatch("u1", &tc.old, &tc.new)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +156,7 @@ func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
 		cond(v1.PodReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
 		cond(v1.ContainersReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
 	}}
-	patch, _, err := StatusPatch("u1", &old, &nw)
+	patch, _, err := statusPatch("u1", &old, &nw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +179,7 @@ func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
 }
 
 func TestStatusPatchNil(t *testing.T) {
-	if _, _, err := StatusPatch("u", nil, &v1.PodStatus{}); err == nil {
+	if _, _, err := statusPatch("u", nil, &v1.PodStatus{}); err == nil {
 		t.Error("nil old status accepted")
 	}
 }
@@ -202,7 +201,7 @@ func FuzzStatusPatch(f *testing.F) {
 			steps := append([]v1.PodStatus{roundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
 			old, nw = steps[newSeed%uint64(len(steps))], steps[newSeed>>8%uint64(len(steps))]
 		}
-		patch, unchanged, err := StatusPatch("uid-1", &old, &nw)
+		patch, unchanged, err := statusPatch("uid-1", &old, &nw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -255,7 +254,7 @@ func BenchmarkStatusPatch(b *testing.B) {
 	b.ReportAllocs()
 	var n int
 	for range b.N {
-		p, _, err := StatusPatch("uid-1", &old, &nw)
+		p, _, err := statusPatch("uid-1", &old, &nw)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -286,96 +285,37 @@ func BenchmarkPatchTheKubeletsWay(b *testing.B) {
 	b.ReportMetric(float64(n), "patch-bytes")
 }
 
-func TestWriteScalarMatchesEncodingJSON(t *testing.T) {
-	values := []any{
-		"plain", "with \"quotes\"", "back\\slash", "<html>&", "tab\there", "üñí", "",
-		v1.PodRunning, int32(-5), int64(1 << 40), true, false,
-		metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 600, time.FixedZone("x", 3600))),
-	}
-	for _, v := range values {
-		want, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s, ok := v.(string); ok {
-			if got := appendString(nil, s); string(got) != string(want) {
-				t.Errorf("%q: appendString wrote %s, want %s", s, got, want)
-			}
-		}
-		got, ok := writeScalar(nil, reflect.ValueOf(v))
-		if !ok {
-			if _, ok := v.(string); !ok {
-				t.Errorf("%#v: not written", v)
-			}
-			continue
-		}
-		if string(got) != string(want) {
-			t.Errorf("%#v: got %s, want %s", v, got, want)
-		}
-	}
-	if got, ok := writeScalar([]byte("x"), reflect.ValueOf([]string{"a"})); ok || string(got) != "x" {
-		t.Errorf("a slice was written as a scalar: %s", got)
-	}
-}
-
-// writeValue leaves out exactly the members that decode back to the same value: zero
-// values and empty lists, but not a pointer to a zero value.
-func TestWriteValue(t *testing.T) {
-	no, cpu := false, resource.MustParse("250m")
-	tests := []struct {
-		name string
-		v    any
-		want string
-	}{
-		{"zero members left out", v1.ContainerStatus{Name: "c", Image: "busybox"}, `{"name":"c","image":"busybox"}`},
-		{"pointer to false kept", v1.ContainerStatus{Name: "c", Started: &no}, `{"name":"c","started":false}`},
-		{"pointer to an empty struct kept", v1.ContainerState{Running: &v1.ContainerStateRunning{}}, `{"running":{}}`},
-		{"exit code 0 left out, times kept", v1.ContainerStateTerminated{Reason: "Completed", FinishedAt: metav1.NewTime(t0)},
-			`{"reason":"Completed","finishedAt":"2026-01-02T03:04:05Z"}`},
-		{"quantities and maps by encoding/json", v1.ContainerStatus{Name: "c", AllocatedResources: v1.ResourceList{v1.ResourceCPU: cpu}},
-			`{"name":"c","allocatedResources":{"cpu":"250m"}}`},
-		{"empty list left out", v1.ContainerStatus{Name: "c", VolumeMounts: []v1.VolumeMountStatus{}}, `{"name":"c"}`},
-		{"list elements", []v1.HostIP{{IP: "10.0.0.1"}, {}}, `[{"ip":"10.0.0.1"},{}]`},
-		{"bytes as base64", struct {
-			Data []byte `json:"data"`
-		}{Data: []byte("hi")}, `{"data":"aGk="}`},
-		{"escaped strings", v1.ContainerStateWaiting{Message: `say "hi" <now>`}, `{"message":"say \"hi\" \u003cnow\u003e"}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := writeValue(nil, reflect.ValueOf(tc.v))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != tc.want {
-				t.Errorf("got %s, want %s", got, tc.want)
-			}
-			back := reflect.New(reflect.TypeOf(tc.v))
-			if err := json.Unmarshal(got, back.Interface()); err != nil {
-				t.Fatal(err)
-			}
-			if !equality.Semantic.DeepEqual(back.Elem().Interface(), tc.v) {
-				t.Errorf("reads back as %+v, want %+v", back.Elem().Interface(), tc.v)
-			}
-		})
-	}
-}
-
 // A patch is the caller's: building the next one (in the reused scratch buffer) does not
 // change it.
 func TestStatusPatchResultIsNotReused(t *testing.T) {
 	old, nw := benchStatuses()
-	first, _, err := StatusPatch("uid-1", &old, &nw)
+	first, _, err := statusPatch("uid-1", &old, &nw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := string(first)
 	for range 10 {
-		if _, _, err := StatusPatch("uid-2", &nw, &old); err != nil {
+		if _, _, err := statusPatch("uid-2", &nw, &old); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if string(first) != want {
 		t.Errorf("patch changed after later patches:\n got %s\nwant %s", first, want)
 	}
+}
+
+// BenchmarkStatusPatchReference is BenchmarkStatusPatch on the reflective reference, for
+// comparison in one run.
+func BenchmarkStatusPatchReference(b *testing.B) {
+	old, nw := benchStatuses()
+	b.ReportAllocs()
+	var n int
+	for range b.N {
+		p, _, err := patch.Reference("uid-1", &old, &nw)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = len(p)
+	}
+	b.ReportMetric(float64(n), "patch-bytes")
 }

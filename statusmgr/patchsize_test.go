@@ -34,7 +34,7 @@ func TestStatusPatchNoLargerThanTheKubelets(t *testing.T) {
 				if j == i {
 					continue
 				}
-				got, unchanged, err := StatusPatch(h.Pod.UID, &steps[i], &steps[j])
+				got, unchanged, err := statusPatch(h.Pod.UID, &steps[i], &steps[j])
 				if err != nil {
 					t.Fatal(err)
 				}

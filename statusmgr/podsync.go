@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // Verb names one of the StatusPatcher's calls.
@@ -38,54 +40,54 @@ type Answer struct {
 }
 
 // Target says which of the server's pods a sync may write.
-type Target int
+type target int
 
 const (
-	// TargetPod: the pod's own object (a pod from the API server): the server's pod must
+	// targetPod: the pod's own object (a pod from the API server): the server's pod must
 	// have the pod's UID.
-	TargetPod Target = iota
-	// TargetMirror: a static pod's mirror pod. The server's pod must be a mirror pod, with
-	// PodSyncInput.MirrorUID if that is set (the PodLookup's mirror pod), else any.
-	TargetMirror
-	// TargetNoMirror: a static pod whose mirror pod the PodLookup does not know: nothing is
+	targetPod target = iota
+	// targetMirror: a static pod's mirror pod. The server's pod must be a mirror pod, with
+	// podSyncInput.MirrorUID if that is set (the PodLookup's mirror pod), else any.
+	targetMirror
+	// targetNoMirror: a static pod whose mirror pod the PodLookup does not know: nothing is
 	// written until it does.
-	TargetNoMirror
+	targetNoMirror
 )
 
 // String returns "pod", "mirror" or "no-mirror".
-func (t Target) String() string {
+func (t target) String() string {
 	switch t {
-	case TargetPod:
+	case targetPod:
 		return "pod"
-	case TargetMirror:
+	case targetMirror:
 		return "mirror"
-	case TargetNoMirror:
+	case targetNoMirror:
 		return "no-mirror"
 	}
 	return fmt.Sprintf("Target(%d)", int(t))
 }
 
-// TargetOf is the target of a sync of pod's status: TargetPod for a pod that is not
-// static; for a static pod TargetMirror, with the UID of mirror when the PodLookup found
+// targetOf is the target of a sync of pod's status: targetPod for a pod that is not
+// static; for a static pod targetMirror, with the UID of mirror when the PodLookup found
 // one (found), or of any mirror pod when there is no PodLookup (mirror nil, found true);
-// TargetNoMirror when the PodLookup has no mirror pod for it (found false).
-func TargetOf(pod *v1.Pod, mirror *v1.Pod, found bool) (Target, types.UID) {
+// targetNoMirror when the PodLookup has no mirror pod for it (found false).
+func targetOf(pod *v1.Pod, mirror *v1.Pod, found bool) (target, types.UID) {
 	switch {
 	case !IsStaticPod(pod):
-		return TargetPod, ""
+		return targetPod, ""
 	case !found:
-		return TargetNoMirror, ""
+		return targetNoMirror, ""
 	case mirror == nil:
-		return TargetMirror, ""
+		return targetMirror, ""
 	}
-	return TargetMirror, mirror.UID
+	return targetMirror, mirror.UID
 }
 
-// PodSyncInput is what one sync of one pod starts from: a version of the pod's status and
+// podSyncInput is what one sync of one pod starts from: a version of the pod's status and
 // what the runner knows (its copy of the server's pod, what its callbacks answered).
-type PodSyncInput struct {
+type podSyncInput struct {
 	// Pod is the node agent's pod (its namespace, name, UID, annotations and
-	// deletionTimestamp are used). Required. A pod from the API server (TargetPod, with a
+	// deletionTimestamp are used). Required. A pod from the API server (targetPod, with a
 	// resourceVersion) is also the source's copy of the server's pod: when Server is nil,
 	// the sync patches against it instead of reading the pod first, with its
 	// resourceVersion as the patch's precondition (a stale copy gives a Conflict, which
@@ -104,8 +106,8 @@ type PodSyncInput struct {
 	// generation, deletion, mirror annotation and status (what the Manager passes may hold
 	// no more than those).
 	Server *v1.Pod
-	// Target and MirrorUID say which server pod may be written (TargetOf).
-	Target    Target
+	// Target and MirrorUID say which server pod may be written (targetOf).
+	Target    target
 	MirrorUID types.UID
 	// Desired is true when the node agent still has the pod (its PodLookup says so): a
 	// NotFound then keeps the status for the next full sync instead of forgetting it.
@@ -116,96 +118,96 @@ type PodSyncInput struct {
 }
 
 // Result is how a sync of one pod ended.
-type Result int
+type result int
 
 const (
-	// ResultWritten: the version is on the server (written now, or it was already there),
+	// resultWritten: the version is on the server (written now, or it was already there),
 	// and the pod was not deleted.
-	ResultWritten Result = iota
-	// ResultKept: the version is not on the server (or the final delete failed); the status
+	resultWritten result = iota
+	// resultKept: the version is not on the server (or the final delete failed); the status
 	// stays pending for the next full sync.
-	ResultKept
-	// ResultForgotten: the status is forgotten: the pod was deleted, is gone, or its name
+	resultKept
+	// resultForgotten: the status is forgotten: the pod was deleted, is gone, or its name
 	// belongs to another pod.
-	ResultForgotten
+	resultForgotten
 )
 
 // String returns "written", "kept" or "forgotten".
-func (r Result) String() string {
+func (r result) String() string {
 	switch r {
-	case ResultWritten:
+	case resultWritten:
 		return "written"
-	case ResultKept:
+	case resultKept:
 		return "kept"
-	case ResultForgotten:
+	case resultForgotten:
 		return "forgotten"
 	}
 	return fmt.Sprintf("Result(%d)", int(r))
 }
 
 // Reason says why a sync ended as it did.
-type Reason int
+type reason int
 
 const (
-	// ReasonSynced: the server has the version (ResultWritten).
-	ReasonSynced Reason = iota
-	// ReasonNoMirror: a static pod without a mirror pod on the server (ResultKept).
-	ReasonNoMirror
-	// ReasonNotFoundDesired: the server has no such pod but the node agent still has it;
-	// the answer may predate the pod (ResultKept).
-	ReasonNotFoundDesired
-	// ReasonFailed: a call failed, or the patch could not be built (ResultKept; see
-	// Outcome.Err).
-	ReasonFailed
-	// ReasonDeleteFailed: the status is on the server but the final delete failed; the
-	// next sync reads the pod again and decides (ResultKept; see Outcome.Err).
-	ReasonDeleteFailed
-	// ReasonDeleted: the final delete succeeded (ResultForgotten).
-	ReasonDeleted
-	// ReasonGone: the server has no such pod (ResultForgotten).
-	ReasonGone
-	// ReasonRecreated: the server's pod of that name is another pod (ResultForgotten).
-	ReasonRecreated
+	// reasonSynced: the server has the version (resultWritten).
+	reasonSynced reason = iota
+	// reasonNoMirror: a static pod without a mirror pod on the server (resultKept).
+	reasonNoMirror
+	// reasonNotFoundDesired: the server has no such pod but the node agent still has it;
+	// the answer may predate the pod (resultKept).
+	reasonNotFoundDesired
+	// reasonFailed: a call failed, or the patch could not be built (resultKept; see
+	// outcome.Err).
+	reasonFailed
+	// reasonDeleteFailed: the status is on the server but the final delete failed; the
+	// next sync reads the pod again and decides (resultKept; see outcome.Err).
+	reasonDeleteFailed
+	// reasonDeleted: the final delete succeeded (resultForgotten).
+	reasonDeleted
+	// reasonGone: the server has no such pod (resultForgotten).
+	reasonGone
+	// reasonRecreated: the server's pod of that name is another pod (resultForgotten).
+	reasonRecreated
 )
 
 var reasonNames = [...]string{"synced", "no-mirror", "not-found-desired", "failed", "delete-failed",
 	"deleted", "gone", "recreated"}
 
 // String returns the reason in a few words ("synced", "deleted", ...).
-func (r Reason) String() string {
+func (r reason) String() string {
 	if r >= 0 && int(r) < len(reasonNames) {
 		return reasonNames[r]
 	}
 	return fmt.Sprintf("Reason(%d)", int(r))
 }
 
-// Outcome is the end of a sync of one pod: what the runner records.
-type Outcome struct {
-	Result Result
-	Reason Reason
+// outcome is the end of a sync of one pod: what the runner records.
+type outcome struct {
+	Result result
+	Reason reason
 	// Sent is true when the version reached the server (it may then be forgotten, or its
 	// delete have failed).
 	Sent bool
-	// Server is the server's pod as the sync last saw it (ResultWritten); nil when unknown.
+	// Server is the server's pod as the sync last saw it (resultWritten); nil when unknown.
 	Server *v1.Pod
-	// Err is the error of a failed call or patch (ReasonFailed, ReasonDeleteFailed); it
+	// Err is the error of a failed call or patch (reasonFailed, reasonDeleteFailed); it
 	// wraps ErrAPI (and the call's error) or ErrEncode, or ErrNilPod for a sync without
-	// a pod (see NewPodSync).
+	// a pod (see podSyncOf).
 	Err error
-	// Stats are the counters the outcome adds (for ResultForgotten, only if the status is
+	// Stats are the counters the outcome adds (for resultForgotten, only if the status is
 	// still the one the sync started from).
 	Stats Stats
 }
 
-// Step is what a PodSync does next: a call to make, or, once Call.Verb is "", the outcome.
+// Step is what a PodSync does next: a call to make, or, once Call.Verb is "", the end.
 type Step struct {
 	Call    Call
-	Outcome Outcome
+	outcome outcome
 	// Stats are the counters this step adds: the call just answered, a Conflict retried.
-	Stats Stats
+	stats Stats
 }
 
-// Done reports whether the sync is over (Outcome is set).
+// Done reports whether the sync is over (its outcome is set).
 func (s Step) Done() bool { return s.Call.Verb == "" }
 
 // PodSync is the pure machine of one sync of one pod's status, the status manager's
@@ -217,26 +219,29 @@ func (s Step) Done() bool { return s.Call.Verb == "" }
 // is read again and only NotFound or another UID forgets the status).
 //
 // It does no IO, reads no clock and starts no goroutine: Step takes the answer to the
-// last call and the time, and returns the next call or the outcome. Not safe for
-// concurrent use. The Manager is its runner; a test drives it with answers of its own:
+// last call and the time, and returns the next call or the end. Not safe for concurrent
+// use. The Manager is its runner; a caller of Manager.TakeSyncs drives the ones it gets
+// with answers of its own, then hands each back with FinishSync:
 //
-//	ps := statusmgr.NewPodSync(in)
-//	var a statusmgr.Answer
-//	for st := ps.Step(a, now); !st.Done(); st = ps.Step(a, now) {
-//		a = call(st.Call) // the StatusPatcher call
+//	for _, ps := range m.TakeSyncs() {
+//		var a statusmgr.Answer
+//		for st := ps.Step(a, now); !st.Done(); st = ps.Step(a, now) {
+//			a = call(st.Call) // the StatusPatcher call
+//		}
+//		err := m.FinishSync(ps)
 //	}
 type PodSync struct {
-	in PodSyncInput
+	in podSyncInput
 	// waiting is the call whose answer the next Step takes ("" before the first Step).
 	waiting Verb
 	patchN  int // bytes of the patch in flight
 	done    bool
-	out     Outcome
+	out     outcome
 	// server is the server's pod as last seen (nil: unknown, read it).
 	server *v1.Pod
 	// refreshed is true once server comes from a read (or write) of this sync.
 	refreshed bool
-	// borrowed is true while server is the node agent's pod (PodSyncInput.Pod), a copy no
+	// borrowed is true while server is the node agent's pod (podSyncInput.Pod), a copy no
 	// call of this manager returned: a patch against it carries its resourceVersion.
 	borrowed bool
 	// sent is true once the version is on the server.
@@ -246,43 +251,43 @@ type PodSync struct {
 	calls Stats
 
 	// snap is the Manager's snapshot the sync started from (its entry nil for a PodSync
-	// of NewPodSync). A value: a pointer to the runner's would move it to the heap.
+	// of podSyncOf). A value: a pointer to the runner's would move it to the heap.
 	snap snapshot
 }
 
-// NewPodSync returns the machine of one sync starting from in. A sync without a pod
-// (in.Pod nil) makes no call: its first Step ends it, ResultKept and ReasonFailed, with an
+// podSyncOf returns the machine of one sync starting from in. A sync without a pod
+// (in.Pod nil) makes no call: its first Step ends it, resultKept and reasonFailed, with an
 // Err wrapping ErrNilPod.
-func NewPodSync(in PodSyncInput) *PodSync {
+func podSyncOf(in podSyncInput) *PodSync {
 	ps := newPodSync(in)
 	return &ps
 }
 
-// newPodSync is NewPodSync's machine, as a value.
-func newPodSync(in PodSyncInput) PodSync {
+// newPodSync is podSyncOf's machine, as a value.
+func newPodSync(in podSyncInput) PodSync {
 	return PodSync{in: in, server: in.Server}
 }
 
-// Input returns what the sync started from. For a PodSync from Manager.TakeSyncs its
+// input returns what the sync started from. For a PodSync from Manager.TakeSyncs its
 // statuses and pods are the manager's own: read-only.
-func (p *PodSync) Input() PodSyncInput { return p.in }
+func (p *PodSync) input() podSyncInput { return p.in }
 
-// Outcome returns the outcome once the sync is done.
-func (p *PodSync) Outcome() (Outcome, bool) { return p.out, p.done }
+// result returns the outcome once the sync is done.
+func (p *PodSync) result() (outcome, bool) { return p.out, p.done }
 
-// Stats returns the sum of the Stats of the steps so far (the calls answered and the
+// callStats returns the sum of the Stats of the steps so far (the calls answered and the
 // Conflicts retried; not the outcome's).
-func (p *PodSync) Stats() Stats { return p.calls }
+func (p *PodSync) callStats() Stats { return p.calls }
 
 // Step takes the answer to the call the previous Step asked for (ignored on the first
 // Step) and the time now (for the conditions' transition times), and returns the next call
 // or, once the sync is done, its outcome. Steps after the end repeat the outcome.
 func (p *PodSync) Step(a Answer, now time.Time) Step {
 	if p.done {
-		return Step{Outcome: p.out}
+		return Step{outcome: p.out}
 	}
 	st := p.step(a, now)
-	p.calls.add(st.Stats)
+	p.calls.add(st.stats)
 	return st
 }
 
@@ -293,19 +298,19 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 	switch verb {
 	case "":
 		if p.in.Pod == nil {
-			return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Invalid: 1},
-				Err: fmt.Errorf("%w: PodSyncInput.Pod is required", ErrNilPod)})
+			return p.finish(st, outcome{Result: resultKept, Reason: reasonFailed, Stats: Stats{Invalid: 1},
+				Err: fmt.Errorf("%w: podSyncInput.Pod is required", ErrNilPod)})
 		}
-		if p.in.Target == TargetNoMirror {
-			return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NoMirror: 1}})
+		if p.in.Target == targetNoMirror {
+			return p.finish(st, outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}
-		if p.server == nil && p.in.Target == TargetPod && p.in.Pod.ResourceVersion != "" {
+		if p.server == nil && p.in.Target == targetPod && p.in.Pod.ResourceVersion != "" {
 			// The source's copy of the pod stands in for a GET; its resourceVersion guards
 			// the patch.
 			p.server, p.borrowed = p.in.Pod, true
 		}
 	case VerbGet:
-		st.Stats.Gets++
+		st.stats.Gets++
 		if a.Err == nil && a.Pod == nil {
 			a.Err = apierrors.NewNotFound(v1.Resource("pods"), p.in.Pod.Name)
 		}
@@ -314,8 +319,8 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		}
 		p.server, p.refreshed = a.Pod, true
 	case VerbPatch:
-		st.Stats.Patches++
-		st.Stats.PatchBytes += p.patchN
+		st.stats.Patches++
+		st.stats.PatchBytes += p.patchN
 		if a.Err == nil && a.Pod == nil {
 			a.Err = fmt.Errorf("%w: PatchPodStatus returned neither a pod nor an error", ErrAPI)
 		}
@@ -323,13 +328,13 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		if a.Err != nil && p.borrowed && apierrors.IsConflict(a.Err) {
 			// The source's copy was stale (or the pod another): read it, as a sync
 			// without that copy does first.
-			st.Stats.Conflicts++
+			st.stats.Conflicts++
 			p.server, p.borrowed = nil, false
 			break
 		}
 		if a.Err != nil && apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
 			p.conflicts++
-			st.Stats.Conflicts++
+			st.stats.Conflicts++
 			p.server = nil // read it again
 			break
 		}
@@ -339,22 +344,22 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		p.server, p.refreshed, p.sent, p.borrowed = a.Pod, true, true, false
 		return p.afterWrite(st)
 	case VerbDelete:
-		st.Stats.Deletes++
+		st.stats.Deletes++
 		if a.Err == nil {
-			return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonDeleted, Stats: Stats{Deleted: 1}})
+			return p.finish(st, outcome{Result: resultForgotten, Reason: reasonDeleted, Stats: Stats{Deleted: 1}})
 		}
 		if apierrors.IsConflict(a.Err) && p.conflicts < p.in.MaxConflictRetries {
 			// The UID precondition failed or the object changed: the pod may have been
 			// recreated, or not. Never guess: read it again; only NotFound or another UID
 			// forgets the status, the same UID is deleted again.
 			p.conflicts++
-			st.Stats.Conflicts++
+			st.stats.Conflicts++
 			p.server = nil
 			break
 		}
 		o := p.failure(VerbDelete, a.Err)
-		if o.Result == ResultKept {
-			o.Reason = ReasonDeleteFailed
+		if o.Result == resultKept {
+			o.Reason = reasonDeleteFailed
 		}
 		return p.finish(st, o)
 	}
@@ -368,10 +373,10 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 		return p.call(st, Call{Verb: VerbGet})
 	}
 	server := p.server
-	static := p.in.Target != TargetPod
+	static := p.in.Target != targetPod
 	if static && p.in.MirrorUID == "" && !IsMirrorPod(server) {
 		// Without a lookup, a static pod's status waits for a mirror pod of its name.
-		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NoMirror: 1}})
+		return p.finish(st, outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NoMirror: 1}})
 	}
 	want := p.in.Pod.UID
 	if static {
@@ -382,11 +387,11 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 			p.server = nil // decide on a fresh read only
 			return p.call(st, Call{Verb: VerbGet})
 		}
-		return p.finish(st, Outcome{Result: ResultForgotten, Reason: ReasonRecreated, Stats: Stats{Recreated: 1}})
+		return p.finish(st, outcome{Result: resultForgotten, Reason: reasonRecreated, Stats: Stats{Recreated: 1}})
 	}
-	patch, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
+	body, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {
-		return p.finish(st, Outcome{Result: ResultKept, Reason: ReasonFailed, Stats: Stats{Errors: 1},
+		return p.finish(st, outcome{Result: resultKept, Reason: reasonFailed, Stats: Stats{Errors: 1},
 			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})
 	}
 	if p.borrowed && unchanged {
@@ -396,10 +401,10 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 	}
 	if !unchanged {
 		if p.borrowed {
-			patch = withResourceVersion(patch, server.UID, server.ResourceVersion)
+			body = patch.WithResourceVersion(body, server.UID, server.ResourceVersion)
 		}
-		p.patchN = len(patch)
-		return p.call(st, Call{Verb: VerbPatch, Patch: patch})
+		p.patchN = len(body)
+		return p.call(st, Call{Verb: VerbPatch, Patch: body})
 	}
 	p.sent = true
 	return p.afterWrite(st)
@@ -412,12 +417,12 @@ func (p *PodSync) afterWrite(st Step) Step {
 	if CanBeDeleted(server, p.in.Status, p.in.Finished) {
 		return p.call(st, Call{Verb: VerbDelete, UID: server.UID})
 	}
-	if p.in.Finished && !p.refreshed && p.in.Target == TargetPod && p.in.Pod.DeletionTimestamp != nil && server.DeletionTimestamp == nil {
+	if p.in.Finished && !p.refreshed && p.in.Target == targetPod && p.in.Pod.DeletionTimestamp != nil && server.DeletionTimestamp == nil {
 		// The copy at hand predates the deletion: read the pod again.
 		p.server = nil
 		return p.call(st, Call{Verb: VerbGet})
 	}
-	return p.finish(st, Outcome{Result: ResultWritten, Reason: ReasonSynced, Sent: true, Server: server})
+	return p.finish(st, outcome{Result: resultWritten, Reason: reasonSynced, Sent: true, Server: server})
 }
 
 // failed ends the sync after a failed call.
@@ -428,22 +433,22 @@ func (p *PodSync) failed(st Step, verb Verb, err error) Step {
 // failure is the outcome of a failed call: NotFound forgets the status (the pod is gone)
 // unless the pod is a static pod's mirror not created yet or the node agent still has the
 // pod; anything else keeps the status, unknown server copy, for the next full sync.
-func (p *PodSync) failure(verb Verb, err error) Outcome {
+func (p *PodSync) failure(verb Verb, err error) outcome {
 	if apierrors.IsNotFound(err) {
 		switch {
-		case p.in.Target != TargetPod && verb == VerbGet:
+		case p.in.Target != targetPod && verb == VerbGet:
 			// A static pod's mirror pod may not exist yet: keep the status for later.
-			return Outcome{Result: ResultKept, Reason: ReasonNoMirror, Stats: Stats{NotFounds: 1, NoMirror: 1}}
+			return outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NotFounds: 1, NoMirror: 1}}
 		case p.in.Desired:
 			// The node still has the pod: the server's answer is older than the pod (a node
 			// identity's authorizer may not know a just-bound pod yet) or the pod was deleted
 			// and its removal has not reached the node. Keep the status, as the kubelet
 			// does, for the next full sync; RemoveOrphanedStatuses drops it once it is gone.
-			return Outcome{Result: ResultKept, Reason: ReasonNotFoundDesired, Stats: Stats{NotFounds: 1}}
+			return outcome{Result: resultKept, Reason: reasonNotFoundDesired, Stats: Stats{NotFounds: 1}}
 		}
-		return Outcome{Result: ResultForgotten, Reason: ReasonGone, Stats: Stats{NotFounds: 1, Gone: 1}}
+		return outcome{Result: resultForgotten, Reason: reasonGone, Stats: Stats{NotFounds: 1, Gone: 1}}
 	}
-	o := Outcome{Result: ResultKept, Reason: ReasonFailed,
+	o := outcome{Result: resultKept, Reason: reasonFailed,
 		Err: fmt.Errorf("%w: %s pod %s/%s: %w", ErrAPI, verb, p.in.Pod.Namespace, p.in.Pod.Name, err)}
 	if apierrors.IsConflict(err) {
 		o.Stats.Conflicts = 1
@@ -460,10 +465,10 @@ func (p *PodSync) call(st Step, c Call) Step {
 	return st
 }
 
-func (p *PodSync) finish(st Step, o Outcome) Step {
+func (p *PodSync) finish(st Step, o outcome) Step {
 	o.Sent = o.Sent || p.sent // whatever came after, the version is on the server
 	p.done, p.out = true, o
-	st.Outcome = o
+	st.outcome = o
 	return st
 }
 

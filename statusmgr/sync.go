@@ -10,6 +10,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/patch"
 )
 
 // reconcile runs on every full sync when a PodLookup is configured. It refreshes the cached
@@ -31,8 +33,8 @@ func (m *Manager) reconcile() {
 	fresh := make(map[types.UID]*v1.Pod, len(snaps))
 	var stale []snapshot
 	now := m.clock.Now()
-	scratch := patchBuffers.Get().(*[]byte) // the patches are only compared: one buffer for all
-	defer putPatchBuffer(scratch)
+	scratch := patch.GetBuffer() // the patches are only compared: one buffer for all
+	defer patch.PutBuffer(scratch)
 	for _, s := range snaps {
 		pod, ok := m.lookup.GetPodByUID(s.uid)
 		if !ok || pod == nil || pod.UID != s.uid {
@@ -90,7 +92,7 @@ func (m *Manager) podSync(s snapshot) *PodSync {
 // initPodSync makes ps the PodSync of the snapshot s, asking the callbacks
 // (CouldHaveRunningContainers, the PodLookup) what it needs; no lock held.
 func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
-	in := PodSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
+	in := podSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
 		Server: s.server, MaxConflictRetries: m.maxConflict}
 	if m.couldRun != nil {
 		in.CouldRunContainers = m.couldRun(s.uid)
@@ -105,7 +107,7 @@ func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 		p, ok := m.lookup.GetPodByUID(s.uid)
 		in.Desired = ok && p != nil && p.UID == s.uid
 	}
-	in.Target, in.MirrorUID = TargetOf(s.pod, mirror, found)
+	in.Target, in.MirrorUID = targetOf(s.pod, mirror, found)
 	*ps = newPodSync(in)
 	ps.snap = *s
 }
@@ -139,9 +141,9 @@ func (m *Manager) call(ctx context.Context, c Call) Answer {
 }
 
 // finish records the outcome of a PodSync of the Manager (a snapshot's) in the cache, logs
-// it, and returns its error. Not for a PodSync of NewPodSync (ErrUnknownPod).
+// it, and returns its error. Not for a PodSync of podSyncOf (ErrUnknownPod).
 func (m *Manager) finish(ps *PodSync) error {
-	o, done := ps.Outcome()
+	o, done := ps.result()
 	if ps.snap.e == nil || !done {
 		return fmt.Errorf("%w: the sync is not a Manager's, or not done", ErrUnknownPod)
 	}
@@ -150,7 +152,7 @@ func (m *Manager) finish(ps *PodSync) error {
 	var setAt time.Time
 	var keep *v1.PodStatus
 	server := o.Server
-	if o.Result != ResultForgotten {
+	if o.Result != resultForgotten {
 		if server != s.server { // a call answered with another copy (or none)
 			server = keepServer(server)
 		}
@@ -158,7 +160,7 @@ func (m *Manager) finish(ps *PodSync) error {
 	}
 	m.mu.Lock()
 	m.stats.add(ps.calls)
-	if o.Result == ResultForgotten {
+	if o.Result == resultForgotten {
 		if o.Sent {
 			_, setAt = m.c.commit(s, true, nil, nil)
 		}
@@ -167,7 +169,7 @@ func (m *Manager) finish(ps *PodSync) error {
 		}
 	} else {
 		again, setAt = m.c.commit(s, o.Sent, server, keep)
-		if o.Reason == ReasonDeleteFailed {
+		if o.Reason == reasonDeleteFailed {
 			m.c.retryDelete(s)
 		}
 		m.stats.add(o.Stats)
@@ -185,23 +187,23 @@ func (m *Manager) finish(ps *PodSync) error {
 
 // outcomeLogs are the log messages of the sync outcomes, by Reason.
 var outcomeLogs = [...]string{
-	ReasonSynced:          "status synced",
-	ReasonNoMirror:        "static pod has no mirror pod; not synced",
-	ReasonNotFoundDesired: "pod not found on the server but still desired; status kept for the next sync",
-	ReasonFailed:          "status sync failed; will retry",
-	ReasonDeleteFailed:    "status sync failed; will retry",
-	ReasonDeleted:         "pod fully terminated and deleted",
-	ReasonGone:            "pod not found on the server; status forgotten",
-	ReasonRecreated:       "pod was deleted and recreated; status forgotten",
+	reasonSynced:          "status synced",
+	reasonNoMirror:        "static pod has no mirror pod; not synced",
+	reasonNotFoundDesired: "pod not found on the server but still desired; status kept for the next sync",
+	reasonFailed:          "status sync failed; will retry",
+	reasonDeleteFailed:    "status sync failed; will retry",
+	reasonDeleted:         "pod fully terminated and deleted",
+	reasonGone:            "pod not found on the server; status forgotten",
+	reasonRecreated:       "pod was deleted and recreated; status forgotten",
 }
 
 // logOutcome logs how the sync of s ended: at Debug, a failure at Error with its reason
 // and error. The record is only built when the logger takes that level.
-func (m *Manager) logOutcome(s snapshot, o Outcome) {
+func (m *Manager) logOutcome(s snapshot, o outcome) {
 	if o.Reason < 0 || int(o.Reason) >= len(outcomeLogs) {
 		return
 	}
-	failed := o.Reason == ReasonFailed || o.Reason == ReasonDeleteFailed
+	failed := o.Reason == reasonFailed || o.Reason == reasonDeleteFailed
 	level := slog.LevelDebug
 	if failed {
 		level = slog.LevelError

@@ -15,7 +15,7 @@ import (
 func staticAndMirror() (static, mirror *v1.Pod) {
 	static = testPod("s", "static-uid")
 	static.Annotations[statusmgr.ConfigSourceAnnotationKey] = "file"
-	static.Annotations[statusmgr.ConfigHashAnnotationKey] = "h1"
+	static.Annotations["kubernetes.io/config.hash"] = "h1"
 	mirror = testPod("s", "mirror-uid")
 	mirror.Annotations[statusmgr.ConfigMirrorAnnotationKey] = "h1"
 	return static, mirror

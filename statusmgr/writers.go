@@ -28,7 +28,7 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 	m.running = true
 	m.mu.Unlock()
-	writers := writerPool{jobs: make(chan writeJob), max: cap(m.slots)}
+	writers := writerPool{jobs: make(chan writeJob), max: m.maxWrites}
 	defer func() {
 		writers.wg.Wait()
 		m.mu.Lock()
@@ -56,29 +56,24 @@ func (m *Manager) Run(ctx context.Context) error {
 	}
 }
 
-// dispatch starts a write for each queued pod that needs one and has none in flight, while
-// fewer than MaxConcurrentWrites writes are in flight. It does not wait for a write: a
-// write that ends wakes the loop, which dispatches again.
+// dispatch starts the writes the cache's policy grants (nextWrite: the pods queued, within
+// the bounds of each lane), each on a writer. It does not wait for a write: a write that
+// ends wakes the loop, which dispatches again.
 func (m *Manager) dispatch(ctx context.Context, writers *writerPool) {
 	for ctx.Err() == nil {
-		select {
-		case m.slots <- struct{}{}:
-		default:
-			return // every slot taken
-		}
-		s, l, ok := m.next()
+		m.mu.Lock()
+		s, _, ok := m.c.nextWrite()
+		m.mu.Unlock()
 		if !ok {
-			<-m.slots
 			return
 		}
-		writers.start(ctx, m, writeJob{s: s, l: l})
+		writers.start(ctx, m, writeJob{s: s})
 	}
 }
 
-// writeJob is one write Run hands to its writers: a claimed snapshot and its lane.
+// writeJob is one write Run hands to its writers: a claimed snapshot, holding its slot.
 type writeJob struct {
 	s snapshot
-	l lane
 }
 
 // writerPool runs Run's writes on long-lived goroutines, so that a write does not start
@@ -109,14 +104,14 @@ func (w *writerPool) start(ctx context.Context, m *Manager, j writeJob) {
 	select {
 	case w.jobs <- j:
 	case <-ctx.Done():
-		_ = m.write(ctx, j.s, j.l)
+		_ = m.write(ctx, j.s)
 	}
 }
 
 // writer makes the write first, then every write it takes from jobs, until ctx ends.
 func (m *Manager) writer(ctx context.Context, first writeJob, jobs <-chan writeJob) {
 	for j := first; ; {
-		_ = m.write(ctx, j.s, j.l)
+		_ = m.write(ctx, j.s)
 		select {
 		case j = <-jobs:
 		case <-ctx.Done():
@@ -125,71 +120,15 @@ func (m *Manager) writer(ctx context.Context, first writeJob, jobs <-chan writeJ
 	}
 }
 
-// next claims the pod to write in a free slot: the first queued pod not finished while
-// fewer than MaxConcurrentStatusWrites of those are in flight, else the first finished
-// one. So neither lane waits behind the other: the pods not finished get their few
-// writers, the finished ones every other slot.
-func (m *Manager) next() (snapshot, lane, bool) {
-	var status bool
-	select {
-	case m.statusSlots <- struct{}{}:
-		status = true
-	default:
-	}
-	var (
-		s  snapshot
-		ok bool
-	)
-	m.mu.Lock()
-	if status {
-		s, ok = m.c.next(laneStatus)
-	}
-	l := laneStatus
-	if !ok {
-		s, ok = m.c.next(laneFinal)
-		l = laneFinal
-	}
-	m.mu.Unlock()
-	if status && l != laneStatus {
-		<-m.statusSlots
-	}
-	return s, l, ok
-}
-
-// acquire waits for a slot in lane l (for laneStatus, a status slot first) and returns an
-// error wrapping ErrInterrupted if ctx ends first.
-func (m *Manager) acquire(ctx context.Context, l lane) error {
-	if l == laneStatus {
-		select {
-		case m.statusSlots <- struct{}{}:
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
-		}
-	}
-	select {
-	case m.slots <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		if l == laneStatus {
-			<-m.statusSlots
-		}
-		return fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
-	}
-}
-
-// write syncs the claimed snapshot s, ends its claim and frees its slots in lane l.
-func (m *Manager) write(ctx context.Context, s snapshot, l lane) error {
+// write syncs the claimed snapshot s, then ends its claim, which frees its slot.
+func (m *Manager) write(ctx context.Context, s snapshot) error {
 	err := m.syncPod(ctx, s)
 	m.release(s.uid)
-	if l == laneStatus {
-		<-m.statusSlots
-	}
-	<-m.slots
 	m.signal()
 	return err
 }
 
-// release ends the claim of a pod's sync and wakes Sync's waiters.
+// release ends the claim of a pod's sync (freeing its slot) and wakes Sync's waiters.
 func (m *Manager) release(uid types.UID) {
 	m.mu.Lock()
 	m.c.done(uid)
@@ -216,11 +155,13 @@ func (m *Manager) TakeSyncs() []*PodSync {
 	m.c.queueAll()
 	var snaps []snapshot
 	for _, uid := range m.c.takeQueue() {
-		switch s, res := m.c.claim(uid); res {
+		switch s, res := m.c.claim(uid, false); res {
 		case claimed:
 			snaps = append(snaps, s)
 		case claimBusy:
-			m.c.writing[uid] = true // queued again when its write ends
+			w := m.c.writing[uid]
+			w.again = true // queued again when its write ends
+			m.c.writing[uid] = w
 		}
 	}
 	m.mu.Unlock()
@@ -283,11 +224,6 @@ func (m *Manager) Sync(ctx context.Context) error {
 		} else {
 			s, ok, err = m.claim(ctx, uid)
 		}
-		if err == nil && ok {
-			if err = m.acquire(ctx, laneOf(s.finished)); err != nil {
-				m.release(uid)
-			}
-		}
 		if err != nil {
 			// Not synced: put the rest back for Run or the next Sync.
 			m.mu.Lock()
@@ -306,7 +242,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 			continue
 		}
 		writes.Go(func() {
-			if err := m.write(ctx, s, laneOf(s.finished)); err != nil {
+			if err := m.write(ctx, s); err != nil {
 				emu.Lock()
 				errs = append(errs, err)
 				emu.Unlock()
@@ -317,12 +253,13 @@ func (m *Manager) Sync(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// claim waits until no write of the pod with the UID is in flight and claims it; false
-// when it needs no sync (or is gone). It returns ctx's error if ctx ends first.
+// claim waits until no write of the pod with the UID is in flight and its lane has a free
+// slot, and claims it (the write then holds that slot); false when it needs no sync (or is
+// gone). It returns ctx's error if ctx ends first.
 func (m *Manager) claim(ctx context.Context, uid types.UID) (snapshot, bool, error) {
 	for {
 		m.mu.Lock()
-		s, res := m.c.claim(uid)
+		s, res := m.c.claim(uid, true)
 		if res != claimBusy {
 			m.mu.Unlock()
 			return s, res == claimed, nil

@@ -480,7 +480,7 @@ func TestManagerTakeAndFinishSyncs(t *testing.T) {
 	m, err := statusmgr.New(statusmgr.Config{Patcher: api})
 	must(t, err)
 	must(t, m.SetPodStatus(pod, runningStatus(true)))
-	if err := m.FinishSync(statusmgr.NewPodSync(statusmgr.PodSyncInput{Pod: pod})); !errors.Is(err, statusmgr.ErrUnknownPod) {
+	if err := m.FinishSync(statusmgr.NewPodSyncForTest(pod)); !errors.Is(err, statusmgr.ErrUnknownPod) {
 		t.Errorf("FinishSync of a PodSync of NewPodSync = %v, want ErrUnknownPod", err)
 	}
 	syncs := m.TakeSyncs()

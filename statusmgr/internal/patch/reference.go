@@ -1,8 +1,8 @@
-package statusmgr
+package patch
 
-// This file keeps the reflective StatusPatch as it was before the typed one (issue 16), as
-// the reference model that the typed implementation is compared with byte for byte
-// (TestStatusPatchMatchesReference, FuzzStatusPatchMatchesReference).
+// This file keeps the reflective encoder as it was before the typed one (issue 16), as the
+// reference model that the typed implementation is compared with byte for byte
+// (FuzzStatusMatchesReference here, TestStatusMatchesReference in statusmgr).
 
 import (
 	"bytes"
@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -21,12 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// refStatusPatch is StatusPatch as it was before its typed code: reflective throughout,
-// with the same rules (see StatusPatch). It is the reference the typed code's output is
+// Reference is Status as it was before its typed code: reflective throughout,
+// with the same rules (see Status). It is the reference the typed code's output is
 // compared with, byte for byte.
-func refStatusPatch(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
+func Reference(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
 	if oldStatus == nil || newStatus == nil {
-		return nil, false, fmt.Errorf("%w: nil status", ErrNilPod)
+		return nil, false, fmt.Errorf("%w: nil status", ErrNilStatus)
 	}
 	var b bytes.Buffer
 	b.Grow(256)
@@ -159,9 +158,9 @@ func refWriteConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.
 	for i := range newConds {
 		nc := &newConds[i]
 		base := &v1.PodCondition{Type: nc.Type} // a new condition: only its set fields
-		if j := findCondition(oldConds, nc.Type); j >= 0 {
+		if j := conditionIndex(oldConds, nc.Type); j >= 0 {
 			base = &oldConds[j]
-			if conditionEqual(base, nc) {
+			if ConditionEqual(base, nc) {
 				continue
 			}
 		}
@@ -173,7 +172,7 @@ func refWriteConditionsPatch(b *bytes.Buffer, sep bool, oldConds, newConds []v1.
 		patched = append(patched, nc.Type)
 	}
 	for i := range oldConds {
-		if findCondition(newConds, oldConds[i].Type) >= 0 {
+		if conditionIndex(newConds, oldConds[i].Type) >= 0 {
 			continue
 		}
 		var e bytes.Buffer
@@ -374,20 +373,4 @@ func refWriteMembers(b *bytes.Buffer, v reflect.Value, first *bool) error {
 		}
 	}
 	return nil
-}
-
-// BenchmarkStatusPatchReference is BenchmarkStatusPatch on the reflective reference, for
-// comparison in one run.
-func BenchmarkStatusPatchReference(b *testing.B) {
-	old, nw := benchStatuses()
-	b.ReportAllocs()
-	var n int
-	for range b.N {
-		p, _, err := refStatusPatch("uid-1", &old, &nw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n = len(p)
-	}
-	b.ReportMetric(float64(n), "patch-bytes")
 }
