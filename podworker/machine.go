@@ -115,9 +115,6 @@ type Machine struct {
 
 	// buf backs the slices of the Ready returned by the last call.
 	buf Ready
-	// untraced makes note leave Ready.Transitions empty (the stages are still tracked):
-	// set by a Runner whose transitions nobody observes or logs.
-	untraced bool
 
 	// nameHolders maps the full name of every pod serialized by name (static pods, and
 	// every pod under SerializeByName) to the UID allowed to run under it; nameWaiters
@@ -548,16 +545,14 @@ func (m *Machine) note(st *podState, r *Ready) {
 	if to == st.reported {
 		return
 	}
-	if !m.untraced {
-		t := Transition{UID: st.uid, From: st.reported, To: to}
-		switch {
-		case st.pod != nil:
-			t.Namespace, t.Name = st.pod.Namespace, st.pod.Name
-		case st.running != nil:
-			t.Namespace, t.Name = st.running.Namespace, st.running.Name
-		}
-		r.Transitions = append(r.Transitions, t)
+	t := Transition{UID: st.uid, From: st.reported, To: to}
+	switch {
+	case st.pod != nil:
+		t.Namespace, t.Name = st.pod.Namespace, st.pod.Name
+	case st.running != nil:
+		t.Namespace, t.Name = st.running.Namespace, st.running.Name
 	}
+	r.Transitions = append(r.Transitions, t)
 	st.reported = to
 }
 

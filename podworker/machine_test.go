@@ -447,3 +447,20 @@ func TestPodStateSize(t *testing.T) {
 		t.Errorf("podState takes %d bytes, want <= 256", got)
 	}
 }
+
+// TestReadyTransitionsAlwaysReported: the Machine reports every stage change in
+// Ready.Transitions, whoever drives it: what a Ready holds depends only on the inputs.
+func TestReadyTransitionsAlwaysReported(t *testing.T) {
+	m, err := NewMachine(MachineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Transition{{UID: "a", From: StageNone, To: StageSyncing, Namespace: "ns", Name: "a"}}
+	if diff := cmp.Diff(want, rd.Transitions); diff != "" {
+		t.Errorf("Transitions (-want +got):\n%s", diff)
+	}
+}

@@ -215,7 +215,7 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd flo
 		r.cancels, r.cancelsPeak = make(map[types.UID]canceler), 0
 	}
 	r.drawn = rnd
-	rd, err := r.machineLocked().Complete(at, uid, res)
+	rd, err := r.m.Complete(at, uid, res)
 	if err != nil {
 		r.log.Error("pod worker lost its work", "podUID", uid, "err", err)
 		return next, nextCtx, false
@@ -235,7 +235,7 @@ func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd, err := r.machineLocked().UpdatePod(now, opts, stopped)
+	rd, err := r.m.UpdatePod(now, opts, stopped)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	known, rd := r.machineLocked().SyncKnownPods(now, desired)
+	known, rd := r.m.SyncKnownPods(now, desired)
 	r.applyLocked(&rd, now, false)
 	return known
 }
@@ -275,14 +275,6 @@ func (r *Runner) closeCompleted(ch chan<- struct{}) {
 		}
 	}()
 	close(ch)
-}
-
-// machineLocked returns the Machine, told to report transitions only if they are
-// observed (OnTransition, Hooks.Transition) or logged. r.mu must be held.
-func (r *Runner) machineLocked() *Machine {
-	r.m.untraced = r.hooks.Transition == nil && r.onTransition == nil &&
-		!r.log.Enabled(context.Background(), slog.LevelDebug)
-	return r.m
 }
 
 // applyLocked carries out a Ready, decided at now, with r.mu held. With inline, the
@@ -432,7 +424,7 @@ func (r *Runner) tick() {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd := r.machineLocked().Tick(now)
+	rd := r.m.Tick(now)
 	r.applyLocked(&rd, now, false)
 }
 

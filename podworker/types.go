@@ -211,12 +211,6 @@ func (r *Ready) Clone() Ready {
 	}
 }
 
-// IsEmpty reports whether r asks for nothing.
-func (r *Ready) IsEmpty() bool {
-	return len(r.Transitions) == 0 && len(r.Cancel) == 0 && len(r.Close) == 0 &&
-		len(r.Start) == 0 && len(r.Requeue) == 0
-}
-
 // PodWorkerSync is one known pod's entry in the result of SyncKnownPods.
 type PodWorkerSync struct {
 	// State is the pod's current WorkType.
