@@ -337,7 +337,7 @@ func runW2(p w2Params) (w2Result, error) {
 	cfg := podworker.Config{
 		Syncer: syncer,
 		View: podworker.RuntimeViewFuncs{
-			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
+			StatusAfterFunc: func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return empty, nil },
 			LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
 		},
 		MaxConcurrentSyncs: p.Bound,

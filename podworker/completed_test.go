@@ -26,7 +26,7 @@ func (c *closeCounter) apply(rd Ready) {
 	for len(work) > 0 {
 		w := work[0]
 		work = work[1:]
-		next, err := c.m.Complete(t0, w.UID, Result{})
+		next, err := c.m.Complete(t0, w.UID, Result{}, 0)
 		if err != nil {
 			c.t.Fatal(err)
 		}
@@ -39,7 +39,7 @@ func (c *closeCounter) apply(rd Ready) {
 
 func (c *closeCounter) update(opts UpdatePodOptions) {
 	c.t.Helper()
-	rd, err := c.m.UpdatePod(t0, opts, false)
+	rd, err := c.m.UpdatePod(t0, opts, RuntimeUnknown)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -64,11 +64,11 @@ func TestCompletedChClosedOnce(t *testing.T) {
 		run  func(c *closeCounter, ch chan struct{})
 	}{
 		{"same pod, twice while it terminates", func(c *closeCounter, ch chan struct{}) {
-			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
 			_ = rd // SyncPod left in flight
 			c.update(kill(testPod("a"), ch))
 			c.update(kill(testPod("a"), ch))
-			next, err := c.m.Complete(t0, "a", Result{})
+			next, err := c.m.Complete(t0, "a", Result{}, 0)
 			if err != nil {
 				c.t.Fatal(err)
 			}
@@ -84,13 +84,13 @@ func TestCompletedChClosedOnce(t *testing.T) {
 			c.update(kill(testPod("a", deleted(0)), ch))
 		}},
 		{"two pods, both pending", func(c *closeCounter, ch chan struct{}) {
-			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
 			_ = rd // SyncPod of a left in flight
-			rd, _ = c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("b")}, false)
+			rd, _ = c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("b")}, RuntimeUnknown)
 			_ = rd // SyncPod of b left in flight
 			c.update(kill(testPod("a"), ch))
 			c.update(kill(testPod("b"), ch))
-			next, err := c.m.Complete(t0, "a", Result{})
+			next, err := c.m.Complete(t0, "a", Result{}, 0)
 			if err != nil {
 				c.t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func TestCompletedChClosedOnce(t *testing.T) {
 			if c.closes[ch] != 0 {
 				c.t.Error("closed while pod b was still running")
 			}
-			next, err = c.m.Complete(t0, "b", Result{})
+			next, err = c.m.Complete(t0, "b", Result{}, 0)
 			if err != nil {
 				c.t.Fatal(err)
 			}
@@ -109,14 +109,14 @@ func TestCompletedChClosedOnce(t *testing.T) {
 			c.update(kill(testPod("b"), ch))
 		}},
 		{"a pod and a runtime pod", func(c *closeCounter, ch chan struct{}) {
-			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			rd, _ := c.m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
 			_ = rd // SyncPod of a left in flight
 			c.update(kill(testPod("a"), ch))
 			c.update(killRuntime("r", ch)) // killed and forgotten at once
 			if c.closes[ch] != 0 {
 				c.t.Error("closed while pod a was still running")
 			}
-			next, err := c.m.Complete(t0, "a", Result{})
+			next, err := c.m.Complete(t0, "a", Result{}, 0)
 			if err != nil {
 				c.t.Fatal(err)
 			}

@@ -41,12 +41,11 @@
 //     decreases. A shorter one cancels the running SyncTerminatingPod, which then runs
 //     again with the shorter period. Runtime-only pods are killed with grace 1.
 //   - Each call reads the runtime status observed after the end of the pod's previous
-//     call (RuntimeView.StatusAfter), so it never acts on stale state. For terminating and
-//     terminated work the view re-inspects the pod first, so a transition does not wait
-//     for the next relist (the kubelet loses up to a relist period, ~1 s, per transition
-//     here). *pleg.Relister likewise re-inspects a pod for a sync when it holds no status
-//     newer than the previous call (one observed while that call ran, e.g. pushed by the
-//     runtime), instead of waiting for the next relist.
+//     call (RuntimeView.StatusAfter), so it never acts on stale state. The view
+//     re-inspects the pod when it holds no status newer than the previous call (one
+//     observed while that call ran, e.g. pushed by the runtime), so a transition does not
+//     wait for the next relist (the kubelet loses up to a relist period, ~1 s, per
+//     transition here).
 //   - A failed call is retried after a backoff (doubling from BackoffInitial to
 //     BackoffMax, jittered downwards); a successful SyncPod is resynced after
 //     ResyncInterval; a transition runs the next stage at once. A call cancelled because

@@ -27,6 +27,28 @@ const (
 	DefaultMaxConcurrentSyncs = 1024
 )
 
+// RuntimeHint is what the caller of Machine.UpdatePod knows of a pod in the runtime.
+type RuntimeHint int
+
+const (
+	// RuntimeUnknown: the caller does not know whether anything of the pod runs.
+	RuntimeUnknown RuntimeHint = iota
+	// RuntimeStopped: the caller knows that nothing of the pod runs in the runtime.
+	RuntimeStopped
+)
+
+// String returns "unknown" or "stopped", and a descriptive string for any other value.
+func (h RuntimeHint) String() string {
+	switch h {
+	case RuntimeUnknown:
+		return "unknown"
+	case RuntimeStopped:
+		return "stopped"
+	default:
+		return fmt.Sprintf("RuntimeHint(%d)", int(h))
+	}
+}
+
 // Unbounded, as MaxConcurrentSyncs, lets every pod's work run at once (the kubelet's
 // rule: a goroutine per pod).
 const Unbounded = -1
@@ -55,8 +77,6 @@ type MachineConfig struct {
 	// SyncTerminatingPod (once the name is free, ahead of live waiters), so the runtime
 	// hears of every pod it may hold.
 	SerializeByName bool
-	// Rand returns numbers in [0, 1) for the jitter. nil means no jitter (deterministic).
-	Rand func() float64
 }
 
 func (c *MachineConfig) validate() error {
@@ -183,26 +203,19 @@ func (m *Machine) keep(r *Ready) {
 	}
 }
 
-func (m *Machine) random() float64 {
-	if m.cfg.Rand == nil {
-		return 0
-	}
-	return m.cfg.Rand()
-}
-
 // UpdatePod records an update of a pod at time now and returns what to do. It returns
 // an error (and changes nothing) for invalid options, see UpdatePodOptions.Validate.
 //
-// runtimeStopped tells whether the caller knows that nothing of the pod runs in the
-// runtime; it is consulted only when the pod is first seen in a terminal phase (an agent
-// restart): such a pod goes straight to terminated, so SyncTerminatedPod still runs and
-// it never counts as active.
+// rt is what the caller knows of the pod in the runtime; it is consulted only when the
+// pod is first seen in a terminal phase (an agent restart): with RuntimeStopped such a
+// pod goes straight to terminated, so SyncTerminatedPod still runs and it never counts
+// as active.
 //
 // Documented drops (nil error, nothing changes): a create for a pod that is terminating
 // (the UID was reused; the pod is restarted once finished and forgotten), any update
 // for a finished pod, and a runtime-only kill for a terminated pod. Their completion
 // channels, if any, are closed at once.
-func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped bool) (Ready, error) {
+func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, rt RuntimeHint) (Ready, error) {
 	r := m.ready()
 	defer m.keep(&r)
 	if err := opts.Validate(); err != nil {
@@ -221,7 +234,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		if !runtimeOnly {
 			st.static = podfacts.IsStatic(opts.Pod)
 			st.byName = st.static || m.cfg.SerializeByName
-			if podfacts.IsTerminal(opts.Pod) && runtimeStopped {
+			if podfacts.IsTerminal(opts.Pod) && rt == RuntimeStopped {
 				st.terminatingAt, st.terminatedAt = now, now
 				st.terminationStarted = true
 			}
@@ -352,13 +365,16 @@ func (m *Machine) setPending(st *podState, t SyncPodType) {
 
 // Complete reports the outcome of the in-flight work of pod uid, which ended at now,
 // and returns what to do next. It returns ErrNotWorking if uid has no work in flight.
+// random, a number in [0, 1) from the caller's random source, is the jitter of the
+// resync or retry the completion schedules, if any (0: none; see Backoff.When): the
+// Machine holds no random source, so the same inputs give the same Ready.
 //
 // A work whose context the Machine cancelled and that returned an error (whatever it
 // is) is superseded: no backoff, the pending update that caused the cancellation runs
 // at once. Any other error backs off. A successful
 // SyncPod is resynced after the resync interval; a transition queues the next stage at
 // once.
-func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, error) {
+func (m *Machine) Complete(now time.Time, uid types.UID, res Result, random float64) (Ready, error) {
 	r := m.ready()
 	defer m.keep(&r)
 	st, ok := m.pods[uid]
@@ -377,7 +393,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 		// Superseded: the pending update that caused the cancellation runs next.
 	case res.Err != nil:
 		st.failures++
-		m.schedule(st, now, m.backoff.When(int(st.failures), m.random()), &r)
+		m.schedule(st, now, m.backoff.When(int(st.failures), random), &r)
 	case wt == TerminatedPod:
 		m.finish(st, now, &r)
 		m.note(st, &r)
@@ -413,7 +429,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 	default:
 		st.failures = 0
 		if wt == SyncPod && !st.isTerminationRequested() {
-			m.schedule(st, now, jitter(m.cfg.ResyncInterval, m.random()), &r)
+			m.schedule(st, now, jitter(m.cfg.ResyncInterval, random), &r)
 		}
 	}
 	if st.hasPending && !st.queued {

@@ -45,7 +45,8 @@ type Config struct {
 	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means
 	// math/rand/v2's Float64. It is called once per finished work, by the goroutine that
 	// ran it, never with the runner's lock held: calls may be concurrent, so it must be
-	// safe for concurrent use.
+	// safe for concurrent use. Its number goes to Machine.Complete with the work's
+	// outcome.
 	Rand func() float64
 	// OnTransition, if set, is called for every stage change of a pod, in the Machine's
 	// order, outside the runner's lock (it may call the Runner), just before
@@ -81,8 +82,6 @@ type Runner struct {
 
 	mu sync.Mutex
 	m  *Machine
-	// drawn is the random number of the completion being reported (completeLocked).
-	drawn float64
 	// ctx is Run's context, set before running is; running is true while Run runs,
 	// stopped once it returned.
 	ctx      context.Context
@@ -144,9 +143,6 @@ func New(cfg Config) (*Runner, error) {
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		SerializeByName:    cfg.SerializeByName,
-		// The Machine asks for jitter under r.mu, only in Complete: it gets the number
-		// drawn for that completion outside the lock (see completeLocked).
-		Rand: func() float64 { return r.drawn },
 	})
 	if err != nil {
 		return nil, err
@@ -214,8 +210,7 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd flo
 	if len(r.cancels) == 0 && r.cancelsPeak > DefaultMaxConcurrentSyncs {
 		r.cancels, r.cancelsPeak = make(map[types.UID]canceler), 0
 	}
-	r.drawn = rnd
-	rd, err := r.m.Complete(at, uid, res)
+	rd, err := r.m.Complete(at, uid, res, rnd)
 	if err != nil {
 		r.log.Error("pod worker lost its work", "podUID", uid, "err", err)
 		return next, nextCtx, false
@@ -226,16 +221,16 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd flo
 // UpdatePod records an update of a pod (see Machine.UpdatePod) and starts its work if
 // possible. It never blocks on a sync; it returns an error for invalid options.
 func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
-	stopped := false
+	rt := RuntimeUnknown
 	if opts.Pod != nil && podfacts.IsTerminal(opts.Pod) && r.view != nil {
 		if s, err := r.view.LastStatus(opts.Pod.UID); err == nil && !s.IsRunning() {
-			stopped = true
+			rt = RuntimeStopped
 		}
 	}
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd, err := r.m.UpdatePod(now, opts, stopped)
+	rd, err := r.m.UpdatePod(now, opts, rt)
 	if err != nil {
 		return err
 	}
@@ -363,7 +358,7 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 func (r *Runner) sync(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
 	if w.RunningPod == nil && r.view != nil {
-		s, err := r.view.StatusAfter(ctx, w.UID, w.StatusNewerThan, w.RefreshStatus)
+		s, err := r.view.StatusAfter(ctx, w.UID, w.StatusNewerThan)
 		if err != nil {
 			return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
 		}

@@ -148,12 +148,10 @@ type Work struct {
 	PodStatusFunc func(*v1.PodStatus)
 	// StatusNewerThan is when the pod's previous sync ended (zero for the first): the
 	// status passed to the PodSyncer must have been observed after it.
+	// The driver must not wait for a periodic observation of the runtime to get it
+	// (see RuntimeView.StatusAfter): a terminating or terminated work follows one that
+	// changed the runtime.
 	StatusNewerThan time.Time
-	// RefreshStatus asks the driver to refresh the pod's runtime status before reading
-	// it: set on every terminating and terminated work (a new stage, a retry, a re-run
-	// with a shorter grace period), because the previous work changed the runtime and the
-	// next step must not wait for a periodic relist to see it.
-	RefreshStatus bool
 }
 
 // podName returns namespace/name of the work's pod, or "".

@@ -83,6 +83,8 @@ type harness struct {
 	fails   map[types.UID]map[string][]string
 	term    map[types.UID]bool
 	lastMin map[types.UID]time.Time
+	// work is the type of each pod's work being started (its status read comes next).
+	work    map[types.UID]podworker.WorkType
 	waits   map[string][]chan struct{}
 
 	m *podworker.Machine
@@ -117,6 +119,7 @@ func newHarness(t testing.TB, mode Mode) *harness {
 		fails:   map[types.UID]map[string][]string{},
 		term:    map[types.UID]bool{},
 		lastMin: map[types.UID]time.Time{},
+		work:    map[types.UID]podworker.WorkType{},
 		waits:   map[string][]chan struct{}{},
 	}
 	if err := h.start(podworker.MachineConfig{}); err != nil {
@@ -127,7 +130,6 @@ func newHarness(t testing.TB, mode Mode) *harness {
 
 // start builds the target with cfg (jitter off) and, for a Runner, runs it.
 func (h *harness) start(cfg podworker.MachineConfig) error {
-	cfg.Rand = func() float64 { return 0 }
 	if h.mode == MachineMode {
 		m, err := podworker.NewMachine(cfg)
 		if err != nil {
@@ -140,13 +142,14 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 		Syncer:             h.syncer(),
 		View:               podworker.RuntimeViewFuncs{StatusAfterFunc: h.statusAfter, LastStatusFunc: h.get},
 		Clock:              h.clock,
-		Rand:               cfg.Rand,
+		Rand:               func() float64 { return 0 },
 		ResyncInterval:     cfg.ResyncInterval,
 		BackoffInitial:     cfg.BackoffInitial,
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		SerializeByName:    cfg.SerializeByName,
 		OnTransition:       h.transition,
+		Hooks:              podworker.Hooks{SyncStarted: func(s podworker.Sync) { h.starting(s.UID, s.WorkType) }},
 	})
 	if err != nil {
 		return err
@@ -575,12 +578,13 @@ func (h *harness) update(opts podworker.UpdatePodOptions) error {
 	if h.mode == RunnerMode {
 		return h.r.UpdatePod(opts)
 	}
-	stopped := false
+	rt := podworker.RuntimeUnknown
 	if opts.Pod != nil && (opts.Pod.Status.Phase == v1.PodSucceeded || opts.Pod.Status.Phase == v1.PodFailed) {
-		s, _ := h.get(opts.Pod.UID)
-		stopped = !s.IsRunning()
+		if s, _ := h.get(opts.Pod.UID); !s.IsRunning() {
+			rt = podworker.RuntimeStopped
+		}
 	}
-	rd, err := h.m.UpdatePod(h.clock.Now(), opts, stopped)
+	rd, err := h.m.UpdatePod(h.clock.Now(), opts, rt)
 	if err != nil {
 		return err
 	}
