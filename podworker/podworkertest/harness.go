@@ -84,8 +84,8 @@ type harness struct {
 	term    map[types.UID]bool
 	lastMin map[types.UID]time.Time
 	// work is the type of each pod's work being started (its status read comes next).
-	work    map[types.UID]podworker.WorkType
-	waits   map[string][]chan struct{}
+	work  map[types.UID]podworker.WorkType
+	waits map[string][]chan struct{}
 
 	m *podworker.Machine
 
