@@ -9,6 +9,9 @@ import "context"
 // its plain twin (one mutex, a goroutine per work: plainEngine, in the tests) runs the
 // same scenario scripts, stress tests and W2, which check the fast one against it and
 // measure what it wins (docs/PERFORMANCE.md, W2).
+//
+// New gives every Runner a combiningEngine; the package's tests build Runners on either
+// engine with newRunner.
 type engine interface {
 	// newContext returns the context of one work, derived from Run's context, and what
 	// ends it. The Runner ends it when the Machine cancels the work, when the work is
@@ -25,6 +28,3 @@ type engine interface {
 
 // canceler ends one work's context.
 type canceler interface{ cancel() }
-
-// newEngine returns the engine of a new Runner.
-var newEngine = newCombiningEngine

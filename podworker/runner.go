@@ -115,7 +115,10 @@ type Runner struct {
 // New returns a Runner, or an error wrapping ErrInvalidConfig: for a nil Syncer, an
 // interface field holding a nil pointer, func or the like (a typed nil), or a
 // MachineConfig field out of range.
-func New(cfg Config) (*Runner, error) {
+func New(cfg Config) (*Runner, error) { return newRunner(cfg, newCombiningEngine) }
+
+// newRunner is New with the engine newEngine returns for the Runner.
+func newRunner(cfg Config, newEngine func(*Runner) engine) (*Runner, error) {
 	if cfg.Syncer == nil {
 		return nil, fmt.Errorf("%w: nil Syncer", ErrInvalidConfig)
 	}

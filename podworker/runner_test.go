@@ -212,12 +212,12 @@ func TestRunnerForgetsEverything(t *testing.T) {
 func TestRunnerStress(t *testing.T) {
 	for _, bound := range []int{0, 3} {
 		t.Run(fmt.Sprintf("max=%d", bound), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { stress(t, bound) })
+			synctest.Test(t, func(t *testing.T) { stress(t, New, bound) })
 		})
 	}
 }
 
-func stress(t *testing.T, bound int) {
+func stress(t *testing.T, newRunner func(Config) (*Runner, error), bound int) {
 	const pods = 20
 	var inCall [pods]atomic.Int32
 	var total, peak atomic.Int32
@@ -251,7 +251,7 @@ func stress(t *testing.T, bound int) {
 			return nil
 		},
 	}
-	r, err := New(Config{Syncer: syncer, MaxConcurrentSyncs: bound})
+	r, err := newRunner(Config{Syncer: syncer, MaxConcurrentSyncs: bound})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,18 +43,36 @@ func (m Mode) String() string {
 // Epoch is the fake clock's start; trace times are offsets from it.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Option changes how RunFile runs a scenario.
+type Option func(*options)
+
+type options struct {
+	newRunner func(podworker.Config) (*podworker.Runner, error)
+}
+
+// WithNewRunner has RunFile build the Runner of RunnerMode with newRunner instead of
+// podworker.New (a Runner built another way, e.g. on the engine twin of podworker's own
+// tests).
+func WithNewRunner(newRunner func(podworker.Config) (*podworker.Runner, error)) Option {
+	return func(o *options) { o.newRunner = newRunner }
+}
+
 // RunFile runs the scenario script at path in the given mode and fails t where a command's
 // trace differs from the expected one. With rewrite (Machine mode only), the file is
 // rewritten with the actual traces instead. The script format is internal/script's (see
 // the package doc).
-func RunFile(t *testing.T, path string, mode Mode, rewrite bool) {
+func RunFile(t *testing.T, path string, mode Mode, rewrite bool, opts ...Option) {
 	t.Helper()
 	f, err := script.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(t *testing.T) {
-		h := newHarness(t, mode)
+		o := options{newRunner: podworker.New}
+		for _, opt := range opts {
+			opt(&o)
+		}
+		h := newHarness(t, mode, o)
 		defer h.close()
 		f.Run(t, rewrite && mode == MachineMode, func(c *script.Case) (string, error) {
 			return h.exec(argsOf(c)), nil
@@ -87,7 +105,8 @@ type harness struct {
 	work  map[types.UID]podworker.WorkType
 	waits map[string][]chan struct{}
 
-	m *podworker.Machine
+	m    *podworker.Machine
+	opts options
 
 	r      *podworker.Runner
 	cancel context.CancelFunc
@@ -106,10 +125,11 @@ type call struct {
 	done   chan podworker.Result
 }
 
-func newHarness(t testing.TB, mode Mode) *harness {
+func newHarness(t testing.TB, mode Mode, o options) *harness {
 	h := &harness{
 		t:       t,
 		mode:    mode,
+		opts:    o,
 		clock:   clocktesting.NewFakeClock(epoch),
 		pods:    map[string]*v1.Pod{},
 		known:   map[string]bool{},
@@ -138,7 +158,7 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 		h.m = m
 		return nil
 	}
-	r, err := podworker.New(podworker.Config{
+	r, err := h.opts.newRunner(podworker.Config{
 		Syncer:             h.syncer(),
 		View:               podworker.RuntimeViewFuncs{StatusAfterFunc: h.statusAfter, LastStatusFunc: h.get},
 		Clock:              h.clock,
