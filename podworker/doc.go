@@ -50,10 +50,12 @@
 //     BackoffMax, jittered downwards); a successful SyncPod is resynced after
 //     ResyncInterval; a transition runs the next stage at once. A call cancelled because
 //     it was superseded is not an error: its successor runs at once.
-//   - Kill completion channels are closed once the pod is terminated (at once if it
-//     already is, or if it already finished); each exactly once, whatever the caller
-//     passes: a channel given to several kills (of one pod or several pods) is closed
-//     when the last of those pods is terminated, and never again.
+//   - Kill completions (KillPodOptions.Completion) are closed once the pod is
+//     terminated (at once if it already is, or if it already finished); each exactly
+//     once, whatever the caller passes: a Completion given to several kills (of one pod
+//     or several pods) is closed when the last of those pods is terminated, and never
+//     again, even if given again after those pods were forgotten (it records that it
+//     was listed).
 //   - Static pods (config source other than "api"): two UIDs with the same full name
 //     (name_namespace) are never started at once; waiting ones start in arrival order
 //     when the holder finishes; one whose termination is requested before it started is

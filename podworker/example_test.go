@@ -77,11 +77,11 @@ func ExampleRunner() {
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", Name: "web", Namespace: "default"}}
 	_ = r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod})
-	done := make(chan struct{})
+	done := podworker.NewCompletion()
 	grace := int64(5)
 	_ = r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: pod,
-		KillPodOptions: &podworker.KillPodOptions{CompletedCh: done, PodTerminationGracePeriodSecondsOverride: &grace}})
-	<-done
+		KillPodOptions: &podworker.KillPodOptions{Completion: done, PodTerminationGracePeriodSecondsOverride: &grace}})
+	<-done.Done()
 	fmt.Println("terminated:", r.IsPodKnownTerminated("u1"))
 
 	err = r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate})

@@ -48,8 +48,8 @@ func FuzzMachine(f *testing.F) {
 				}
 				stage[tr.UID] = tr.To
 			}
-			for _, ch := range rd.Close {
-				close(ch)
+			for _, c := range rd.Close {
+				c.Close()
 				closed++
 			}
 			for _, w := range rd.Start {
@@ -88,10 +88,10 @@ func FuzzMachine(f *testing.F) {
 				deleted(int64(arg % 40))(pod)
 				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, RuntimeUnknown)
 			case 3:
-				ch := make(chan struct{})
+				ch := NewCompletion()
 				opened++
 				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, KillPodOptions: &KillPodOptions{
-					CompletedCh: ch, Evict: arg&1 == 0, PodTerminationGracePeriodSecondsOverride: ptr(int64(arg % 7))}}, RuntimeUnknown)
+					Completion: ch, Evict: arg&1 == 0, PodTerminationGracePeriodSecondsOverride: ptr(int64(arg % 7))}}, RuntimeUnknown)
 
 			case 4:
 				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: uid, Name: pod.Name}}, RuntimeUnknown)

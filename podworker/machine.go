@@ -142,22 +142,18 @@ type Machine struct {
 	nameHolders map[string]types.UID
 	nameWaiters map[string][]types.UID
 
-	// chans tracks every completion channel some known pod holds (in podState.kill), so
-	// that each is listed in Ready.Close exactly once whatever the caller passes: the
-	// same channel for one pod twice, for several pods, or again after it was closed. An
-	// entry goes when no known pod holds the channel.
-	chans map[chan<- struct{}]*chanState
+	// chans tracks every completion some known pod waits on (podState.kill.notify), so
+	// that it is listed in Ready.Close when the last of them is terminated. An entry
+	// goes when no known pod waits on the completion. That a completion was listed is
+	// recorded in the Completion itself, so none is ever listed twice.
+	chans map[*Completion]*chanState
 }
 
-// chanState is the Machine's record of one completion channel.
+// chanState is the Machine's record of one completion.
 type chanState struct {
-	// waiting counts the known pods that hold the channel in their notify list: it is
-	// closed when the last of them is terminated.
+	// waiting counts the known pods that hold the completion in their notify list: it is
+	// listed when the last of them is terminated.
 	waiting int
-	// closed is true once the channel was listed in Ready.Close; holders counts the known
-	// pods that hold it in their closed list, which keeps the record alive.
-	closed  bool
-	holders int
 }
 
 // NewMachine returns an empty Machine, or an error wrapping ErrInvalidConfig.
@@ -171,7 +167,7 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 		pods:        make(map[types.UID]*podState),
 		nameHolders: make(map[string]types.UID),
 		nameWaiters: make(map[string][]types.UID),
-		chans:       make(map[chan<- struct{}]*chanState),
+		chans:       make(map[*Completion]*chanState),
 	}, nil
 }
 
@@ -223,9 +219,9 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, rt RuntimeHint
 	}
 	uid := opts.uid()
 	runtimeOnly := opts.Pod == nil
-	var completed chan<- struct{}
+	var completed *Completion
 	if opts.KillPodOptions != nil {
-		completed = opts.KillPodOptions.CompletedCh
+		completed = opts.KillPodOptions.Completion
 	}
 
 	st, known := m.pods[uid]
@@ -253,7 +249,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, rt RuntimeHint
 		st.restartRequested = true
 		return r, nil
 	case st.finished, st.isTerminated() && runtimeOnly:
-		m.closeNow(st, completed, &r)
+		m.closeNow(completed, &r)
 		return r, nil
 	}
 
@@ -294,11 +290,11 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, rt RuntimeHint
 	shortened := false
 	switch {
 	case st.isTerminated():
-		m.closeNow(st, completed, &r)
+		m.closeNow(completed, &r)
 	case st.isTerminationRequested():
 		var override *int64
 		if ko := opts.KillPodOptions; ko != nil {
-			m.addNotify(st, ko.CompletedCh)
+			m.addNotify(st, ko.Completion)
 			if ko.PodStatusFunc != nil {
 				st.statusFn = ko.PodStatusFunc
 			}
@@ -572,97 +568,74 @@ func (m *Machine) note(st *podState, r *Ready) {
 	st.reported = to
 }
 
-// addNotify makes ch (may be nil) wait for the pod's termination, unless the pod already
-// waits on it or it was already closed.
-func (m *Machine) addNotify(st *podState, ch chan<- struct{}) {
-	if ch == nil {
+// addNotify makes c (may be nil) wait for the pod's termination, unless the pod already
+// waits on it or it was already listed (closed).
+func (m *Machine) addNotify(st *podState, c *Completion) {
+	if c == nil || c.listed.Load() || (st.kill != nil && slices.Contains(st.kill.notify, c)) {
 		return
 	}
-	cs := m.chans[ch]
-	switch {
-	case cs == nil:
+	cs := m.chans[c]
+	if cs == nil {
 		cs = &chanState{}
-		m.chans[ch] = cs
-	case cs.closed:
-		m.holdClosed(st, ch, cs)
-		return
-	case st.kill != nil && slices.Contains(st.kill.notify, ch):
-		return
+		m.chans[c] = cs
 	}
 	cs.waiting++
 	k := st.kills()
-	k.notify = append(k.notify, ch)
+	k.notify = append(k.notify, c)
 }
 
-// closeNow closes ch (may be nil) for a pod that is already terminated: at once, unless
-// it was already closed, or other pods still wait on it (it is closed with the last).
-func (m *Machine) closeNow(st *podState, ch chan<- struct{}, r *Ready) {
-	if ch == nil {
+// closeNow lists c (may be nil) for a pod that is already terminated: at once, unless
+// other pods still wait on it (it is listed with the last).
+func (m *Machine) closeNow(c *Completion, r *Ready) {
+	if c == nil {
 		return
 	}
-	cs := m.chans[ch]
-	if cs == nil {
-		cs = &chanState{}
-		m.chans[ch] = cs
-	}
-	if cs.waiting > 0 {
+	if cs := m.chans[c]; cs != nil && cs.waiting > 0 {
 		return
 	}
-	if !cs.closed {
-		cs.closed = true
-		r.Close = append(r.Close, ch)
-	}
-	m.holdClosed(st, ch, cs)
+	list(c, r)
 }
 
-// holdClosed records that the pod holds the closed channel ch, so that ch is known to be
-// closed as long as the pod is known.
-func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
-	if k := st.kills(); !slices.Contains(k.closed, ch) {
-		k.closed = append(k.closed, ch)
-		cs.holders++
+// list lists c in r.Close unless it was ever listed (by any Machine): a Completion is
+// listed at most once, so its channel is closed at most once.
+func list(c *Completion, r *Ready) {
+	if c.listed.CompareAndSwap(false, true) {
+		r.Close = append(r.Close, c)
 	}
 }
 
-// closeNotify releases the pod's waiting channels (it is terminated): each is closed
+// closeNotify releases the pod's waiting completions (it is terminated): each is listed
 // when no other pod waits on it.
 func (m *Machine) closeNotify(st *podState, r *Ready) {
 	if st.kill == nil {
 		return
 	}
-	for _, ch := range st.kill.notify {
-		cs := m.chans[ch]
-		cs.waiting--
-		if cs.waiting == 0 && !cs.closed {
-			cs.closed = true
-			r.Close = append(r.Close, ch)
+	for _, c := range st.kill.notify {
+		if cs := m.chans[c]; cs != nil {
+			cs.waiting--
+			if cs.waiting > 0 {
+				continue
+			}
+			delete(m.chans, c)
 		}
-		if cs.closed {
-			m.holdClosed(st, ch, cs)
-		}
+		list(c, r)
 	}
 	clear(st.kill.notify)
 	st.kill.notify = nil
 }
 
-// dropChans releases the channels a forgotten pod holds. Its notify list is empty: a pod
-// is forgotten only once terminated, or after closeNotify.
+// dropChans releases the completions a forgotten pod holds. Its notify list is empty: a
+// pod is forgotten only once terminated, or after closeNotify.
 func (m *Machine) dropChans(st *podState) {
 	if st.kill == nil {
 		return
 	}
-	for _, ch := range st.kill.notify { // defensive: a forgotten pod waits for nothing
-		cs := m.chans[ch]
-		cs.waiting--
-		if cs.waiting == 0 && cs.holders == 0 {
-			delete(m.chans, ch)
-		}
-	}
-	for _, ch := range st.kill.closed {
-		cs := m.chans[ch]
-		cs.holders--
-		if cs.holders == 0 && cs.waiting == 0 {
-			delete(m.chans, ch)
+	for _, c := range st.kill.notify { // defensive: a forgotten pod waits for nothing
+		if cs := m.chans[c]; cs != nil {
+			cs.waiting--
+			if cs.waiting == 0 {
+				delete(m.chans, c)
+			}
 		}
 	}
 	st.kill = nil

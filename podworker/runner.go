@@ -262,19 +262,6 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	return known
 }
 
-// closeCompleted closes a kill's completion channel. The Machine lists a channel once
-// while any pod it was given for is known; one passed again after all of them were
-// forgotten may be listed again, and is then already closed: that second close is
-// recovered (and logged), never a crash.
-func (r *Runner) closeCompleted(ch chan<- struct{}) {
-	defer func() {
-		if recover() != nil {
-			r.log.Warn("kill completion channel already closed; it was passed again after its pods were forgotten")
-		}
-	}()
-	close(ch)
-}
-
 // applyLocked carries out a Ready, decided at now, with r.mu held. With inline, the
 // first work to start is returned to the caller instead of spawned.
 func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, nextCtx context.Context, ok bool) {
@@ -293,8 +280,8 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 			r.cancelAfterTransitionsLocked(c)
 		}
 	}
-	for _, ch := range rd.Close {
-		r.closeCompleted(ch)
+	for _, c := range rd.Close {
+		c.Close()
 	}
 	for _, w := range rd.Start {
 		if !r.running {

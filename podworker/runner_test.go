@@ -270,7 +270,7 @@ func stress(t *testing.T, newRunner func(Config) (*Runner, error), bound int) {
 					deleted(rnd.Int64N(30))(p)
 				case 1:
 					opts.UpdateType = SyncPodKill
-					opts.KillPodOptions = &KillPodOptions{CompletedCh: make(chan struct{}), PodTerminationGracePeriodSecondsOverride: ptr(rnd.Int64N(20))}
+					opts.KillPodOptions = &KillPodOptions{Completion: NewCompletion(), PodTerminationGracePeriodSecondsOverride: ptr(rnd.Int64N(20))}
 				case 2:
 					r.SyncKnownPods([]*v1.Pod{p})
 					continue

@@ -185,15 +185,13 @@ type Requeue struct {
 // valid only until the Machine's next call: copy what must outlive it (Clone). The driver
 // must apply it in this order:
 // record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
-// close every channel in Close, and start every Work in Start. A channel is listed in
-// Close once, however often it was passed (to one pod or several; see
-// KillPodOptions.CompletedCh), as long as one of the pods it was passed for is known: a
-// channel passed again after all of them were forgotten is listed again, so a driver
-// that lets callers reuse channels must tolerate a closed one (Runner does).
+// close every Completion in Close, and start every Work in Start. A Completion is listed
+// in Close at most once, however often and for whichever pods it was passed (see
+// KillPodOptions.Completion).
 type Ready struct {
 	Transitions []Transition
 	Cancel      []types.UID
-	Close       []chan<- struct{}
+	Close       []*Completion
 	Start       []Work
 	Requeue     []Requeue
 }
@@ -203,7 +201,7 @@ func (r *Ready) Clone() Ready {
 	return Ready{
 		Transitions: append([]Transition(nil), r.Transitions...),
 		Cancel:      append([]types.UID(nil), r.Cancel...),
-		Close:       append([]chan<- struct{}(nil), r.Close...),
+		Close:       append([]*Completion(nil), r.Close...),
 		Start:       append([]Work(nil), r.Start...),
 		Requeue:     append([]Requeue(nil), r.Requeue...),
 	}

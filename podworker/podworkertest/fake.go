@@ -199,8 +199,8 @@ func (h *harness) process(shared podworker.Ready) {
 		}
 		defer h.process(next)
 	}
-	for _, ch := range rd.Close {
-		close(ch)
+	for _, c := range rd.Close {
+		c.Close()
 	}
 	for _, w := range rd.Start {
 		h.execute(w)

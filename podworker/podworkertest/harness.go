@@ -103,7 +103,7 @@ type harness struct {
 	lastMin map[types.UID]time.Time
 	// work is the type of each pod's work being started (its status read comes next).
 	work  map[types.UID]podworker.WorkType
-	waits map[string][]chan struct{}
+	waits map[string][]*podworker.Completion
 
 	m    *podworker.Machine
 	opts options
@@ -140,7 +140,7 @@ func newHarness(t testing.TB, mode Mode, o options) *harness {
 		term:    map[types.UID]bool{},
 		lastMin: map[types.UID]time.Time{},
 		work:    map[types.UID]podworker.WorkType{},
-		waits:   map[string][]chan struct{}{},
+		waits:   map[string][]*podworker.Completion{},
 	}
 	if err := h.start(podworker.MachineConfig{}); err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func (h *harness) checkWaits() {
 		keep := chs[:0]
 		for _, ch := range chs {
 			select {
-			case <-ch:
+			case <-ch.Done():
 				h.lines = append(h.lines, traceLine{pod: uid, text: "kill completion channel closed"})
 			default:
 				keep = append(keep, ch)
@@ -399,7 +399,7 @@ func (h *harness) command(a args) error {
 		}
 		ch := h.wait(a)
 		if ch != nil {
-			ko.CompletedCh = ch
+			ko.Completion = ch
 		}
 		return h.update(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p, KillPodOptions: ko})
 	case "kill-runtime":
@@ -413,7 +413,7 @@ func (h *harness) command(a args) error {
 		h.known[a.pos[0]] = true
 		var ko *podworker.KillPodOptions
 		if ch := h.wait(a); ch != nil {
-			ko = &podworker.KillPodOptions{CompletedCh: ch}
+			ko = &podworker.KillPodOptions{Completion: ch}
 		}
 		t := podworker.SyncPodKill
 		if a.kv["type"] == "update" {
@@ -582,11 +582,11 @@ func (h *harness) queries() queries {
 	return h.r
 }
 
-func (h *harness) wait(a args) chan struct{} {
+func (h *harness) wait(a args) *podworker.Completion {
 	if !a.flag["wait"] {
 		return nil
 	}
-	ch := make(chan struct{})
+	ch := podworker.NewCompletion()
 	h.mu.Lock()
 	h.waits[a.pos[0]] = append(h.waits[a.pos[0]], ch)
 	h.mu.Unlock()
