@@ -122,4 +122,12 @@
 // is released. Config.OnTransition gets the same, just before it. Logs use
 // the keys pod (namespace/name) and podUID; transitions and cancellations are Debug,
 // failed syncs Error.
+//
+// # Ruling out the fast path
+//
+// A work's context is package internal/workctx's hand-written one, which costs no
+// registration with Run's context and lets contexts derived from it start no goroutine.
+// Building with the tag podlife_simple (go build -tags podlife_simple ./...) gives every
+// work context.WithCancel of Run's context instead, with the same behaviour; use it to
+// rule the fast path out while debugging.
 package podworker

@@ -1,6 +1,10 @@
 package podworker
 
-import "context"
+import (
+	"context"
+
+	"github.com/podlife/podlife/podworker/internal/workctx"
+)
 
 // engine is how a Runner runs its works, kept apart from the lifecycle logic (the
 // Machine, its decisions, the timer and the hooks, in runner.go): it starts each work on
@@ -26,5 +30,5 @@ type engine interface {
 	stopping()
 }
 
-// canceler ends one work's context.
-type canceler interface{ cancel() }
+// canceler ends one work's context (workctx.Canceler).
+type canceler = workctx.Canceler

@@ -185,7 +185,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.running, r.stopped = false, true
 	r.eng.stopping()
 	for _, c := range r.cancels {
-		c.cancel()
+		c.Cancel()
 	}
 	r.unlock()
 	r.wg.Wait()
@@ -207,7 +207,7 @@ func (r *Runner) unlock() {
 // returned to the caller instead of spawned (see applyLocked).
 func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd float64, inline bool) (next Work, nextCtx context.Context, ok bool) {
 	if c := r.cancels[uid]; c != nil {
-		c.cancel() // the work is over: its context ends (and leaves its parent)
+		c.Cancel() // the work is over: its context ends (and leaves its parent)
 		delete(r.cancels, uid)
 	}
 	if len(r.cancels) == 0 && r.cancelsPeak > DefaultMaxConcurrentSyncs {
@@ -311,7 +311,7 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 func (r *Runner) workContextLocked(uid types.UID) context.Context {
 	ctx, c := r.eng.newContext(r.ctx)
 	if r.stopped || r.ctx.Err() != nil {
-		c.cancel()
+		c.Cancel()
 	}
 	r.cancels[uid] = c
 	r.cancelsPeak = max(r.cancelsPeak, len(r.cancels))
