@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -494,5 +495,49 @@ func TestCompleteJitterIsAnInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadyValidUntilNextCall: the slices of a Ready stay as handed out while the driver
+// applies it, whatever it asks the Machine meanwhile (the queries, RefreshPod); only the
+// next call that returns a Ready reuses them, and a Clone outlives that call.
+func TestReadyValidUntilNextCall(t *testing.T) {
+	m := newTestMachine(t, MachineConfig{})
+	ch := NewCompletion()
+	if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"),
+		KillPodOptions: &KillPodOptions{Completion: ch}}, RuntimeUnknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Cancel) != 1 || len(rd.Transitions) != 1 {
+		t.Fatalf("Ready %+v: want the SyncPod cancelled and a transition", rd)
+	}
+	want := rd.Clone()
+	m.Len()
+	m.PodState("a")
+	m.NextRequeue()
+	for _, q := range []func(types.UID) bool{m.IsPodKnownTerminated, m.CouldHaveRunningContainers, m.ShouldPodBeFinished,
+		m.IsPodTerminationRequested, m.ShouldPodContainersBeTerminating, m.ShouldPodRuntimeBeRemoved, m.ShouldPodContentBeRemoved} {
+		q("a")
+	}
+	m.RefreshPod(testPod("a"))
+	if diff := cmp.Diff(want, rd, cmp.Comparer(func(a, b *Completion) bool { return a == b }),
+		cmp.Comparer(func(a, b func(*v1.PodStatus)) bool { return a == nil && b == nil }), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Ready changed before the next call (-handed out +now):\n%s", diff)
+	}
+	kept := rd.Clone()
+	next, err := m.Complete(t0, "a", Result{Err: context.Canceled}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Start) != 1 {
+		t.Fatalf("Start %v, want the terminating work", next.Start)
+	}
+	if diff := cmp.Diff(want, kept, cmp.Comparer(func(a, b *Completion) bool { return a == b }),
+		cmp.Comparer(func(a, b func(*v1.PodStatus)) bool { return a == nil && b == nil }), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("a Clone changed with the next call (-handed out +clone):\n%s", diff)
 	}
 }

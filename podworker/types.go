@@ -181,10 +181,11 @@ type Requeue struct {
 	After time.Duration
 }
 
-// Ready is what one call of a Machine decided. Its slices belong to the Machine and are
-// valid only until the Machine's next call: copy what must outlive it (Clone). The driver
-// must apply it in this order:
-// record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
+// Ready is what one call of a Machine decided. Its slices belong to the Machine, which
+// reuses them (a Ready costs no allocation in the steady state): they stay as handed out
+// until the next call that returns a Ready (UpdatePod, Complete, Tick, SyncKnownPods),
+// whatever else the driver calls meanwhile (the queries, RefreshPod); copy what must
+// outlive that call (Clone). The driver must apply it in this order: record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
 // close every Completion in Close, and start every Work in Start. A Completion is listed
 // in Close at most once, however often and for whichever pods it was passed (see
 // KillPodOptions.Completion).
