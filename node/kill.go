@@ -54,8 +54,8 @@ type KillPodOptions struct {
 type killRequest struct {
 	uid  types.UID
 	opts KillPodOptions
-	// done is the kill's completion channel (podworker.KillPodOptions.CompletedCh).
-	done chan struct{}
+	// done is the kill's completion (podworker.KillPodOptions.Completion).
+	done *podworker.Completion
 	// reply gets the loop's answer: nil once the pod workers took the kill.
 	reply chan error
 }
@@ -112,7 +112,7 @@ func (n *Node) requestKill(ctx context.Context, uid types.UID, opts KillPodOptio
 	if g := opts.GracePeriodOverride; g != nil && *g < 0 {
 		return nil, fmt.Errorf("%w: %d (pod %s)", podworker.ErrNegativeGracePeriod, *g, uid)
 	}
-	req := &killRequest{uid: uid, opts: opts, done: make(chan struct{}), reply: make(chan error, 1)}
+	req := &killRequest{uid: uid, opts: opts, done: podworker.NewCompletion(), reply: make(chan error, 1)}
 	if n.inLoopCall(ctx) {
 		// Called from code the loop waits for (an admit handler): the loop cannot take
 		// the request, and need not, as nothing else runs on it meanwhile. The kill goes
@@ -121,7 +121,7 @@ func (n *Node) requestKill(ctx context.Context, uid types.UID, opts KillPodOptio
 		if err := <-req.reply; err != nil {
 			return nil, err
 		}
-		return req.done, nil
+		return req.done.Done(), nil
 	}
 	select {
 	case n.kills <- req:
@@ -133,7 +133,7 @@ func (n *Node) requestKill(ctx context.Context, uid types.UID, opts KillPodOptio
 	if err := <-req.reply; err != nil { // the loop answers at once
 		return nil, err
 	}
-	return req.done, nil
+	return req.done.Done(), nil
 }
 
 // handleKill is the loop's part of KillPod: it hands the kill of a desired pod to its
@@ -151,7 +151,7 @@ func (n *Node) handleKill(req *killRequest) {
 		}
 		n.emit(Event{Kind: EventWork, Pod: p, Reason: ReasonKilling, Message: msg})
 	}
-	ko := &podworker.KillPodOptions{CompletedCh: req.done, Evict: req.opts.Evict,
+	ko := &podworker.KillPodOptions{Completion: req.done, Evict: req.opts.Evict,
 		PodStatusFunc: req.opts.Status, PodTerminationGracePeriodSecondsOverride: req.opts.GracePeriodOverride}
 	err := n.workers.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p,
 		MirrorPod: n.mirrorOf(p), KillPodOptions: ko})

@@ -266,11 +266,11 @@ func (n *Node) setStatus(pod *v1.Pod, st v1.PodStatus, generated bool) error {
 // terminated work right after a successful SyncTerminatingPod gets the status that call
 // inspected after the kill (nothing ran then, and nothing starts a stopped pod again), so
 // a graceful stop inspects the runtime twice, not three times.
-func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error) {
+func (n *Node) statusAfter(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error) {
 	if s := n.stopped.take(uid); s != nil {
 		return s, nil
 	}
-	return n.relister.StatusAfter(ctx, uid, minTime, inspect)
+	return n.relister.StatusAfter(ctx, uid, minTime)
 }
 
 // stoppedStatuses maps pods to the status inspected after their kill, each kept from a

@@ -88,7 +88,7 @@ func TestRefreshAndPushOutsideLocks(t *testing.T) {
 	if _, err := r.Refresh(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.StatusAfter(ctx, "b", clk.Now(), true); err != nil {
+	if _, err := r.StatusAfter(ctx, "b", clk.Now()); err != nil {
 		t.Fatal(err)
 	}
 	fake.failStatus("b", fmt.Errorf("down"))

@@ -97,10 +97,9 @@ func (r *Relister) refreshStatus(ctx context.Context, uid types.UID, h uint64) (
 // StatusAfter returns the pod's status observed after minTime; *Relister is the pod
 // workers' view of the runtime (podworker.RuntimeView). It never waits for a relist: the
 // cached status if it was observed after minTime, otherwise the pod is re-inspected now
-// (Refresh), whether inspect asks for it (the caller's previous action changed the
-// runtime) or not. If the inspection fails, it waits for the cache (Cache.GetNewerThan)
+// (Refresh). If the inspection fails, it waits for the cache (Cache.GetNewerThan)
 // until ctx ends.
-func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, _ bool) (*PodStatus, error) {
+func (r *Relister) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time) (*PodStatus, error) {
 	h := r.cache.podHash(uid)
 	if a, ok := r.cache.shardOf(h).newerThan(uid, minTime); ok {
 		return a.status, a.err

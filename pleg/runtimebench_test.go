@@ -54,7 +54,7 @@ func BenchmarkW2Runtime(b *testing.B) {
 		b.StartTimer()
 		cpu0, _ := pleg.ThreadCPU()
 		for i, uid := range uids {
-			if _, err := r.StatusAfter(ctx, uid, time.Time{}, false); err != nil {
+			if _, err := r.StatusAfter(ctx, uid, time.Time{}); err != nil {
 				b.Fatal(err)
 			}
 			if err := rt.StartPod(ctx, plegtest.PodSpec{UID: uid, Name: names[i], Namespace: "default", Containers: containers}); err != nil {
@@ -63,13 +63,13 @@ func BenchmarkW2Runtime(b *testing.B) {
 			started[i] = time.Now()
 		}
 		for i, uid := range uids {
-			if s, err := r.StatusAfter(ctx, uid, started[i], true); err != nil || !s.IsRunning() {
+			if s, err := r.StatusAfter(ctx, uid, started[i]); err != nil || !s.IsRunning() {
 				b.Fatalf("pod %d: terminating sync's status %+v, %v; want it running", i, s, err)
 			}
 			if err := rt.KillPod(ctx, uid, 30*time.Second); err != nil {
 				b.Fatal(err)
 			}
-			if s, err := r.StatusAfter(ctx, uid, time.Now(), true); err != nil || s.IsRunning() || len(s.IPs) != 1 {
+			if s, err := r.StatusAfter(ctx, uid, time.Now()); err != nil || s.IsRunning() || len(s.IPs) != 1 {
 				b.Fatalf("pod %d: terminated sync's status %+v, %v; want it stopped, with its IP", i, s, err)
 			}
 			rt.RemovePod(uid)

@@ -57,7 +57,7 @@ func TestStatusAfter(t *testing.T) {
 				if tc.wantErrCtx {
 					cancel() // the wait for a newer status would never end
 				}
-				s, err := r.StatusAfter(ctx, "a", t0, tc.inspect)
+				s, err := r.StatusAfter(ctx, "a", t0)
 				switch {
 				case tc.wantErrCtx:
 					if !errors.Is(err, context.Canceled) {

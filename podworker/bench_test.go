@@ -150,7 +150,6 @@ func TestW2Child(t *testing.T) {
 	if err := json.Unmarshal([]byte(spec), &p); err != nil {
 		t.Fatal(err)
 	}
-	podworker.UseEngine(t, p.Engine)
 	res, err := runW2(p)
 	if err != nil {
 		t.Fatal(err)
@@ -337,7 +336,7 @@ func runW2(p w2Params) (w2Result, error) {
 	cfg := podworker.Config{
 		Syncer: syncer,
 		View: podworker.RuntimeViewFuncs{
-			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
+			StatusAfterFunc: func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return empty, nil },
 			LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
 		},
 		MaxConcurrentSyncs: p.Bound,
@@ -353,7 +352,7 @@ func runW2(p w2Params) (w2Result, error) {
 		cfg.View = rel
 		bg.Go(func() { rel.Run(ctx) })
 	}
-	r, err := podworker.New(cfg)
+	r, err := podworker.NewOnEngine(p.Engine)(cfg)
 	if err != nil {
 		return res, err
 	}

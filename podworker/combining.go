@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/podworker/internal/workctx"
 )
 
 // combiningEngine runs works on workers that never wait for the runner's lock: a
@@ -20,8 +22,8 @@ import (
 // wait: a burst of short syncs is run by a few workers instead of a goroutine per work,
 // and a burst of blocking syncs still gets a worker per work, started one after the
 // other. A worker left without work waits as one of at most 2*GOMAXPROCS idle ones for
-// the next burst. Works get a workContext, which costs no registration with Run's
-// context.
+// the next burst. Works get package workctx's contexts, which cost no registration with
+// Run's context (unless the build has the tag podlife_simple).
 type combiningEngine struct {
 	r *Runner
 
@@ -48,15 +50,10 @@ type combiningEngine struct {
 	maxIdle   int32
 	accepting atomic.Bool
 
-	// ctxs are the workContexts allocated in one batch and not yet handed out by
-	// newContext (r.mu held).
-	ctxs []workContext
+	// ctxs hands out the works' contexts (r.mu held): the fast ones of package workctx,
+	// or their simple twin in a build with the tag podlife_simple.
+	ctxs *workctx.Source
 }
-
-// workContextBatch is how many workContexts newContext allocates at once (one
-// allocation instead of 16; a context a PodSyncer keeps after it returned keeps its
-// batch, 768 bytes, alive).
-const workContextBatch = 16
 
 // workItem is a work with its context, waiting in the run queue.
 type workItem struct {
@@ -73,20 +70,15 @@ type completion struct {
 }
 
 func newCombiningEngine(r *Runner) engine {
-	e := &combiningEngine{r: r, wake: make(chan struct{}), maxIdle: int32(2 * runtime.GOMAXPROCS(0))}
+	e := &combiningEngine{r: r, wake: make(chan struct{}), maxIdle: int32(2 * runtime.GOMAXPROCS(0)),
+		ctxs: workctx.NewSource(workctx.Simple)}
 	e.accepting.Store(true)
 	return e
 }
 
-// newContext hands out the next workContext of the current batch (r.mu is held).
+// newContext hands out the next work context (r.mu is held).
 func (e *combiningEngine) newContext(parent context.Context) (context.Context, canceler) {
-	if len(e.ctxs) == 0 {
-		e.ctxs = make([]workContext, workContextBatch)
-	}
-	c := &e.ctxs[0]
-	e.ctxs = e.ctxs[1:]
-	c.Context = parent
-	return c, c
+	return e.ctxs.New(parent)
 }
 
 // spawn queues w for a worker, and starts one unless one is on its way.
@@ -286,91 +278,4 @@ func (q *workQueue) pop() (workItem, bool) {
 		q.peak = 0
 	}
 	return it, true
-}
-
-// workContext is the context of one work: cancelled by the runner when the Machine asks
-// or when Run ends. Unlike context.WithCancel it does not register with its parent (the
-// runner cancels every in-flight work itself when Run's context ends), which keeps a
-// work's start cheap. Values and the deadline come from Run's context. It implements
-// AfterFunc, which the context package uses to propagate a cancellation to the contexts
-// derived from it (context.WithTimeout, WithCancel, AfterFunc), so that they start no
-// goroutine to watch it.
-type workContext struct {
-	context.Context
-	mu        sync.Mutex
-	done      chan struct{}
-	cancelled bool
-	// afters are the functions registered by AfterFunc and not yet stopped or called.
-	afters map[*afterFunc]struct{}
-}
-
-// afterFunc is one function registered by workContext.AfterFunc.
-type afterFunc struct{ f func() }
-
-// Done returns a channel closed when the work is cancelled.
-func (c *workContext) Done() <-chan struct{} {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done == nil {
-		c.done = make(chan struct{})
-		if c.cancelled {
-			close(c.done)
-		}
-	}
-	return c.done
-}
-
-// Err returns context.Canceled once the work is cancelled.
-func (c *workContext) Err() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cancelled {
-		return context.Canceled
-	}
-	return nil
-}
-
-// AfterFunc arranges for f to be called once the work is cancelled (at once, on a
-// goroutine of its own, if it is: the context package calls AfterFunc holding a lock
-// that f takes), unless stop is called first; stop reports whether it prevented the call.
-func (c *workContext) AfterFunc(f func()) (stop func() bool) {
-	c.mu.Lock()
-	if c.cancelled {
-		c.mu.Unlock()
-		go f()
-		return func() bool { return false }
-	}
-	if c.afters == nil {
-		c.afters = make(map[*afterFunc]struct{})
-	}
-	a := &afterFunc{f: f}
-	c.afters[a] = struct{}{}
-	c.mu.Unlock()
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := c.afters[a]
-		delete(c.afters, a)
-		return ok
-	}
-}
-
-// cancel ends the work's context and then, without the lock, calls the functions
-// registered by AfterFunc.
-func (c *workContext) cancel() {
-	c.mu.Lock()
-	if c.cancelled {
-		c.mu.Unlock()
-		return
-	}
-	c.cancelled = true
-	if c.done != nil {
-		close(c.done)
-	}
-	afters := c.afters
-	c.afters = nil
-	c.mu.Unlock()
-	for a := range afters {
-		a.f()
-	}
 }

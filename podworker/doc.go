@@ -41,20 +41,21 @@
 //     decreases. A shorter one cancels the running SyncTerminatingPod, which then runs
 //     again with the shorter period. Runtime-only pods are killed with grace 1.
 //   - Each call reads the runtime status observed after the end of the pod's previous
-//     call (RuntimeView.StatusAfter), so it never acts on stale state. For terminating and
-//     terminated work the view re-inspects the pod first, so a transition does not wait
-//     for the next relist (the kubelet loses up to a relist period, ~1 s, per transition
-//     here). *pleg.Relister likewise re-inspects a pod for a sync when it holds no status
-//     newer than the previous call (one observed while that call ran, e.g. pushed by the
-//     runtime), instead of waiting for the next relist.
+//     call (RuntimeView.StatusAfter), so it never acts on stale state. The view
+//     re-inspects the pod when it holds no status newer than the previous call (one
+//     observed while that call ran, e.g. pushed by the runtime), so a transition does not
+//     wait for the next relist (the kubelet loses up to a relist period, ~1 s, per
+//     transition here).
 //   - A failed call is retried after a backoff (doubling from BackoffInitial to
 //     BackoffMax, jittered downwards); a successful SyncPod is resynced after
 //     ResyncInterval; a transition runs the next stage at once. A call cancelled because
 //     it was superseded is not an error: its successor runs at once.
-//   - Kill completion channels are closed once the pod is terminated (at once if it
-//     already is, or if it already finished); each exactly once, whatever the caller
-//     passes: a channel given to several kills (of one pod or several pods) is closed
-//     when the last of those pods is terminated, and never again.
+//   - Kill completions (KillPodOptions.Completion) are closed once the pod is
+//     terminated (at once if it already is, or if it already finished); each exactly
+//     once, whatever the caller passes: a Completion given to several kills (of one pod
+//     or several pods) is closed when the last of those pods is terminated, and never
+//     again, even if given again after those pods were forgotten (it records that it
+//     was listed).
 //   - Static pods (config source other than "api"): two UIDs with the same full name
 //     (name_namespace) are never started at once; waiting ones start in arrival order
 //     when the holder finishes; one whose termination is requested before it started is
@@ -121,4 +122,12 @@
 // is released. Config.OnTransition gets the same, just before it. Logs use
 // the keys pod (namespace/name) and podUID; transitions and cancellations are Debug,
 // failed syncs Error.
+//
+// # Ruling out the fast path
+//
+// A work's context is package internal/workctx's hand-written one, which costs no
+// registration with Run's context and lets contexts derived from it start no goroutine.
+// Building with the tag podlife_simple (go build -tags podlife_simple ./...) gives every
+// work context.WithCancel of Run's context instead, with the same behaviour; use it to
+// rule the fast path out while debugging.
 package podworker

@@ -1,6 +1,10 @@
 package podworker
 
-import "context"
+import (
+	"context"
+
+	"github.com/podlife/podlife/podworker/internal/workctx"
+)
 
 // engine is how a Runner runs its works, kept apart from the lifecycle logic (the
 // Machine, its decisions, the timer and the hooks, in runner.go): it starts each work on
@@ -9,6 +13,9 @@ import "context"
 // its plain twin (one mutex, a goroutine per work: plainEngine, in the tests) runs the
 // same scenario scripts, stress tests and W2, which check the fast one against it and
 // measure what it wins (docs/PERFORMANCE.md, W2).
+//
+// New gives every Runner a combiningEngine; the package's tests build Runners on either
+// engine with newRunner.
 type engine interface {
 	// newContext returns the context of one work, derived from Run's context, and what
 	// ends it. The Runner ends it when the Machine cancels the work, when the work is
@@ -23,8 +30,5 @@ type engine interface {
 	stopping()
 }
 
-// canceler ends one work's context.
-type canceler interface{ cancel() }
-
-// newEngine returns the engine of a new Runner.
-var newEngine = newCombiningEngine
+// canceler ends one work's context (workctx.Canceler).
+type canceler = workctx.Canceler

@@ -17,9 +17,10 @@ func TestEngineScenarios(t *testing.T) {
 	}
 	for _, engine := range podworker.EngineNames {
 		t.Run(engine, func(t *testing.T) {
-			podworker.UseEngine(t, engine)
 			for _, f := range files {
-				t.Run(filepath.Base(f), func(t *testing.T) { podworkertest.RunFile(t, f, podworkertest.RunnerMode, false) })
+				t.Run(filepath.Base(f), func(t *testing.T) {
+					podworkertest.RunFile(t, f, podworkertest.RunnerMode, false, podworkertest.WithNewRunner(podworker.NewOnEngine(engine)))
+				})
 			}
 		})
 	}

@@ -23,17 +23,15 @@ var engines = []struct {
 	{"plain", newPlainEngine},
 }
 
-// useEngine makes the Runners that New returns until the test ends use the named engine.
-func useEngine(t testing.TB, name string) {
+// newOnEngine returns New for Runners on the named engine (the one New uses for an
+// unknown name).
+func newOnEngine(name string) func(Config) (*Runner, error) {
 	for _, e := range engines {
 		if e.name == name {
-			prev := newEngine
-			newEngine = e.new
-			t.Cleanup(func() { newEngine = prev })
-			return
+			return func(cfg Config) (*Runner, error) { return newRunner(cfg, e.new) }
 		}
 	}
-	t.Fatalf("no engine %q", name)
+	return New
 }
 
 // TestEnginesStress runs the stress test on every engine.
@@ -41,8 +39,7 @@ func TestEnginesStress(t *testing.T) {
 	for _, e := range engines {
 		for _, bound := range []int{0, 3, Unbounded} {
 			t.Run(fmt.Sprintf("%s/max=%d", e.name, bound), func(t *testing.T) {
-				useEngine(t, e.name)
-				synctest.Test(t, func(t *testing.T) { stress(t, bound) })
+				synctest.Test(t, func(t *testing.T) { stress(t, newOnEngine(e.name), bound) })
 			})
 		}
 	}
@@ -55,7 +52,6 @@ func TestEnginesRunBlockingBurst(t *testing.T) {
 	const before, during = 40, 60
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
-			useEngine(t, e.name)
 			synctest.Test(t, func(t *testing.T) {
 				var inFlight, cancelled atomic.Int32
 				syncer := PodSyncerFuncs{SyncPodFunc: func(ctx context.Context, _ SyncPodType, _, _ *v1.Pod, _ *pleg.PodStatus) (bool, error) {
@@ -64,7 +60,7 @@ func TestEnginesRunBlockingBurst(t *testing.T) {
 					cancelled.Add(1)
 					return false, ctx.Err()
 				}}
-				r, err := New(Config{Syncer: syncer})
+				r, err := newOnEngine(e.name)(Config{Syncer: syncer})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -26,22 +26,22 @@ func ExampleMachine() {
 			fmt.Printf("start %s (grace %d)\n", w.WorkType, w.GracePeriodSeconds)
 		}
 	}
-	rd, _ := m.UpdatePod(now, podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod}, false)
+	rd, _ := m.UpdatePod(now, podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod}, podworker.RuntimeUnknown)
 	show(rd)
 
 	// The pod is deleted while SyncPod runs: the Machine asks to cancel it.
 	deleted := pod.DeepCopy()
 	ts, g := metav1.NewTime(now), int64(10)
 	deleted.DeletionTimestamp, deleted.DeletionGracePeriodSeconds = &ts, &g
-	rd, _ = m.UpdatePod(now, podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: deleted}, false)
+	rd, _ = m.UpdatePod(now, podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate, Pod: deleted}, podworker.RuntimeUnknown)
 	show(rd)
 	fmt.Println("cancel:", rd.Cancel)
 
-	rd, _ = m.Complete(now, "u1", podworker.Result{Err: context.Canceled})
+	rd, _ = m.Complete(now, "u1", podworker.Result{Err: context.Canceled}, 0)
 	show(rd)
-	rd, _ = m.Complete(now, "u1", podworker.Result{})
+	rd, _ = m.Complete(now, "u1", podworker.Result{}, 0)
 	show(rd)
-	rd, _ = m.Complete(now, "u1", podworker.Result{})
+	rd, _ = m.Complete(now, "u1", podworker.Result{}, 0)
 	show(rd)
 	_, rd = m.SyncKnownPods(now, nil)
 	show(rd)
@@ -77,11 +77,11 @@ func ExampleRunner() {
 
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", Name: "web", Namespace: "default"}}
 	_ = r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodCreate, Pod: pod})
-	done := make(chan struct{})
+	done := podworker.NewCompletion()
 	grace := int64(5)
 	_ = r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: pod,
-		KillPodOptions: &podworker.KillPodOptions{CompletedCh: done, PodTerminationGracePeriodSecondsOverride: &grace}})
-	<-done
+		KillPodOptions: &podworker.KillPodOptions{Completion: done, PodTerminationGracePeriodSecondsOverride: &grace}})
+	<-done.Done()
 	fmt.Println("terminated:", r.IsPodKnownTerminated("u1"))
 
 	err = r.UpdatePod(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodUpdate})

@@ -1,7 +1,7 @@
 package podworker
 
-// EngineNames and UseEngine let the external tests and benchmarks run the Runner on each
-// engine; GoroutinesCreated counts the goroutines the process started.
+// EngineNames and NewOnEngine let the external tests and benchmarks run the Runner on
+// each engine; GoroutinesCreated counts the goroutines the process started.
 var (
 	EngineNames = func() []string {
 		var names []string
@@ -10,6 +10,6 @@ var (
 		}
 		return names
 	}()
-	UseEngine         = useEngine
+	NewOnEngine       = newOnEngine
 	GoroutinesCreated = goroutinesCreated
 )

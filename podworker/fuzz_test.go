@@ -48,8 +48,8 @@ func FuzzMachine(f *testing.F) {
 				}
 				stage[tr.UID] = tr.To
 			}
-			for _, ch := range rd.Close {
-				close(ch)
+			for _, c := range rd.Close {
+				c.Close()
 				closed++
 			}
 			for _, w := range rd.Start {
@@ -81,22 +81,23 @@ func FuzzMachine(f *testing.F) {
 			var rd Ready
 			switch op % 9 {
 			case 0:
-				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod}, arg&0x20 != 0)
+				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: pod}, RuntimeHint(arg>>5&1))
 			case 1:
-				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, false)
+				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, RuntimeUnknown)
 			case 2:
 				deleted(int64(arg % 40))(pod)
-				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, false)
+				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, RuntimeUnknown)
 			case 3:
-				ch := make(chan struct{})
+				ch := NewCompletion()
 				opened++
 				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodKill, Pod: pod, KillPodOptions: &KillPodOptions{
-					CompletedCh: ch, Evict: arg&1 == 0, PodTerminationGracePeriodSecondsOverride: ptr(int64(arg % 7))}}, false)
+					Completion: ch, Evict: arg&1 == 0, PodTerminationGracePeriodSecondsOverride: ptr(int64(arg % 7))}}, RuntimeUnknown)
+
 			case 4:
-				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: uid, Name: pod.Name}}, false)
+				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: uid, Name: pod.Name}}, RuntimeUnknown)
 			case 5:
 				phase(v1.PodSucceeded)(pod)
-				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, arg&0x20 != 0)
+				rd, err = m.UpdatePod(now, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: pod}, RuntimeHint(arg>>5&1))
 			case 6, 7:
 				w, busy := working[uid]
 				if !busy {
@@ -112,7 +113,7 @@ func FuzzMachine(f *testing.F) {
 				case 2:
 					res.IsTerminal = w.WorkType == SyncPod
 				}
-				rd, err = m.Complete(now, uid, res)
+				rd, err = m.Complete(now, uid, res, 0)
 			case 8:
 				if arg&1 == 0 {
 					rd = m.Tick(now)
@@ -137,7 +138,7 @@ func FuzzMachine(f *testing.F) {
 			for len(working) > 0 {
 				for uid := range working {
 					delete(working, uid)
-					rd, err := m.Complete(now, uid, Result{})
+					rd, err := m.Complete(now, uid, Result{}, 0)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -107,7 +107,7 @@ func (r *Runner) queueTransitionsLocked(ts []Transition, at time.Time) {
 // before its SyncPod sees its context end). r.mu must be held.
 func (r *Runner) cancelAfterTransitionsLocked(c canceler) {
 	if r.hooks.Transition == nil && r.onTransition == nil {
-		c.cancel()
+		c.Cancel()
 		return
 	}
 	r.hmu.Lock()
@@ -137,7 +137,7 @@ func (r *Runner) deliver() {
 		r.hmu.Unlock()
 		for _, tt := range batch {
 			if tt.cancel != nil {
-				tt.cancel.cancel()
+				tt.cancel.Cancel()
 				continue
 			}
 			if r.onTransition != nil {

@@ -27,6 +27,28 @@ const (
 	DefaultMaxConcurrentSyncs = 1024
 )
 
+// RuntimeHint is what the caller of Machine.UpdatePod knows of a pod in the runtime.
+type RuntimeHint int
+
+const (
+	// RuntimeUnknown: the caller does not know whether anything of the pod runs.
+	RuntimeUnknown RuntimeHint = iota
+	// RuntimeStopped: the caller knows that nothing of the pod runs in the runtime.
+	RuntimeStopped
+)
+
+// String returns "unknown" or "stopped", and a descriptive string for any other value.
+func (h RuntimeHint) String() string {
+	switch h {
+	case RuntimeUnknown:
+		return "unknown"
+	case RuntimeStopped:
+		return "stopped"
+	default:
+		return fmt.Sprintf("RuntimeHint(%d)", int(h))
+	}
+}
+
 // Unbounded, as MaxConcurrentSyncs, lets every pod's work run at once (the kubelet's
 // rule: a goroutine per pod).
 const Unbounded = -1
@@ -55,8 +77,6 @@ type MachineConfig struct {
 	// SyncTerminatingPod (once the name is free, ahead of live waiters), so the runtime
 	// hears of every pod it may hold.
 	SerializeByName bool
-	// Rand returns numbers in [0, 1) for the jitter. nil means no jitter (deterministic).
-	Rand func() float64
 }
 
 func (c *MachineConfig) validate() error {
@@ -115,9 +135,6 @@ type Machine struct {
 
 	// buf backs the slices of the Ready returned by the last call.
 	buf Ready
-	// untraced makes note leave Ready.Transitions empty (the stages are still tracked):
-	// set by a Runner whose transitions nobody observes or logs.
-	untraced bool
 
 	// nameHolders maps the full name of every pod serialized by name (static pods, and
 	// every pod under SerializeByName) to the UID allowed to run under it; nameWaiters
@@ -125,22 +142,18 @@ type Machine struct {
 	nameHolders map[string]types.UID
 	nameWaiters map[string][]types.UID
 
-	// chans tracks every completion channel some known pod holds (in podState.kill), so
-	// that each is listed in Ready.Close exactly once whatever the caller passes: the
-	// same channel for one pod twice, for several pods, or again after it was closed. An
-	// entry goes when no known pod holds the channel.
-	chans map[chan<- struct{}]*chanState
+	// chans tracks every completion some known pod waits on (podState.kill.notify), so
+	// that it is listed in Ready.Close when the last of them is terminated. An entry
+	// goes when no known pod waits on the completion. That a completion was listed is
+	// recorded in the Completion itself, so none is ever listed twice.
+	chans map[*Completion]*chanState
 }
 
-// chanState is the Machine's record of one completion channel.
+// chanState is the Machine's record of one completion.
 type chanState struct {
-	// waiting counts the known pods that hold the channel in their notify list: it is
-	// closed when the last of them is terminated.
+	// waiting counts the known pods that hold the completion in their notify list: it is
+	// listed when the last of them is terminated.
 	waiting int
-	// closed is true once the channel was listed in Ready.Close; holders counts the known
-	// pods that hold it in their closed list, which keeps the record alive.
-	closed  bool
-	holders int
 }
 
 // NewMachine returns an empty Machine, or an error wrapping ErrInvalidConfig.
@@ -154,7 +167,7 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 		pods:        make(map[types.UID]*podState),
 		nameHolders: make(map[string]types.UID),
 		nameWaiters: make(map[string][]types.UID),
-		chans:       make(map[chan<- struct{}]*chanState),
+		chans:       make(map[*Completion]*chanState),
 	}, nil
 }
 
@@ -186,26 +199,19 @@ func (m *Machine) keep(r *Ready) {
 	}
 }
 
-func (m *Machine) random() float64 {
-	if m.cfg.Rand == nil {
-		return 0
-	}
-	return m.cfg.Rand()
-}
-
 // UpdatePod records an update of a pod at time now and returns what to do. It returns
 // an error (and changes nothing) for invalid options, see UpdatePodOptions.Validate.
 //
-// runtimeStopped tells whether the caller knows that nothing of the pod runs in the
-// runtime; it is consulted only when the pod is first seen in a terminal phase (an agent
-// restart): such a pod goes straight to terminated, so SyncTerminatedPod still runs and
-// it never counts as active.
+// rt is what the caller knows of the pod in the runtime; it is consulted only when the
+// pod is first seen in a terminal phase (an agent restart): with RuntimeStopped such a
+// pod goes straight to terminated, so SyncTerminatedPod still runs and it never counts
+// as active.
 //
 // Documented drops (nil error, nothing changes): a create for a pod that is terminating
 // (the UID was reused; the pod is restarted once finished and forgotten), any update
 // for a finished pod, and a runtime-only kill for a terminated pod. Their completion
 // channels, if any, are closed at once.
-func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped bool) (Ready, error) {
+func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, rt RuntimeHint) (Ready, error) {
 	r := m.ready()
 	defer m.keep(&r)
 	if err := opts.Validate(); err != nil {
@@ -213,9 +219,9 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	}
 	uid := opts.uid()
 	runtimeOnly := opts.Pod == nil
-	var completed chan<- struct{}
+	var completed *Completion
 	if opts.KillPodOptions != nil {
-		completed = opts.KillPodOptions.CompletedCh
+		completed = opts.KillPodOptions.Completion
 	}
 
 	st, known := m.pods[uid]
@@ -224,7 +230,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		if !runtimeOnly {
 			st.static = podfacts.IsStatic(opts.Pod)
 			st.byName = st.static || m.cfg.SerializeByName
-			if podfacts.IsTerminal(opts.Pod) && runtimeStopped {
+			if podfacts.IsTerminal(opts.Pod) && rt == RuntimeStopped {
 				st.terminatingAt, st.terminatedAt = now, now
 				st.terminationStarted = true
 			}
@@ -243,7 +249,7 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 		st.restartRequested = true
 		return r, nil
 	case st.finished, st.isTerminated() && runtimeOnly:
-		m.closeNow(st, completed, &r)
+		m.closeNow(completed, &r)
 		return r, nil
 	}
 
@@ -284,11 +290,11 @@ func (m *Machine) UpdatePod(now time.Time, opts UpdatePodOptions, runtimeStopped
 	shortened := false
 	switch {
 	case st.isTerminated():
-		m.closeNow(st, completed, &r)
+		m.closeNow(completed, &r)
 	case st.isTerminationRequested():
 		var override *int64
 		if ko := opts.KillPodOptions; ko != nil {
-			m.addNotify(st, ko.CompletedCh)
+			m.addNotify(st, ko.Completion)
 			if ko.PodStatusFunc != nil {
 				st.statusFn = ko.PodStatusFunc
 			}
@@ -355,13 +361,16 @@ func (m *Machine) setPending(st *podState, t SyncPodType) {
 
 // Complete reports the outcome of the in-flight work of pod uid, which ended at now,
 // and returns what to do next. It returns ErrNotWorking if uid has no work in flight.
+// random, a number in [0, 1) from the caller's random source, is the jitter of the
+// resync or retry the completion schedules, if any (0: none; see Backoff.When): the
+// Machine holds no random source, so the same inputs give the same Ready.
 //
 // A work whose context the Machine cancelled and that returned an error (whatever it
 // is) is superseded: no backoff, the pending update that caused the cancellation runs
 // at once. Any other error backs off. A successful
 // SyncPod is resynced after the resync interval; a transition queues the next stage at
 // once.
-func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, error) {
+func (m *Machine) Complete(now time.Time, uid types.UID, res Result, random float64) (Ready, error) {
 	r := m.ready()
 	defer m.keep(&r)
 	st, ok := m.pods[uid]
@@ -380,7 +389,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 		// Superseded: the pending update that caused the cancellation runs next.
 	case res.Err != nil:
 		st.failures++
-		m.schedule(st, now, m.backoff.When(int(st.failures), m.random()), &r)
+		m.schedule(st, now, m.backoff.When(int(st.failures), random), &r)
 	case wt == TerminatedPod:
 		m.finish(st, now, &r)
 		m.note(st, &r)
@@ -416,7 +425,7 @@ func (m *Machine) Complete(now time.Time, uid types.UID, res Result) (Ready, err
 	default:
 		st.failures = 0
 		if wt == SyncPod && !st.isTerminationRequested() {
-			m.schedule(st, now, jitter(m.cfg.ResyncInterval, m.random()), &r)
+			m.schedule(st, now, jitter(m.cfg.ResyncInterval, random), &r)
 		}
 	}
 	if st.hasPending && !st.queued {
@@ -548,110 +557,85 @@ func (m *Machine) note(st *podState, r *Ready) {
 	if to == st.reported {
 		return
 	}
-	if !m.untraced {
-		t := Transition{UID: st.uid, From: st.reported, To: to}
-		switch {
-		case st.pod != nil:
-			t.Namespace, t.Name = st.pod.Namespace, st.pod.Name
-		case st.running != nil:
-			t.Namespace, t.Name = st.running.Namespace, st.running.Name
-		}
-		r.Transitions = append(r.Transitions, t)
+	t := Transition{UID: st.uid, From: st.reported, To: to}
+	switch {
+	case st.pod != nil:
+		t.Namespace, t.Name = st.pod.Namespace, st.pod.Name
+	case st.running != nil:
+		t.Namespace, t.Name = st.running.Namespace, st.running.Name
 	}
+	r.Transitions = append(r.Transitions, t)
 	st.reported = to
 }
 
-// addNotify makes ch (may be nil) wait for the pod's termination, unless the pod already
-// waits on it or it was already closed.
-func (m *Machine) addNotify(st *podState, ch chan<- struct{}) {
-	if ch == nil {
+// addNotify makes c (may be nil) wait for the pod's termination, unless the pod already
+// waits on it or it was already listed (closed).
+func (m *Machine) addNotify(st *podState, c *Completion) {
+	if c == nil || c.listed.Load() || (st.kill != nil && slices.Contains(st.kill.notify, c)) {
 		return
 	}
-	cs := m.chans[ch]
-	switch {
-	case cs == nil:
+	cs := m.chans[c]
+	if cs == nil {
 		cs = &chanState{}
-		m.chans[ch] = cs
-	case cs.closed:
-		m.holdClosed(st, ch, cs)
-		return
-	case st.kill != nil && slices.Contains(st.kill.notify, ch):
-		return
+		m.chans[c] = cs
 	}
 	cs.waiting++
 	k := st.kills()
-	k.notify = append(k.notify, ch)
+	k.notify = append(k.notify, c)
 }
 
-// closeNow closes ch (may be nil) for a pod that is already terminated: at once, unless
-// it was already closed, or other pods still wait on it (it is closed with the last).
-func (m *Machine) closeNow(st *podState, ch chan<- struct{}, r *Ready) {
-	if ch == nil {
+// closeNow lists c (may be nil) for a pod that is already terminated: at once, unless
+// other pods still wait on it (it is listed with the last).
+func (m *Machine) closeNow(c *Completion, r *Ready) {
+	if c == nil {
 		return
 	}
-	cs := m.chans[ch]
-	if cs == nil {
-		cs = &chanState{}
-		m.chans[ch] = cs
-	}
-	if cs.waiting > 0 {
+	if cs := m.chans[c]; cs != nil && cs.waiting > 0 {
 		return
 	}
-	if !cs.closed {
-		cs.closed = true
-		r.Close = append(r.Close, ch)
-	}
-	m.holdClosed(st, ch, cs)
+	list(c, r)
 }
 
-// holdClosed records that the pod holds the closed channel ch, so that ch is known to be
-// closed as long as the pod is known.
-func (m *Machine) holdClosed(st *podState, ch chan<- struct{}, cs *chanState) {
-	if k := st.kills(); !slices.Contains(k.closed, ch) {
-		k.closed = append(k.closed, ch)
-		cs.holders++
+// list lists c in r.Close unless it was ever listed (by any Machine): a Completion is
+// listed at most once, so its channel is closed at most once.
+func list(c *Completion, r *Ready) {
+	if c.listed.CompareAndSwap(false, true) {
+		r.Close = append(r.Close, c)
 	}
 }
 
-// closeNotify releases the pod's waiting channels (it is terminated): each is closed
+// closeNotify releases the pod's waiting completions (it is terminated): each is listed
 // when no other pod waits on it.
 func (m *Machine) closeNotify(st *podState, r *Ready) {
 	if st.kill == nil {
 		return
 	}
-	for _, ch := range st.kill.notify {
-		cs := m.chans[ch]
-		cs.waiting--
-		if cs.waiting == 0 && !cs.closed {
-			cs.closed = true
-			r.Close = append(r.Close, ch)
+	for _, c := range st.kill.notify {
+		if cs := m.chans[c]; cs != nil {
+			cs.waiting--
+			if cs.waiting > 0 {
+				continue
+			}
+			delete(m.chans, c)
 		}
-		if cs.closed {
-			m.holdClosed(st, ch, cs)
-		}
+		list(c, r)
 	}
 	clear(st.kill.notify)
 	st.kill.notify = nil
 }
 
-// dropChans releases the channels a forgotten pod holds. Its notify list is empty: a pod
-// is forgotten only once terminated, or after closeNotify.
+// dropChans releases the completions a forgotten pod holds. Its notify list is empty: a
+// pod is forgotten only once terminated, or after closeNotify.
 func (m *Machine) dropChans(st *podState) {
 	if st.kill == nil {
 		return
 	}
-	for _, ch := range st.kill.notify { // defensive: a forgotten pod waits for nothing
-		cs := m.chans[ch]
-		cs.waiting--
-		if cs.waiting == 0 && cs.holders == 0 {
-			delete(m.chans, ch)
-		}
-	}
-	for _, ch := range st.kill.closed {
-		cs := m.chans[ch]
-		cs.holders--
-		if cs.holders == 0 && cs.waiting == 0 {
-			delete(m.chans, ch)
+	for _, c := range st.kill.notify { // defensive: a forgotten pod waits for nothing
+		if cs := m.chans[c]; cs != nil {
+			cs.waiting--
+			if cs.waiting == 0 {
+				delete(m.chans, c)
+			}
 		}
 	}
 	st.kill = nil

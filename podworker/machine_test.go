@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -110,7 +111,7 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want %v", err, tc.want)
 			}
 			m := newTestMachine(t, MachineConfig{})
-			if _, err := m.UpdatePod(t0, tc.opts, false); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
+			if _, err := m.UpdatePod(t0, tc.opts, RuntimeUnknown); !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("UpdatePod() = %v, want %v", err, tc.want)
 			}
 			if tc.want != nil && m.Len() != 0 {
@@ -187,7 +188,7 @@ func step(t *testing.T, m *Machine, rd Ready, res func(Work) Result) {
 	for len(work) > 0 {
 		w := work[0]
 		work = work[1:]
-		next, err := m.Complete(t0, w.UID, res(w))
+		next, err := m.Complete(t0, w.UID, res(w), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,23 +210,23 @@ func TestQueries(t *testing.T) {
 		{"unknown after SyncKnownPods", func(*testing.T, *Machine) {}, true,
 			queryResult{ContainersTerminating: true, RuntimeRemovable: true, ContentRemovable: true, Finished: true}},
 		{"syncing", func(t *testing.T, m *Machine) {
-			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
 			step(t, m, rd, ok)
 		}, true, queryResult{CouldRun: true}},
 		{"termination requested, not yet observed", func(t *testing.T, m *Machine) {
-			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
 			if len(rd.Start) != 1 {
 				t.Fatal("no SyncPod started")
 			}
-			if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, false); err != nil {
+			if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, RuntimeUnknown); err != nil {
 				t.Fatal(err)
 			}
 		}, true, queryResult{TerminationRequested: true, CouldRun: true}},
 		{"terminating observed", func(t *testing.T, m *Machine) {
-			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(30))}, false)
+			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(30))}, RuntimeUnknown)
 		}, true, queryResult{TerminationRequested: true, ContainersTerminating: true, CouldRun: true}},
 		{"terminated, deleted", func(t *testing.T, m *Machine) {
-			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(30))}, false)
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(30))}, RuntimeUnknown)
 			step(t, m, rd, func(w Work) Result {
 				if w.WorkType == TerminatedPod {
 					return Result{Err: errors.New("not yet")}
@@ -235,15 +236,15 @@ func TestQueries(t *testing.T) {
 		}, true, queryResult{KnownTerminated: true, TerminationRequested: true, ContainersTerminating: true,
 			RuntimeRemovable: true, ContentRemovable: true}},
 		{"finished after a terminal phase, not deleted", func(t *testing.T, m *Machine) {
-			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodFailed))}, false)
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodFailed))}, RuntimeUnknown)
 			step(t, m, rd, ok)
 		}, true, queryResult{KnownTerminated: true, TerminationRequested: true, ContainersTerminating: true,
 			RuntimeRemovable: true, Finished: true}},
 		{"evicted while terminating", func(t *testing.T, m *Machine) {
-			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"), KillPodOptions: &KillPodOptions{Evict: true}}, false)
+			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"), KillPodOptions: &KillPodOptions{Evict: true}}, RuntimeUnknown)
 		}, true, queryResult{TerminationRequested: true, ContainersTerminating: true, ContentRemovable: true, CouldRun: true}},
 		{"restart: terminal and stopped", func(t *testing.T, m *Machine) {
-			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodSucceeded))}, true)
+			m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodSucceeded))}, RuntimeStopped)
 		}, false, queryResult{KnownTerminated: true, TerminationRequested: true, ContainersTerminating: true, RuntimeRemovable: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -263,21 +264,21 @@ func TestWorkTypeOfUpdates(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		opts  UpdatePodOptions
-		stop  bool
+		stop  RuntimeHint
 		want  WorkType
 		grace int64
 	}{
-		{"create", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false, SyncPod, 0},
-		{"update", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a")}, false, SyncPod, 0},
-		{"deleted", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(10))}, false, TerminatingPod, 10},
-		{"force deleted", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(0))}, false, TerminatingPod, 1},
-		{"succeeded", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", phase(v1.PodSucceeded))}, false, TerminatingPod, 30},
-		{"failed and stopped", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodFailed))}, true, TerminatedPod, 0},
-		{"running phase, stopped", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodRunning))}, true, SyncPod, 0},
-		{"kill", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a")}, false, TerminatingPod, 30},
+		{"create", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown, SyncPod, 0},
+		{"update", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a")}, RuntimeUnknown, SyncPod, 0},
+		{"deleted", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(10))}, RuntimeUnknown, TerminatingPod, 10},
+		{"force deleted", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(0))}, RuntimeUnknown, TerminatingPod, 1},
+		{"succeeded", UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", phase(v1.PodSucceeded))}, RuntimeUnknown, TerminatingPod, 30},
+		{"failed and stopped", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodFailed))}, RuntimeStopped, TerminatedPod, 0},
+		{"running phase, stopped", UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodRunning))}, RuntimeStopped, SyncPod, 0},
+		{"kill", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a")}, RuntimeUnknown, TerminatingPod, 30},
 		{"kill with override", UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"),
-			KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(int64(2))}}, false, TerminatingPod, 2},
-		{"runtime-only", UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: "a"}}, false, TerminatingPod, 1},
+			KillPodOptions: &KillPodOptions{PodTerminationGracePeriodSecondsOverride: ptr(int64(2))}}, RuntimeUnknown, TerminatingPod, 2},
+		{"runtime-only", UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: "a"}}, RuntimeUnknown, TerminatingPod, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTestMachine(t, MachineConfig{})
@@ -302,7 +303,7 @@ func TestMaxConcurrentSyncs(t *testing.T) {
 	m := newTestMachine(t, MachineConfig{MaxConcurrentSyncs: 2})
 	var started []types.UID
 	for _, uid := range []string{"a", "b", "c", "d"} {
-		rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod(uid)}, false)
+		rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod(uid)}, RuntimeUnknown)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -314,14 +315,14 @@ func TestMaxConcurrentSyncs(t *testing.T) {
 		t.Fatalf("started beyond the bound (-want +got):\n%s", diff)
 	}
 	// Completing one starts the next in arrival order.
-	rd, err := m.Complete(t0, "b", Result{})
+	rd, err := m.Complete(t0, "b", Result{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rd.Start) != 1 || rd.Start[0].UID != "c" {
 		t.Fatalf("after completing b, started %+v, want c", rd.Start)
 	}
-	if _, err := m.Complete(t0, "b", Result{}); !errors.Is(err, ErrNotWorking) {
+	if _, err := m.Complete(t0, "b", Result{}, 0); !errors.Is(err, ErrNotWorking) {
 		t.Fatalf("second Complete = %v, want ErrNotWorking", err)
 	}
 }
@@ -332,8 +333,8 @@ func TestCancelledWorkIsNotBackedOff(t *testing.T) {
 	}
 	// An error of a work that was not cancelled backs off.
 	m := newTestMachine(t, MachineConfig{})
-	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
-	rd, _ := m.Complete(t0, "a", Result{Err: context.Canceled})
+	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
+	rd, _ := m.Complete(t0, "a", Result{Err: context.Canceled}, 0)
 	if diff := cmp.Diff([]Requeue{{UID: "a", After: time.Second}}, rd.Requeue); diff != "" {
 		t.Errorf("requeue (-want +got):\n%s", diff)
 	}
@@ -341,12 +342,12 @@ func TestCancelledWorkIsNotBackedOff(t *testing.T) {
 
 func testCancelledWork(t *testing.T, cerr error) {
 	m := newTestMachine(t, MachineConfig{})
-	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, false)
-	rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, false)
+	m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
+	rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: testPod("a", deleted(30))}, RuntimeUnknown)
 	if diff := cmp.Diff([]types.UID{"a"}, rd.Cancel); diff != "" {
 		t.Fatalf("cancel (-want +got):\n%s", diff)
 	}
-	rd, err := m.Complete(t0.Add(time.Second), "a", Result{Err: cerr})
+	rd, err := m.Complete(t0.Add(time.Second), "a", Result{Err: cerr}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +378,7 @@ func TestRefreshPod(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTestMachine(t, MachineConfig{})
 			held := testPod("a", phase(v1.PodPending))
-			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: held}, false)
+			rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: held}, RuntimeUnknown)
 			step(t, m, rd, ok)
 			if got := m.RefreshPod(tc.pod); got != tc.taken {
 				t.Fatalf("RefreshPod = %v, want %v", got, tc.taken)
@@ -397,9 +398,9 @@ func TestRefreshPod(t *testing.T) {
 	}
 	t.Run("finished or runtime-only", func(t *testing.T) {
 		m := newTestMachine(t, MachineConfig{})
-		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(1))}, false)
+		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", deleted(1))}, RuntimeUnknown)
 		step(t, m, rd, ok)
-		if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: "r"}}, false); err != nil {
+		if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, RunningPod: &pleg.Pod{ID: "r"}}, RuntimeUnknown); err != nil {
 			t.Fatal(err)
 		}
 		if st, _ := m.PodState("a"); st.Stage != StageFinished {
@@ -419,7 +420,7 @@ func TestForgottenPodLeavesNothing(t *testing.T) {
 	m := newTestMachine(t, MachineConfig{})
 	for _, p := range []*v1.Pod{testPod("a", static), testPod("b", static), testPod("c")} {
 		p.Name = "same"
-		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: p}, false)
+		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: p}, RuntimeUnknown)
 		step(t, m, rd, ok)
 	}
 	for _, uid := range []string{"a", "b", "c"} {
@@ -428,7 +429,7 @@ func TestForgottenPodLeavesNothing(t *testing.T) {
 			static(p)
 		}
 		p.Name = "same"
-		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: p}, false)
+		rd, _ := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodUpdate, Pod: p}, RuntimeUnknown)
 		step(t, m, rd, ok)
 	}
 	known, _ := m.SyncKnownPods(t0, nil)
@@ -445,5 +446,98 @@ func TestForgottenPodLeavesNothing(t *testing.T) {
 func TestPodStateSize(t *testing.T) {
 	if got := unsafe.Sizeof(podState{}); got > 256 {
 		t.Errorf("podState takes %d bytes, want <= 256", got)
+	}
+}
+
+// TestReadyTransitionsAlwaysReported: the Machine reports every stage change in
+// Ready.Transitions, whoever drives it: what a Ready holds depends only on the inputs.
+func TestReadyTransitionsAlwaysReported(t *testing.T) {
+	m, err := NewMachine(MachineConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Transition{{UID: "a", From: StageNone, To: StageSyncing, Namespace: "ns", Name: "a"}}
+	if diff := cmp.Diff(want, rd.Transitions); diff != "" {
+		t.Errorf("Transitions (-want +got):\n%s", diff)
+	}
+}
+
+// TestCompleteJitterIsAnInput: the jitter of the resync or retry a completion schedules
+// comes from the random number passed with it, so equal inputs give equal Readies.
+func TestCompleteJitterIsAnInput(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		err    error
+		random float64
+		want   time.Duration
+	}{
+		{"resync, no jitter", nil, 0, time.Minute},
+		{"resync, half", nil, 0.5, 45 * time.Second},
+		{"retry, no jitter", errors.New("boom"), 0, time.Second},
+		{"retry, almost all", errors.New("boom"), 0.999, 500500 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for range 2 {
+				m := newTestMachine(t, MachineConfig{})
+				if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown); err != nil {
+					t.Fatal(err)
+				}
+				rd, err := m.Complete(t0, "a", Result{Err: tc.err}, tc.random)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if diff := cmp.Diff([]Requeue{{UID: "a", After: tc.want}}, rd.Requeue); diff != "" {
+					t.Errorf("Requeue (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestReadyValidUntilNextCall: the slices of a Ready stay as handed out while the driver
+// applies it, whatever it asks the Machine meanwhile (the queries, RefreshPod); only the
+// next call that returns a Ready reuses them, and a Clone outlives that call.
+func TestReadyValidUntilNextCall(t *testing.T) {
+	m := newTestMachine(t, MachineConfig{})
+	ch := NewCompletion()
+	if _, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a")}, RuntimeUnknown); err != nil {
+		t.Fatal(err)
+	}
+	rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodKill, Pod: testPod("a"),
+		KillPodOptions: &KillPodOptions{Completion: ch}}, RuntimeUnknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rd.Cancel) != 1 || len(rd.Transitions) != 1 {
+		t.Fatalf("Ready %+v: want the SyncPod cancelled and a transition", rd)
+	}
+	want := rd.Clone()
+	m.Len()
+	m.PodState("a")
+	m.NextRequeue()
+	for _, q := range []func(types.UID) bool{m.IsPodKnownTerminated, m.CouldHaveRunningContainers, m.ShouldPodBeFinished,
+		m.IsPodTerminationRequested, m.ShouldPodContainersBeTerminating, m.ShouldPodRuntimeBeRemoved, m.ShouldPodContentBeRemoved} {
+		q("a")
+	}
+	m.RefreshPod(testPod("a"))
+	if diff := cmp.Diff(want, rd, cmp.Comparer(func(a, b *Completion) bool { return a == b }),
+		cmp.Comparer(func(a, b func(*v1.PodStatus)) bool { return a == nil && b == nil }), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("Ready changed before the next call (-handed out +now):\n%s", diff)
+	}
+	kept := rd.Clone()
+	next, err := m.Complete(t0, "a", Result{Err: context.Canceled}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Start) != 1 {
+		t.Fatalf("Start %v, want the terminating work", next.Start)
+	}
+	if diff := cmp.Diff(want, kept, cmp.Comparer(func(a, b *Completion) bool { return a == b }),
+		cmp.Comparer(func(a, b func(*v1.PodStatus)) bool { return a == nil && b == nil }), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("a Clone changed with the next call (-handed out +clone):\n%s", diff)
 	}
 }

@@ -27,7 +27,7 @@ func TestNewRejectsTypedNils(t *testing.T) {
 		{"nil *pleg.Relister View", Config{Syncer: ok, View: (*pleg.Relister)(nil)}},
 		{"RuntimeViewFuncs without funcs", Config{Syncer: ok, View: RuntimeViewFuncs{}}},
 		{"RuntimeViewFuncs without LastStatusFunc", Config{Syncer: ok, View: RuntimeViewFuncs{
-			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return nil, nil }}}},
+			StatusAfterFunc: func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return nil, nil }}}},
 		{"nil *FakeClock Clock", Config{Syncer: ok, Clock: (*clocktesting.FakeClock)(nil)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package podworker
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,13 +61,13 @@ type UpdatePodOptions struct {
 
 // KillPodOptions are the options of a kill request.
 type KillPodOptions struct {
-	// CompletedCh is closed once the pod is terminated (no container runs), or at once
-	// if it already is. It is never closed before UpdatePod returns nil; it is not
-	// touched if UpdatePod returns an error. The same channel may be passed more than
+	// Completion, if set, is closed once the pod is terminated (no container runs), or at
+	// once if it already is. It is never closed before UpdatePod returns nil; it is not
+	// touched if UpdatePod returns an error. The same Completion may be passed more than
 	// once, for one pod or for several: it is closed exactly once, when the last pod it
 	// was passed for (and not yet terminated) is terminated; passed again after it was
 	// closed, it is left alone.
-	CompletedCh chan<- struct{}
+	Completion *Completion
 	// Evict marks the pod as evicted (its content is then removed even if the pod was
 	// not deleted).
 	Evict bool
@@ -77,6 +78,28 @@ type KillPodOptions struct {
 	// lengthen it; see grace.Effective). Negative values are rejected.
 	PodTerminationGracePeriodSecondsOverride *int64
 }
+
+// Completion is the end of one or more kill requests (KillPodOptions.Completion):
+// Done's channel is closed once every pod it was passed for is terminated. A Machine lists
+// it in Ready.Close at most once in its life, whatever the caller passes (the same one
+// twice, for several pods, again after it was closed, to another Machine), so its driver
+// closes it at most once. Make one with NewCompletion; the zero value is not usable.
+type Completion struct {
+	ch chan struct{}
+	// listed is set by the Machine that lists the Completion in Ready.Close.
+	listed atomic.Bool
+}
+
+// NewCompletion returns an open Completion.
+func NewCompletion() *Completion { return &Completion{ch: make(chan struct{})} }
+
+// Done returns a channel that is closed when the Completion is.
+func (c *Completion) Done() <-chan struct{} { return c.ch }
+
+// Close closes the Completion's channel. It is for the driver of a Machine, which calls
+// it for every Completion in Ready.Close (Runner does): a Completion is listed once, so
+// it is called once.
+func (c *Completion) Close() { close(c.ch) }
 
 // Validate checks o and returns a wrapped sentinel error for bad input.
 func (o *UpdatePodOptions) Validate() error {

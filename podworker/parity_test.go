@@ -139,7 +139,7 @@ func TestParityWorkTypeLifecycle(t *testing.T) {
 	}
 	complete := func() Ready {
 		t.Helper()
-		rd, err := m.Complete(t0, pod.UID, Result{})
+		rd, err := m.Complete(t0, pod.UID, Result{}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +147,7 @@ func TestParityWorkTypeLifecycle(t *testing.T) {
 	}
 	update := func(opts UpdatePodOptions) Ready {
 		t.Helper()
-		rd, err := m.UpdatePod(t0, opts, false)
+		rd, err := m.UpdatePod(t0, opts, RuntimeUnknown)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,16 +184,16 @@ var _ func(WorkType) string = WorkType.String
 // is TerminatedPod; while something may run it is TerminatingPod.
 func TestParityWorkTypeFirstSeenTerminal(t *testing.T) {
 	for _, tc := range []struct {
-		name           string
-		runtimeStopped bool
-		want           WorkType
+		name    string
+		runtime RuntimeHint
+		want    WorkType
 	}{
-		{"§2 rule 4: a terminal pod first seen with nothing running is TerminatedPod at once", true, TerminatedPod},
-		{"§2 rule 4: a terminal pod first seen that may still run is TerminatingPod", false, TerminatingPod},
+		{"§2 rule 4: a terminal pod first seen with nothing running is TerminatedPod at once", RuntimeStopped, TerminatedPod},
+		{"§2 rule 4: a terminal pod first seen that may still run is TerminatingPod", RuntimeUnknown, TerminatingPod},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newTestMachine(t, MachineConfig{})
-			rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodSucceeded))}, tc.runtimeStopped)
+			rd, err := m.UpdatePod(t0, UpdatePodOptions{UpdateType: SyncPodCreate, Pod: testPod("a", phase(v1.PodSucceeded))}, tc.runtime)
 			if err != nil {
 				t.Fatal(err)
 			}

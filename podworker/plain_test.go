@@ -11,7 +11,7 @@ func newPlainEngine(r *Runner) engine { return plainEngine{r: r} }
 // cancelFunc is a context.CancelFunc as a canceler.
 type cancelFunc context.CancelFunc
 
-func (f cancelFunc) cancel() { f() }
+func (f cancelFunc) Cancel() { f() }
 
 func (plainEngine) newContext(parent context.Context) (context.Context, canceler) {
 	ctx, cancel := context.WithCancel(parent)

@@ -45,7 +45,8 @@ type Config struct {
 	// Rand returns numbers in [0, 1) for the jitter of resyncs and backoffs; nil means
 	// math/rand/v2's Float64. It is called once per finished work, by the goroutine that
 	// ran it, never with the runner's lock held: calls may be concurrent, so it must be
-	// safe for concurrent use.
+	// safe for concurrent use. Its number goes to Machine.Complete with the work's
+	// outcome.
 	Rand func() float64
 	// OnTransition, if set, is called for every stage change of a pod, in the Machine's
 	// order, outside the runner's lock (it may call the Runner), just before
@@ -81,8 +82,6 @@ type Runner struct {
 
 	mu sync.Mutex
 	m  *Machine
-	// drawn is the random number of the completion being reported (completeLocked).
-	drawn float64
 	// ctx is Run's context, set before running is; running is true while Run runs,
 	// stopped once it returned.
 	ctx      context.Context
@@ -116,7 +115,10 @@ type Runner struct {
 // New returns a Runner, or an error wrapping ErrInvalidConfig: for a nil Syncer, an
 // interface field holding a nil pointer, func or the like (a typed nil), or a
 // MachineConfig field out of range.
-func New(cfg Config) (*Runner, error) {
+func New(cfg Config) (*Runner, error) { return newRunner(cfg, newCombiningEngine) }
+
+// newRunner is New with the engine newEngine returns for the Runner.
+func newRunner(cfg Config, newEngine func(*Runner) engine) (*Runner, error) {
 	if cfg.Syncer == nil {
 		return nil, fmt.Errorf("%w: nil Syncer", ErrInvalidConfig)
 	}
@@ -144,9 +146,6 @@ func New(cfg Config) (*Runner, error) {
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		SerializeByName:    cfg.SerializeByName,
-		// The Machine asks for jitter under r.mu, only in Complete: it gets the number
-		// drawn for that completion outside the lock (see completeLocked).
-		Rand: func() float64 { return r.drawn },
 	})
 	if err != nil {
 		return nil, err
@@ -186,7 +185,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.running, r.stopped = false, true
 	r.eng.stopping()
 	for _, c := range r.cancels {
-		c.cancel()
+		c.Cancel()
 	}
 	r.unlock()
 	r.wg.Wait()
@@ -208,14 +207,13 @@ func (r *Runner) unlock() {
 // returned to the caller instead of spawned (see applyLocked).
 func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd float64, inline bool) (next Work, nextCtx context.Context, ok bool) {
 	if c := r.cancels[uid]; c != nil {
-		c.cancel() // the work is over: its context ends (and leaves its parent)
+		c.Cancel() // the work is over: its context ends (and leaves its parent)
 		delete(r.cancels, uid)
 	}
 	if len(r.cancels) == 0 && r.cancelsPeak > DefaultMaxConcurrentSyncs {
 		r.cancels, r.cancelsPeak = make(map[types.UID]canceler), 0
 	}
-	r.drawn = rnd
-	rd, err := r.machineLocked().Complete(at, uid, res)
+	rd, err := r.m.Complete(at, uid, res, rnd)
 	if err != nil {
 		r.log.Error("pod worker lost its work", "podUID", uid, "err", err)
 		return next, nextCtx, false
@@ -226,16 +224,16 @@ func (r *Runner) completeLocked(uid types.UID, res Result, at time.Time, rnd flo
 // UpdatePod records an update of a pod (see Machine.UpdatePod) and starts its work if
 // possible. It never blocks on a sync; it returns an error for invalid options.
 func (r *Runner) UpdatePod(opts UpdatePodOptions) error {
-	stopped := false
+	rt := RuntimeUnknown
 	if opts.Pod != nil && podfacts.IsTerminal(opts.Pod) && r.view != nil {
 		if s, err := r.view.LastStatus(opts.Pod.UID); err == nil && !s.IsRunning() {
-			stopped = true
+			rt = RuntimeStopped
 		}
 	}
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd, err := r.machineLocked().UpdatePod(now, opts, stopped)
+	rd, err := r.m.UpdatePod(now, opts, rt)
 	if err != nil {
 		return err
 	}
@@ -259,30 +257,9 @@ func (r *Runner) SyncKnownPods(desired []*v1.Pod) map[types.UID]PodWorkerSync {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	known, rd := r.machineLocked().SyncKnownPods(now, desired)
+	known, rd := r.m.SyncKnownPods(now, desired)
 	r.applyLocked(&rd, now, false)
 	return known
-}
-
-// closeCompleted closes a kill's completion channel. The Machine lists a channel once
-// while any pod it was given for is known; one passed again after all of them were
-// forgotten may be listed again, and is then already closed: that second close is
-// recovered (and logged), never a crash.
-func (r *Runner) closeCompleted(ch chan<- struct{}) {
-	defer func() {
-		if recover() != nil {
-			r.log.Warn("kill completion channel already closed; it was passed again after its pods were forgotten")
-		}
-	}()
-	close(ch)
-}
-
-// machineLocked returns the Machine, told to report transitions only if they are
-// observed (OnTransition, Hooks.Transition) or logged. r.mu must be held.
-func (r *Runner) machineLocked() *Machine {
-	r.m.untraced = r.hooks.Transition == nil && r.onTransition == nil &&
-		!r.log.Enabled(context.Background(), slog.LevelDebug)
-	return r.m
 }
 
 // applyLocked carries out a Ready, decided at now, with r.mu held. With inline, the
@@ -303,8 +280,8 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 			r.cancelAfterTransitionsLocked(c)
 		}
 	}
-	for _, ch := range rd.Close {
-		r.closeCompleted(ch)
+	for _, c := range rd.Close {
+		c.Close()
 	}
 	for _, w := range rd.Start {
 		if !r.running {
@@ -334,7 +311,7 @@ func (r *Runner) applyLocked(rd *Ready, now time.Time, inline bool) (next Work, 
 func (r *Runner) workContextLocked(uid types.UID) context.Context {
 	ctx, c := r.eng.newContext(r.ctx)
 	if r.stopped || r.ctx.Err() != nil {
-		c.cancel()
+		c.Cancel()
 	}
 	r.cancels[uid] = c
 	r.cancelsPeak = max(r.cancelsPeak, len(r.cancels))
@@ -371,7 +348,7 @@ func (r *Runner) execute(ctx context.Context, w Work) Result {
 func (r *Runner) sync(ctx context.Context, w Work) Result {
 	var status *pleg.PodStatus
 	if w.RunningPod == nil && r.view != nil {
-		s, err := r.view.StatusAfter(ctx, w.UID, w.StatusNewerThan, w.RefreshStatus)
+		s, err := r.view.StatusAfter(ctx, w.UID, w.StatusNewerThan)
 		if err != nil {
 			return Result{Err: fmt.Errorf("%w: pod %s: %w", ErrRuntimeStatus, w.UID, err)}
 		}
@@ -432,7 +409,7 @@ func (r *Runner) tick() {
 	now := r.clock.Now()
 	r.mu.Lock()
 	defer r.unlock()
-	rd := r.machineLocked().Tick(now)
+	rd := r.m.Tick(now)
 	r.applyLocked(&rd, now, false)
 }
 

@@ -113,24 +113,19 @@ func TestRunnerQueuesBeforeRun(t *testing.T) {
 }
 
 // TestRunnerReadsNewerStatus: each sync asks the view for a status observed after the
-// end of the pod's previous sync, inspected afresh for terminating and terminated work; a
-// failed read is retried like a sync error.
+// end of the pod's previous sync; a failed read is retried like a sync error.
 func TestRunnerReadsNewerStatus(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		clk := clocktesting.NewFakeClock(t0)
-		type read struct {
-			min     time.Duration
-			inspect bool
-		}
-		var reads []read
+		var reads []time.Duration
 		fail := true
 		view := RuntimeViewFuncs{
-			StatusAfterFunc: func(_ context.Context, _ types.UID, min time.Time, inspect bool) (*pleg.PodStatus, error) {
+			StatusAfterFunc: func(_ context.Context, _ types.UID, min time.Time) (*pleg.PodStatus, error) {
 				d := time.Duration(-1)
 				if !min.IsZero() {
 					d = min.Sub(t0)
 				}
-				reads = append(reads, read{d, inspect})
+				reads = append(reads, d)
 				clk.Step(time.Second) // each read and sync "takes" a second
 				if fail {
 					fail = false
@@ -155,8 +150,8 @@ func TestRunnerReadsNewerStatus(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		want := []read{{-1, false}, {time.Second, false}, {3 * time.Second, true}, {4 * time.Second, true}}
-		if diff := cmp.Diff(want, reads, cmp.AllowUnexported(read{})); diff != "" {
+		want := []time.Duration{-1, time.Second, 3 * time.Second, 4 * time.Second}
+		if diff := cmp.Diff(want, reads); diff != "" {
 			t.Errorf("status reads (-want +got):\n%s", diff)
 		}
 		if s, _ := r.PodState("a"); s.Stage != StageFinished {
@@ -217,12 +212,12 @@ func TestRunnerForgetsEverything(t *testing.T) {
 func TestRunnerStress(t *testing.T) {
 	for _, bound := range []int{0, 3} {
 		t.Run(fmt.Sprintf("max=%d", bound), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { stress(t, bound) })
+			synctest.Test(t, func(t *testing.T) { stress(t, New, bound) })
 		})
 	}
 }
 
-func stress(t *testing.T, bound int) {
+func stress(t *testing.T, newRunner func(Config) (*Runner, error), bound int) {
 	const pods = 20
 	var inCall [pods]atomic.Int32
 	var total, peak atomic.Int32
@@ -256,7 +251,7 @@ func stress(t *testing.T, bound int) {
 			return nil
 		},
 	}
-	r, err := New(Config{Syncer: syncer, MaxConcurrentSyncs: bound})
+	r, err := newRunner(Config{Syncer: syncer, MaxConcurrentSyncs: bound})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +270,7 @@ func stress(t *testing.T, bound int) {
 					deleted(rnd.Int64N(30))(p)
 				case 1:
 					opts.UpdateType = SyncPodKill
-					opts.KillPodOptions = &KillPodOptions{CompletedCh: make(chan struct{}), PodTerminationGracePeriodSecondsOverride: ptr(rnd.Int64N(20))}
+					opts.KillPodOptions = &KillPodOptions{Completion: NewCompletion(), PodTerminationGracePeriodSecondsOverride: ptr(rnd.Int64N(20))}
 				case 2:
 					r.SyncKnownPods([]*v1.Pod{p})
 					continue

@@ -73,7 +73,6 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 		Pod:             st.pod,
 		MirrorPod:       st.mirror,
 		StatusNewerThan: st.lastSyncAt,
-		RefreshStatus:   wt != SyncPod,
 	}
 	st.lastWork = wt
 	if wt == TerminatingPod {
@@ -82,7 +81,6 @@ func (m *Machine) start(st *podState, now time.Time, r *Ready) (Work, bool) {
 		w.PodStatusFunc = st.statusFn
 		if st.pod == nil {
 			w.RunningPod = st.running
-			w.RefreshStatus = false
 		}
 	}
 	return w, true

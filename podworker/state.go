@@ -89,14 +89,11 @@ type podState struct {
 	forgotten bool
 }
 
-// killChans are the completion channels a pod holds. notify holds those of its kill
-// requests, released at terminated (each closed once no other pod waits on it); no
-// duplicates, none already closed. closed holds the channels that were closed while the
-// pod held them, so that the Machine knows them as closed while the pod is known
-// (Machine.chans).
+// killChans are the completions a pod holds: notify holds those of its kill requests,
+// released at terminated (each listed in Ready.Close once no other pod waits on it); no
+// duplicates, none already listed.
 type killChans struct {
-	notify []chan<- struct{}
-	closed []chan<- struct{}
+	notify []*Completion
 }
 
 // kills returns the pod's completion channels, creating the record if needed.

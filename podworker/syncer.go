@@ -80,33 +80,32 @@ func (f PodSyncerFuncs) SyncTerminatedPod(ctx context.Context, pod *v1.Pod, stat
 // RuntimeView is how the pod workers read a pod's runtime status; *pleg.Relister
 // implements it, RuntimeViewFuncs adapts functions.
 //
-//   - StatusAfter returns the pod's status observed after minTime, waiting until there is
-//     one or ctx ends. inspect says that the caller's previous work changed the runtime
-//     (the runner sets it for every terminating and terminated work): the view must not
-//     wait for its next periodic observation but inspect the pod now when it holds
-//     nothing newer than minTime. *pleg.Relister never waits: it inspects the pod
-//     whenever it holds nothing newer, so a status observed after minTime costs no
-//     runtime call, whatever inspect says.
+//   - StatusAfter returns the pod's status observed after minTime. When it holds nothing
+//     newer than minTime it inspects the pod now, never waiting for a periodic
+//     observation (a terminating or terminated work follows one that changed the
+//     runtime, and must not wait for a relist to see it); it waits only when the
+//     inspection fails, until there is a status or ctx ends. *pleg.Relister does
+//     exactly this, so a status observed after minTime costs no runtime call.
 //   - LastStatus returns the last status observed, without waiting (an empty status when
 //     none is). The runner reads it only for a pod first seen in a terminal phase, to tell
 //     an agent restart (nothing runs: straight to terminated) from a pod still to stop.
 type RuntimeView interface {
-	StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error)
+	StatusAfter(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error)
 	LastStatus(uid types.UID) (*pleg.PodStatus, error)
 }
 
 // RuntimeViewFuncs adapts functions to a RuntimeView. Both are required (New rejects a
 // nil one): a view that silently answered nothing would change what the pod workers do.
 type RuntimeViewFuncs struct {
-	StatusAfterFunc func(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error)
+	StatusAfterFunc func(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error)
 	LastStatusFunc  func(uid types.UID) (*pleg.PodStatus, error)
 }
 
 var _ RuntimeView = RuntimeViewFuncs{}
 
 // StatusAfter calls StatusAfterFunc.
-func (f RuntimeViewFuncs) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error) {
-	return f.StatusAfterFunc(ctx, uid, minTime, inspect)
+func (f RuntimeViewFuncs) StatusAfter(ctx context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error) {
+	return f.StatusAfterFunc(ctx, uid, minTime)
 }
 
 // LastStatus calls LastStatusFunc.

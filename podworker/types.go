@@ -148,12 +148,10 @@ type Work struct {
 	PodStatusFunc func(*v1.PodStatus)
 	// StatusNewerThan is when the pod's previous sync ended (zero for the first): the
 	// status passed to the PodSyncer must have been observed after it.
+	// The driver must not wait for a periodic observation of the runtime to get it
+	// (see RuntimeView.StatusAfter): a terminating or terminated work follows one that
+	// changed the runtime.
 	StatusNewerThan time.Time
-	// RefreshStatus asks the driver to refresh the pod's runtime status before reading
-	// it: set on every terminating and terminated work (a new stage, a retry, a re-run
-	// with a shorter grace period), because the previous work changed the runtime and the
-	// next step must not wait for a periodic relist to see it.
-	RefreshStatus bool
 }
 
 // podName returns namespace/name of the work's pod, or "".
@@ -183,19 +181,18 @@ type Requeue struct {
 	After time.Duration
 }
 
-// Ready is what one call of a Machine decided. Its slices belong to the Machine and are
-// valid only until the Machine's next call: copy what must outlive it (Clone). The driver
-// must apply it in this order:
-// record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
-// close every channel in Close, and start every Work in Start. A channel is listed in
-// Close once, however often it was passed (to one pod or several; see
-// KillPodOptions.CompletedCh), as long as one of the pods it was passed for is known: a
-// channel passed again after all of them were forgotten is listed again, so a driver
-// that lets callers reuse channels must tolerate a closed one (Runner does).
+// Ready is what one call of a Machine decided. Its slices belong to the Machine, which
+// reuses them (a Ready costs no allocation in the steady state): they stay as handed out
+// until the next call that returns a Ready (UpdatePod, Complete, Tick, SyncKnownPods),
+// whatever else the driver calls meanwhile (the queries, RefreshPod); copy what must
+// outlive that call (Clone). The driver must apply it in this order: record Transitions, cancel the contexts of the in-flight work of the pods in Cancel,
+// close every Completion in Close, and start every Work in Start. A Completion is listed
+// in Close at most once, however often and for whichever pods it was passed (see
+// KillPodOptions.Completion).
 type Ready struct {
 	Transitions []Transition
 	Cancel      []types.UID
-	Close       []chan<- struct{}
+	Close       []*Completion
 	Start       []Work
 	Requeue     []Requeue
 }
@@ -205,16 +202,10 @@ func (r *Ready) Clone() Ready {
 	return Ready{
 		Transitions: append([]Transition(nil), r.Transitions...),
 		Cancel:      append([]types.UID(nil), r.Cancel...),
-		Close:       append([]chan<- struct{}(nil), r.Close...),
+		Close:       append([]*Completion(nil), r.Close...),
 		Start:       append([]Work(nil), r.Start...),
 		Requeue:     append([]Requeue(nil), r.Requeue...),
 	}
-}
-
-// IsEmpty reports whether r asks for nothing.
-func (r *Ready) IsEmpty() bool {
-	return len(r.Transitions) == 0 && len(r.Cancel) == 0 && len(r.Close) == 0 &&
-		len(r.Start) == 0 && len(r.Requeue) == 0
 }
 
 // PodWorkerSync is one known pod's entry in the result of SyncKnownPods.

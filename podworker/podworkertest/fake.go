@@ -30,10 +30,21 @@ func (h *harness) get(uid types.UID) (*pleg.PodStatus, error) {
 	return h.status(uid), nil
 }
 
-// statusAfter traces a requested inspection and answers at once with the fake runtime's
-// status.
-func (h *harness) statusAfter(_ context.Context, uid types.UID, minTime time.Time, inspect bool) (*pleg.PodStatus, error) {
-	if inspect {
+// starting records the type of the pod's work about to read its status.
+func (h *harness) starting(uid types.UID, wt podworker.WorkType) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.work[uid] = wt
+}
+
+// statusAfter answers at once with the fake runtime's status. Before a terminating or
+// terminated work, which must see the runtime as the previous work left it (a
+// RuntimeView inspects the pod then), it traces the inspection.
+func (h *harness) statusAfter(_ context.Context, uid types.UID, minTime time.Time) (*pleg.PodStatus, error) {
+	h.mu.Lock()
+	wt := h.work[uid]
+	h.mu.Unlock()
+	if wt != podworker.SyncPod {
 		h.trace(uid, "runtime refresh requested")
 	}
 	h.mu.Lock()
@@ -99,7 +110,7 @@ func (h *harness) finish(uid types.UID, a args) error {
 		c.done <- res
 		return nil
 	}
-	rd, err := h.m.Complete(h.clock.Now(), uid, res)
+	rd, err := h.m.Complete(h.clock.Now(), uid, res, 0)
 	if err != nil {
 		return err
 	}
@@ -181,15 +192,15 @@ func (h *harness) process(shared podworker.Ready) {
 			continue
 		}
 		h.trace(uid, "%s done: cancelled", c.method)
-		next, err := h.m.Complete(h.clock.Now(), uid, podworker.Result{Err: context.Canceled})
+		next, err := h.m.Complete(h.clock.Now(), uid, podworker.Result{Err: context.Canceled}, 0)
 		if err != nil {
 			h.trace(uid, "error: %v", err)
 			continue
 		}
 		defer h.process(next)
 	}
-	for _, ch := range rd.Close {
-		close(ch)
+	for _, c := range rd.Close {
+		c.Close()
 	}
 	for _, w := range rd.Start {
 		h.execute(w)
@@ -199,7 +210,8 @@ func (h *harness) process(shared podworker.Ready) {
 // execute runs one Work of the Machine against the fakes.
 func (h *harness) execute(w podworker.Work) {
 	if w.RunningPod == nil {
-		_, _ = h.statusAfter(context.Background(), w.UID, w.StatusNewerThan, w.RefreshStatus)
+		h.starting(w.UID, w.WorkType)
+		_, _ = h.statusAfter(context.Background(), w.UID, w.StatusNewerThan)
 	}
 	var res podworker.Result
 	var c *call
@@ -216,7 +228,7 @@ func (h *harness) execute(w podworker.Work) {
 	if c != nil {
 		return
 	}
-	next, err := h.m.Complete(h.clock.Now(), w.UID, res)
+	next, err := h.m.Complete(h.clock.Now(), w.UID, res, 0)
 	if err != nil {
 		h.trace(w.UID, "error: %v", err)
 		return

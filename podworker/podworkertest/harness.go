@@ -43,18 +43,36 @@ func (m Mode) String() string {
 // Epoch is the fake clock's start; trace times are offsets from it.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
+// Option changes how RunFile runs a scenario.
+type Option func(*options)
+
+type options struct {
+	newRunner func(podworker.Config) (*podworker.Runner, error)
+}
+
+// WithNewRunner has RunFile build the Runner of RunnerMode with newRunner instead of
+// podworker.New (a Runner built another way, e.g. on the engine twin of podworker's own
+// tests).
+func WithNewRunner(newRunner func(podworker.Config) (*podworker.Runner, error)) Option {
+	return func(o *options) { o.newRunner = newRunner }
+}
+
 // RunFile runs the scenario script at path in the given mode and fails t where a command's
 // trace differs from the expected one. With rewrite (Machine mode only), the file is
 // rewritten with the actual traces instead. The script format is internal/script's (see
 // the package doc).
-func RunFile(t *testing.T, path string, mode Mode, rewrite bool) {
+func RunFile(t *testing.T, path string, mode Mode, rewrite bool, opts ...Option) {
 	t.Helper()
 	f, err := script.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	run := func(t *testing.T) {
-		h := newHarness(t, mode)
+		o := options{newRunner: podworker.New}
+		for _, opt := range opts {
+			opt(&o)
+		}
+		h := newHarness(t, mode, o)
 		defer h.close()
 		f.Run(t, rewrite && mode == MachineMode, func(c *script.Case) (string, error) {
 			return h.exec(argsOf(c)), nil
@@ -83,9 +101,12 @@ type harness struct {
 	fails   map[types.UID]map[string][]string
 	term    map[types.UID]bool
 	lastMin map[types.UID]time.Time
-	waits   map[string][]chan struct{}
+	// work is the type of each pod's work being started (its status read comes next).
+	work  map[types.UID]podworker.WorkType
+	waits map[string][]*podworker.Completion
 
-	m *podworker.Machine
+	m    *podworker.Machine
+	opts options
 
 	r      *podworker.Runner
 	cancel context.CancelFunc
@@ -104,10 +125,11 @@ type call struct {
 	done   chan podworker.Result
 }
 
-func newHarness(t testing.TB, mode Mode) *harness {
+func newHarness(t testing.TB, mode Mode, o options) *harness {
 	h := &harness{
 		t:       t,
 		mode:    mode,
+		opts:    o,
 		clock:   clocktesting.NewFakeClock(epoch),
 		pods:    map[string]*v1.Pod{},
 		known:   map[string]bool{},
@@ -117,7 +139,8 @@ func newHarness(t testing.TB, mode Mode) *harness {
 		fails:   map[types.UID]map[string][]string{},
 		term:    map[types.UID]bool{},
 		lastMin: map[types.UID]time.Time{},
-		waits:   map[string][]chan struct{}{},
+		work:    map[types.UID]podworker.WorkType{},
+		waits:   map[string][]*podworker.Completion{},
 	}
 	if err := h.start(podworker.MachineConfig{}); err != nil {
 		t.Fatal(err)
@@ -127,7 +150,6 @@ func newHarness(t testing.TB, mode Mode) *harness {
 
 // start builds the target with cfg (jitter off) and, for a Runner, runs it.
 func (h *harness) start(cfg podworker.MachineConfig) error {
-	cfg.Rand = func() float64 { return 0 }
 	if h.mode == MachineMode {
 		m, err := podworker.NewMachine(cfg)
 		if err != nil {
@@ -136,17 +158,18 @@ func (h *harness) start(cfg podworker.MachineConfig) error {
 		h.m = m
 		return nil
 	}
-	r, err := podworker.New(podworker.Config{
+	r, err := h.opts.newRunner(podworker.Config{
 		Syncer:             h.syncer(),
 		View:               podworker.RuntimeViewFuncs{StatusAfterFunc: h.statusAfter, LastStatusFunc: h.get},
 		Clock:              h.clock,
-		Rand:               cfg.Rand,
+		Rand:               func() float64 { return 0 },
 		ResyncInterval:     cfg.ResyncInterval,
 		BackoffInitial:     cfg.BackoffInitial,
 		BackoffMax:         cfg.BackoffMax,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs,
 		SerializeByName:    cfg.SerializeByName,
 		OnTransition:       h.transition,
+		Hooks:              podworker.Hooks{SyncStarted: func(s podworker.Sync) { h.starting(s.UID, s.WorkType) }},
 	})
 	if err != nil {
 		return err
@@ -262,7 +285,7 @@ func (h *harness) checkWaits() {
 		keep := chs[:0]
 		for _, ch := range chs {
 			select {
-			case <-ch:
+			case <-ch.Done():
 				h.lines = append(h.lines, traceLine{pod: uid, text: "kill completion channel closed"})
 			default:
 				keep = append(keep, ch)
@@ -376,7 +399,7 @@ func (h *harness) command(a args) error {
 		}
 		ch := h.wait(a)
 		if ch != nil {
-			ko.CompletedCh = ch
+			ko.Completion = ch
 		}
 		return h.update(podworker.UpdatePodOptions{UpdateType: podworker.SyncPodKill, Pod: p, KillPodOptions: ko})
 	case "kill-runtime":
@@ -390,7 +413,7 @@ func (h *harness) command(a args) error {
 		h.known[a.pos[0]] = true
 		var ko *podworker.KillPodOptions
 		if ch := h.wait(a); ch != nil {
-			ko = &podworker.KillPodOptions{CompletedCh: ch}
+			ko = &podworker.KillPodOptions{Completion: ch}
 		}
 		t := podworker.SyncPodKill
 		if a.kv["type"] == "update" {
@@ -559,11 +582,11 @@ func (h *harness) queries() queries {
 	return h.r
 }
 
-func (h *harness) wait(a args) chan struct{} {
+func (h *harness) wait(a args) *podworker.Completion {
 	if !a.flag["wait"] {
 		return nil
 	}
-	ch := make(chan struct{})
+	ch := podworker.NewCompletion()
 	h.mu.Lock()
 	h.waits[a.pos[0]] = append(h.waits[a.pos[0]], ch)
 	h.mu.Unlock()
@@ -575,12 +598,13 @@ func (h *harness) update(opts podworker.UpdatePodOptions) error {
 	if h.mode == RunnerMode {
 		return h.r.UpdatePod(opts)
 	}
-	stopped := false
+	rt := podworker.RuntimeUnknown
 	if opts.Pod != nil && (opts.Pod.Status.Phase == v1.PodSucceeded || opts.Pod.Status.Phase == v1.PodFailed) {
-		s, _ := h.get(opts.Pod.UID)
-		stopped = !s.IsRunning()
+		if s, _ := h.get(opts.Pod.UID); !s.IsRunning() {
+			rt = podworker.RuntimeStopped
+		}
 	}
-	rd, err := h.m.UpdatePod(h.clock.Now(), opts, stopped)
+	rd, err := h.m.UpdatePod(h.clock.Now(), opts, rt)
 	if err != nil {
 		return err
 	}

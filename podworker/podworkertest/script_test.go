@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/podlife/podlife/internal/script"
+	"github.com/podlife/podlife/podworker"
 )
 
 // parse parses one command line.
@@ -37,7 +38,7 @@ func TestArgsOf(t *testing.T) {
 
 // TestUnknownCommand: a typo in a script shows up in the trace rather than passing silently.
 func TestUnknownCommand(t *testing.T) {
-	h := newHarness(t, MachineMode)
+	h := newHarness(t, MachineMode, options{newRunner: podworker.New})
 	defer h.close()
 	if got := h.exec(parse(t, "frobnicate a")); got != "error: unknown command \"frobnicate\"\n" {
 		t.Errorf("trace %q", got)

@@ -158,7 +158,7 @@ func podlifeW2(s *w2Syncer, env *w2Env) (*w2Workers, error) {
 			},
 		},
 		View: podworker.RuntimeViewFuncs{
-			StatusAfterFunc: func(context.Context, types.UID, time.Time, bool) (*pleg.PodStatus, error) { return empty, nil },
+			StatusAfterFunc: func(context.Context, types.UID, time.Time) (*pleg.PodStatus, error) { return empty, nil },
 			LastStatusFunc:  func(types.UID) (*pleg.PodStatus, error) { return empty, nil },
 		},
 	}
