@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/nodeinfo"
@@ -60,7 +61,8 @@ func nodeReady(n *v1.Node) v1.NodeCondition {
 // controller, the node lifecycle controller and PodGC included (issue 30 item 3):
 //   - a pod created without nodeName is placed on node1 by the scheduler and runs;
 //   - the Lease is renewed, and the node stays Ready for the node lifecycle controller;
-//   - the node's pod outlives PodGC's 40 s orphan quarantine (its node exists);
+//   - the node's pod outlives PodGC's 40 s orphan quarantine (its node exists), while
+//     PodGC deletes a pod bound to a node that does not exist;
 //   - once the agent stops, the node lifecycle controller marks the node Unknown,
 //     "Kubelet stopped posting node status.", after its grace period (50 s, the default).
 func TestE2EControlPlane(t *testing.T) {
@@ -102,6 +104,11 @@ func TestE2EControlPlane(t *testing.T) {
 	// The Lease renewed; the pod kept past PodGC's orphan quarantine (40 s), the node Ready.
 	l := waitLease(t, ctx, admin, "the lease", func(*leaseView) bool { return true })
 	waitLease(t, ctx, admin, "the lease renewed", func(v *leaseView) bool { return v.renew.After(l.renew) })
+	// Meanwhile PodGC deletes, as an orphan, a pod bound to a node that does not exist.
+	orphan := criPod(t, "cp-orphan", image, v1.RestartPolicyAlways, 2)
+	orphan.Spec.NodeName = "node-gone"
+	orphan = createPod(t, ctx, admin, orphan)
+	t.Cleanup(func() { deletePod(t, context.Background(), admin, orphan.Name, ptr.To[int64](0)) })
 	quarantine := time.Now().Add(45 * time.Second)
 	for time.Now().Before(quarantine) {
 		p, err := admin.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -122,13 +129,21 @@ func TestE2EControlPlane(t *testing.T) {
 		}
 	}
 
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.CoreV1().Pods(namespace).Get(ctx, orphan.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("PodGC did not delete the pod bound to node-gone: %v", err)
+	}
+
 	// The agent stops: the node lifecycle controller takes the node for lost.
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
 	var lost v1.NodeCondition
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
