@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/nodeinfo"
@@ -108,7 +107,13 @@ func TestE2EControlPlane(t *testing.T) {
 	orphan := criPod(t, "cp-orphan", image, v1.RestartPolicyAlways, 2)
 	orphan.Spec.NodeName = "node-gone"
 	orphan = createPod(t, ctx, admin, orphan)
-	t.Cleanup(func() { deletePod(t, context.Background(), admin, orphan.Name, ptr.To[int64](0)) })
+	orphaned := time.Now()
+	t.Cleanup(func() { // PodGC's job; this in case it did not
+		err := admin.CoreV1().Pods(namespace).Delete(context.Background(), orphan.Name, *metav1.NewDeleteOptions(0))
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s: %v", orphan.Name, err)
+		}
+	})
 	quarantine := time.Now().Add(45 * time.Second)
 	for time.Now().Before(quarantine) {
 		p, err := admin.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -136,6 +141,7 @@ func TestE2EControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatalf("PodGC did not delete the pod bound to node-gone: %v", err)
 	}
+	t.Logf("PodGC deleted the pod bound to node-gone %v after its creation", time.Since(orphaned).Round(time.Second))
 
 	// The agent stops: the node lifecycle controller takes the node for lost.
 	if err := r.stop(); err != nil {

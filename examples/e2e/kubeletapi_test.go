@@ -113,7 +113,8 @@ func TestE2EKubeletAPI(t *testing.T) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110")}
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
+		v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}
 	startAgentWith(t, nodeClient, agent.Config{Backend: rt, HostIPs: []string{nodeIP},
 		NodeStatus: &nodestatus.Config{Client: nodeClient, Node: nodeinfo.NewNode(node, rl, nil),
 			Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP}}, KubeletPort: int32(port)}})
