@@ -47,8 +47,8 @@ import (
 // with its kubelet client certificate (hack/e2e.sh). Through the API server with client-go,
 // as kubectl does:
 //   - logs: tailLines, limitBytes, timestamps, follow (a line written by an exec while the
-//     stream is open arrives on it), previous (the log of a container's instance before
-//     its restart);
+//     stream is open arrives on it; the stream ends when its container exits), previous
+//     (the log of a container's instance before its restart);
 //   - exec over websocket (kubectl's first choice) and SPDY: stdout and the exit code;
 //   - port-forward over SPDY and over websocket to the container's HTTP server: a request
 //     and its answer through the tunnel.
@@ -394,12 +394,29 @@ func TestE2EKubeletAPI(t *testing.T) {
 			return st != nil && st.RestartCount >= 1
 		})
 	})
+	// A followed log ends when its container does (restarts' instance lives 3 s).
+	followStart := time.Now()
+	rs, err := pods.GetLogs(pod.Name, &v1.PodLogOptions{Container: "restarts", Follow: true}).Stream(ctx)
+	if err != nil {
+		t.Fatalf("logs -f restarts: %v", err)
+	}
+	b, err := io.ReadAll(rs)
+	rs.Close()
+	if err != nil || (strings.Contains(string(b), "an instance") && !strings.HasSuffix(string(b), "testimage: exit 0 after 3s\n")) {
+		t.Errorf("logs -f of a container that exits: %v, %q", err, b)
+	}
+	t.Logf("logs -f of a container that exits after 3 s ended after %v", time.Since(followStart).Round(time.Millisecond))
 	prev := logs(v1.PodLogOptions{Container: "restarts", Previous: true})
 	if prev != "an instance\ntestimage: started (pid 1)\ntestimage: exit 0 after 3s\n" {
 		t.Errorf("logs --previous: %q", prev)
 	}
-	if b, err := pods.GetLogs(pod.Name, &v1.PodLogOptions{Container: "main", Previous: true}).DoRaw(ctx); err == nil {
-		t.Errorf("logs --previous of a container never restarted: %q, want an error", b)
+	// As the kubelet: kubectl's "Error from server (BadRequest): previous terminated container
+	// ..." (kubectl reads logs with Stream).
+	if s, err := pods.GetLogs(pod.Name, &v1.PodLogOptions{Container: "main", Previous: true}).Stream(ctx); err == nil {
+		s.Close()
+		t.Errorf("logs --previous of a container never restarted: no error")
+	} else if wantMsg := fmt.Sprintf("previous terminated container %q in pod %q not found", "main", pod.Name); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), wantMsg) {
+		t.Errorf("logs --previous of a container never restarted: %v, want BadRequest %q", err, wantMsg)
 	}
 }
 
