@@ -60,7 +60,8 @@ func nodeReady(n *v1.Node) v1.NodeCondition {
 // controller, the node lifecycle controller and PodGC included (issue 30 item 3):
 //   - a pod created without nodeName is placed on node1 by the scheduler and runs;
 //   - the Lease is renewed, and the node stays Ready for the node lifecycle controller;
-//   - the node's pod outlives PodGC's 40 s orphan quarantine (its node exists);
+//   - the node's pod outlives PodGC's 40 s orphan quarantine (its node exists), while
+//     PodGC deletes a pod bound to a node that does not exist;
 //   - once the agent stops, the node lifecycle controller marks the node Unknown,
 //     "Kubelet stopped posting node status.", after its grace period (50 s, the default).
 func TestE2EControlPlane(t *testing.T) {
@@ -102,6 +103,17 @@ func TestE2EControlPlane(t *testing.T) {
 	// The Lease renewed; the pod kept past PodGC's orphan quarantine (40 s), the node Ready.
 	l := waitLease(t, ctx, admin, "the lease", func(*leaseView) bool { return true })
 	waitLease(t, ctx, admin, "the lease renewed", func(v *leaseView) bool { return v.renew.After(l.renew) })
+	// Meanwhile PodGC deletes, as an orphan, a pod bound to a node that does not exist.
+	orphan := criPod(t, "cp-orphan", image, v1.RestartPolicyAlways, 2)
+	orphan.Spec.NodeName = "node-gone"
+	orphan = createPod(t, ctx, admin, orphan)
+	orphaned := time.Now()
+	t.Cleanup(func() { // PodGC's job; this in case it did not
+		err := admin.CoreV1().Pods(namespace).Delete(context.Background(), orphan.Name, *metav1.NewDeleteOptions(0))
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting %s: %v", orphan.Name, err)
+		}
+	})
 	quarantine := time.Now().Add(45 * time.Second)
 	for time.Now().Before(quarantine) {
 		p, err := admin.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -122,13 +134,22 @@ func TestE2EControlPlane(t *testing.T) {
 		}
 	}
 
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := admin.CoreV1().Pods(namespace).Get(ctx, orphan.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("PodGC did not delete the pod bound to node-gone: %v", err)
+	}
+	t.Logf("PodGC deleted the pod bound to node-gone %v after its creation", time.Since(orphaned).Round(time.Second))
+
 	// The agent stops: the node lifecycle controller takes the node for lost.
 	if err := r.stop(); err != nil {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
 	var lost v1.NodeCondition
-	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := admin.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			return false, nil

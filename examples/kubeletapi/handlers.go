@@ -161,7 +161,14 @@ func (s *handler) logs(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	c, err := s.cfg.Runtime.FindContainer(ctx, r.PathValue("ns"), r.PathValue("pod"), r.PathValue("container"), previous)
 	if err != nil {
-		runtimeError(w, err)
+		// The kubelet answers 400 to every error of a log request (the API server passes
+		// it on: kubectl's "Error from server (BadRequest)"), in its words for a previous
+		// instance it does not have.
+		msg := err.Error()
+		if previous && errors.Is(err, cri.ErrNotFound) {
+			msg = fmt.Sprintf("previous terminated container %q in pod %q not found", r.PathValue("container"), r.PathValue("pod"))
+		}
+		http.Error(w, msg, http.StatusBadRequest)
 		return
 	}
 	if previous {

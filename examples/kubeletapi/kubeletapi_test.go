@@ -2,6 +2,7 @@ package kubeletapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/podlife/podlife/examples/cri"
 )
 
 func TestAttributes(t *testing.T) {
@@ -126,6 +129,38 @@ func TestReadLogs(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, out.String()); diff != "" {
 				t.Errorf("ReadLogs (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fakeRuntime has no containers.
+type fakeRuntime struct{ Runtime }
+
+func (fakeRuntime) FindContainer(_ context.Context, ns, name, container string, previous bool) (cri.StreamContainer, error) {
+	return cri.StreamContainer{}, fmt.Errorf("%w: container %q in pod %s/%s", cri.ErrNotFound, container, ns, name)
+}
+
+// TestLogsErrors: a log request the runtime cannot answer gets the kubelet's 400, in the
+// kubelet's words for a previous instance it does not have.
+func TestLogsErrors(t *testing.T) {
+	h := Handler(HandlerConfig{Runtime: fakeRuntime{}})
+	tests := []struct {
+		name, query, want string
+	}{
+		{name: "previous", query: "?previous=true", want: "previous terminated container \"c\" in pod \"p\" not found\n"},
+		{name: "current", query: "", want: "cri: not found: container \"c\" in pod ns/p\n"},
+		{name: "bad option", query: "?tailLines=x", want: "tailLines: \"x\" is not a non-negative integer\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest("GET", "/containerLogs/ns/p/c"+tt.query, nil))
+			if w.Code != http.StatusBadRequest {
+				t.Errorf("code %d, want 400", w.Code)
+			}
+			if diff := cmp.Diff(tt.want, w.Body.String()); diff != "" {
+				t.Errorf("body (-want +got):\n%s", diff)
 			}
 		})
 	}
