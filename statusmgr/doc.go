@@ -101,10 +101,11 @@
 //
 // A sync of one pod:
 //
-//  1. uses the server's pod from the last answer or, before any, the node agent's pod when
-//     it came from the API server (it has a resourceVersion: the source's copy); GET only
-//     when it has neither, after an error, after a Conflict, or when the source's copy
-//     shows nothing to write; and forgets the status if the server's UID is another (read,
+//  1. uses the server's pod from the last answer or, before any, the node agent's current
+//     copy of the pod (the PodLookup's, when it came from the API server: it has a
+//     resourceVersion); GET only when it has neither (always without a PodLookup: a pod a
+//     caller kept may be long stale), after an error, after a Conflict, or when the
+//     source's copy shows nothing to write; and forgets the status if the server's UID is another (read,
 //     never guessed from the source's copy);
 //  2. merges (MergePodStatusAt) and, if anything changed, sends the status patch; the
 //     patched pod in the answer becomes the new copy, and when its status is exactly the

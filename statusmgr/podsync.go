@@ -87,12 +87,16 @@ func targetOf(pod *v1.Pod, mirror *v1.Pod, found bool) (target, types.UID) {
 // what the runner knows (its copy of the server's pod, what its callbacks answered).
 type podSyncInput struct {
 	// Pod is the node agent's pod (its namespace, name, UID, annotations and
-	// deletionTimestamp are used). Required. A pod from the API server (targetPod, with a
-	// resourceVersion) is also the source's copy of the server's pod: when Server is nil,
-	// the sync patches against it instead of reading the pod first, with its
-	// resourceVersion as the patch's precondition (a stale copy gives a Conflict, which
-	// reads the pod and tries again without counting against MaxConflictRetries).
+	// deletionTimestamp are used). Required.
 	Pod *v1.Pod
+	// Source is the node agent's current copy of the pod as its source delivered it (the
+	// PodLookup's pod of this UID; nil without a PodLookup). With a resourceVersion (a pod
+	// from the API server, targetPod) and Server nil, the sync patches against it instead
+	// of reading the pod first, with its resourceVersion as the patch's precondition (a
+	// stale copy gives a Conflict, which reads the pod and tries again without counting
+	// against MaxConflictRetries). Without a PodLookup the manager cannot tell a fresh
+	// copy from the one a caller kept, so it reads the pod first, as the kubelet does.
+	Source *v1.Pod
 	// Status is the version to write (normalized, as the Manager stores it).
 	Status v1.PodStatus
 	// Finished is true once TerminatePod has run for the pod (CanBeDeleted's
@@ -304,10 +308,11 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 		if p.in.Target == targetNoMirror {
 			return p.finish(st, outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}
-		if p.server == nil && p.in.Target == targetPod && p.in.Pod.ResourceVersion != "" {
+		if src := p.in.Source; p.server == nil && p.in.Target == targetPod && src != nil &&
+			src.UID == p.in.Pod.UID && src.ResourceVersion != "" {
 			// The source's copy of the pod stands in for a GET; its resourceVersion guards
 			// the patch.
-			p.server, p.borrowed = p.in.Pod, true
+			p.server, p.borrowed = src, true
 		}
 	case VerbGet:
 		st.stats.Gets++

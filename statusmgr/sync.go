@@ -106,6 +106,9 @@ func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
 		}
 		p, ok := m.lookup.GetPodByUID(s.uid)
 		in.Desired = ok && p != nil && p.UID == s.uid
+		if in.Desired {
+			in.Source = p
+		}
 	}
 	in.Target, in.MirrorUID = targetOf(s.pod, mirror, found)
 	*ps = newPodSync(in)

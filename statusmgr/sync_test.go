@@ -273,7 +273,8 @@ func TestManagerReconcilesOverwrittenStatus(t *testing.T) {
 		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
 		synctest.Wait()
 		h.period() // in sync: nothing to reconcile
-		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1})
+		// The lookup's copy (with its resourceVersion) stands in for the first GET.
+		h.counts(statusmgrtest.Counts{Gets: 0, Patches: 1})
 
 		// Someone else overwrites a kubelet-owned field.
 		other := mustPod(t, api, "p")
@@ -288,9 +289,9 @@ func TestManagerReconcilesOverwrittenStatus(t *testing.T) {
 		}
 		// Sent again against the lookup's fresh copy, its resourceVersion the patch's
 		// precondition: no GET.
-		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
+		h.counts(statusmgrtest.Counts{Gets: 0, Patches: 2})
 		h.period()
-		h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
+		h.counts(statusmgrtest.Counts{Gets: 0, Patches: 2})
 	})
 }
 
@@ -432,15 +433,34 @@ func TestManagerObservesSyncLatency(t *testing.T) {
 }
 
 // TestManagerFirstPatchWithoutGet: a pod the node agent holds as its source delivered it
-// (with a resourceVersion) gets its first status patch without a GET, the
-// resourceVersion its precondition; a stale copy costs a Conflict and a GET, and a pod
-// recreated under the name is never patched (issue 33 item 5).
+// (its PodLookup's copy, with a resourceVersion) gets its first status patch without a
+// GET, the resourceVersion its precondition; a stale copy costs a Conflict and a GET, and
+// a pod recreated under the name is never patched (issue 33 item 5). Without a PodLookup
+// the manager cannot tell a fresh copy from a kept one: it reads first.
 func TestManagerFirstPatchWithoutGet(t *testing.T) {
+	// source is a PodLookup holding pod as the node agent's copy.
+	source := func(pod *v1.Pod) func(*statusmgr.Config) {
+		return func(c *statusmgr.Config) {
+			c.Lookup = statusmgr.PodLookupFuncs{GetPodByUIDFunc: func(uid types.UID) (*v1.Pod, bool) {
+				return pod, uid == pod.UID
+			}}
+		}
+	}
+	t.Run("no lookup", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+			pod := mustPod(t, api, "p")
+			h := start(t, api, nil)
+			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1})
+		})
+	})
 	t.Run("fresh", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
 			pod := mustPod(t, api, "p") // the source's copy
-			h := start(t, api, nil)
+			h := start(t, api, source(pod))
 			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
 			synctest.Wait()
 			h.counts(statusmgrtest.Counts{Gets: 0, Patches: 1})
@@ -456,7 +476,7 @@ func TestManagerFirstPatchWithoutGet(t *testing.T) {
 			other := pod.DeepCopy()
 			other.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
 			api.Put(other) // changed since the source's copy
-			h := start(t, api, nil)
+			h := start(t, api, source(pod))
 			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
 			synctest.Wait()
 			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
@@ -474,7 +494,7 @@ func TestManagerFirstPatchWithoutGet(t *testing.T) {
 			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
 			pod := mustPod(t, api, "p")
 			api.Put(testPod("p", "u2"))
-			h := start(t, api, nil)
+			h := start(t, api, source(pod))
 			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
 			synctest.Wait()
 			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 1})
