@@ -31,7 +31,7 @@
 // change is a graceful Delete if the new version has a deletionTimestamp and an Update
 // otherwise; a change of status alone is a Reconcile; anything else (resourceVersion,
 // finalizers, owner references) is nothing. Comparisons have reflect.DeepEqual's exact
-// semantics (nil and empty differ), without its cost: see equal.go.
+// semantics (nil and empty differ), without its cost: see equal_fast.go.
 //
 // By default (NewStore, the zero StoreConfig and the zero MuxConfig) every listed pod of
 // a known UID is compared, as the kubelet compares it, whatever its resourceVersion: a
@@ -56,6 +56,16 @@
 // the shortcut trusts and no more (see StoreConfig.TrustResourceVersions), keeps no input
 // alive (addresses are kept as numbers), and a source that lists new objects every time
 // does without it, 8 Sets at a time.
+//
+// The fast paths and their simple twin: the compiled, unsafe comparisons and the pointer
+// rule (with its cache-warming loop) are the package's fast paths (equal_fast.go,
+// listing.go). Building with the tag podlife_simple (go build -tags podlife_simple, go
+// test -tags podlife_simple ./config/) swaps in their simple twin (equal_simple.go):
+// reflect.DeepEqual for every comparison and no pointer rule (every listed pod is found
+// by its UID). The results are the same, only the cost differs, so a user can rule the
+// fast paths out while debugging; the package's tests, the parity tests against the
+// kubelet's merge and the fuzz tests against the naive model among them, pass with
+// either.
 //
 // Invariants of a Store:
 //   - per source, at most one pod per UID; sources never affect each other;

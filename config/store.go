@@ -280,7 +280,8 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 	// others the other listed pods stored before. Only a Set uses it: the pods of Add,
 	// Update and Delete come from a watch, a new object every time, which the rule
 	// would never find and whose addresses would cost a lookup and two map writes per pod.
-	ptrs := trusted && st.ptrsOff == 0 && u.Op == Set
+	// The simple twin (build tag podlife_simple) never uses it.
+	ptrs := fastPaths && trusted && st.ptrsOff == 0 && u.Op == Set
 	hits, others := 0, 0
 	if ptrs && st.byPtr == nil {
 		st.byPtr = make(map[uintptr]int, len(u.Pods))
@@ -374,7 +375,7 @@ func (s *Store) upsert(st *sourceState, u PodUpdate) (Changes, []Drop, error) {
 		}
 		sortPods(c.Removes)
 		st.seen = true
-		if trusted {
+		if fastPaths && trusted {
 			st.judgePointers(ptrs, hits, hits+others)
 		}
 	}

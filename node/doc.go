@@ -51,7 +51,8 @@
 //     terminal phase is on the server.
 //   - The PodSyncer (internal): SyncPod writes the status first, reports a terminal pod
 //     terminal, then calls Runtime.SyncPod (and keeps a static pod's mirror pod when the
-//     Patcher implements MirrorPodClient). SyncTerminatingPod writes the status (with a
+//     Patcher implements MirrorPodClient); with a StartReporter runtime, a pod's first
+//     status waits until the runtime reports the pod (or its SyncPod fails). SyncTerminatingPod writes the status (with a
 //     kill request's status function applied), calls Runtime.KillPod with the effective
 //     grace period, re-inspects the pod and fails while a container still runs, then
 //     writes the stopped status (podIsTerminal). SyncTerminatingRuntimePod calls

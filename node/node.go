@@ -184,6 +184,9 @@ type Node struct {
 	mirrors MirrorPodClient // nil unless the Patcher implements it
 	gen     StatusGenerator // nil unless the Runtime implements it
 	prober  Prober          // nil unless the Runtime implements it
+	// reportsStart: the Runtime is a StartReporter that reports starts (see syncer's
+	// SyncPod).
+	reportsStart bool
 	// probes runs the containers' probes through prober; nil without one.
 	probes *prober.Runner
 
@@ -226,6 +229,9 @@ func New(cfg Config) (*Node, error) {
 	n.mirrors, _ = cfg.Patcher.(MirrorPodClient)
 	n.gen, _ = cfg.Runtime.(StatusGenerator)
 	n.prober, _ = cfg.Runtime.(Prober)
+	if sr, ok := cfg.Runtime.(StartReporter); ok {
+		n.reportsStart = sr.ReportsStart()
+	}
 	var err error
 	n.mux, err = config.NewMux(config.MuxConfig{Sources: cfg.Sources, OnlySources: true, Clock: cfg.Clock, Logger: cfg.Logger,
 		TrustResourceVersions: !cfg.FullComparison, SharedPods: !cfg.CopyPods, Accept: n.accept,

@@ -124,6 +124,23 @@ type StatusPusher interface {
 	PushStatuses(ctx context.Context, push func(*pleg.PodStatus))
 }
 
+// StartReporter is implemented by a Runtime that reports every pod it starts by itself,
+// through its PodStatus and ListPods (the relist) or its pushes (StatusPusher), as a
+// virtual-kubelet provider does (virtual-kubelet writes a pod's first status from the
+// provider's, after CreatePod). When ReportsStart returns true, the node writes no
+// status for a pod that has none yet (in the status manager) while its runtime status
+// shows nothing of it (no container, no sandbox): the sync calls Runtime.SyncPod without
+// writing a status first, unless SyncPod fails (then the status, with the failure's
+// reason, is written after it). The first status is written by the sync that follows the
+// runtime's report of the pod (a push or the relist that finds it): a pod the runtime
+// runs at once gets one status write, Running, instead of a Pending one before the start
+// and a Running one after it. Every other sync, and every sync with any other Runtime,
+// writes the status first, as the kubelet does (a slow start, an image pull, shows
+// Pending meanwhile). New asks ReportsStart once.
+type StartReporter interface {
+	ReportsStart() bool
+}
+
 // StatusGenerator is implemented by a Runtime that knows more of a pod's API status
 // than its containers say (a virtual-kubelet provider reports whole statuses). The node
 // first generates the status from the runtime status (GenerateAPIStatus) and then hands

@@ -24,7 +24,8 @@ type syncer Node
 var _ podworker.PodSyncer = (*syncer)(nil)
 
 // SyncPod writes the pod's status from its runtime status and, unless that status is
-// terminal, has the runtime start or update the pod (status first, as the kubelet). With
+// terminal, has the runtime start or update the pod (status first, as the kubelet; with
+// a StartReporter, a pod's first status once the runtime reports it: see StartReporter). With
 // a Prober, the pod's probes are added and given its containers' instances first, and
 // the containers whose liveness or startup probe failed are killed before
 // Runtime.SyncPod, which gets the status inspected after the kills.
@@ -35,11 +36,17 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 	}
 	n.setProbes(pod, rs)
 	st := n.generate(pod, rs, false)
-	if err := n.setStatus(pod, st, true); err != nil {
-		return false, err
+	terminal := podfacts.IsTerminalPhase(st.Phase)
+	// later: the pod's first status waits for the runtime's report of its start
+	// (StartReporter); it is written now only if SyncPod fails.
+	later := !terminal && n.reportsStart && !reported(rs) && !n.hasStatus(pod.UID)
+	if !later {
+		if err := n.setStatus(pod, st, true); err != nil {
+			return false, err
+		}
+		n.scheduleDeadline(pod, &st)
 	}
-	n.scheduleDeadline(pod, &st)
-	if podfacts.IsTerminalPhase(st.Phase) {
+	if terminal {
 		if n.observed() {
 			n.emit(Event{Kind: EventWork, Pod: pod, Reason: ReasonSyncPod, Message: fmt.Sprintf("SyncPod: pod is terminal (%s)", st.Phase)})
 		}
@@ -59,12 +66,30 @@ func (s *syncer) SyncPod(ctx context.Context, ut podworker.SyncPodType, pod, _ *
 		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	n.reasons.update(pod.UID, err)
+	if later && err != nil {
+		if err := n.setStatus(pod, st, true); err != nil {
+			return false, err
+		}
+		n.scheduleDeadline(pod, &st)
+	}
 	if err != nil {
 		n.emit(Event{Kind: EventError, Pod: pod, Reason: ReasonFailedSync, Err: err})
 		n.recordSyncFailure(pod, err) // the pod workers log it, once
 		return false, fmt.Errorf("node: syncing %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	return false, nil
+}
+
+// hasStatus reports whether the status manager holds a status of the pod.
+func (n *Node) hasStatus(uid types.UID) bool {
+	_, ok := n.status.PodStatusView(uid)
+	return ok
+}
+
+// reported reports whether a runtime status shows anything of the pod (a container or a
+// sandbox).
+func reported(rs *pleg.PodStatus) bool {
+	return rs != nil && (len(rs.ContainerStatuses) > 0 || len(rs.SandboxStatuses) > 0)
 }
 
 // recordSyncFailure records the kubelet's events for a failed SyncPod: for each

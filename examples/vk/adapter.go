@@ -88,7 +88,9 @@ const (
 //     PLEG's push mode. With a provider that notifies, PodStatus answers from the
 //     statuses notified since CreatePod (virtual-kubelet relies on them alone) and asks
 //     GetPod again after an UpdatePod or DeletePod, or once a relist disagrees with them.
-//   - APIStatus is the provider's last reported status of the pod.
+//   - APIStatus is the provider's last reported status of the pod; ReportsStart has the
+//     node write a pod's first status once the provider reports the pod (not before
+//     CreatePod).
 //
 // Providers key pods by namespace and name; the adapter checks the UID of what the
 // provider returns, so a pod recreated under the same name is never mistaken for the old
@@ -162,7 +164,14 @@ var (
 	_ plnode.Runtime         = (*Adapter)(nil)
 	_ plnode.StatusPusher    = (*Adapter)(nil)
 	_ plnode.StatusGenerator = (*Adapter)(nil)
+	_ plnode.StartReporter   = (*Adapter)(nil)
 )
+
+// ReportsStart is true (node.StartReporter): the provider reports every pod CreatePod
+// started (NotifyPods, or GetPods at the relist), and the node writes a pod's first status
+// from that report, as virtual-kubelet writes none before the provider reports one. A pod
+// the provider runs at once gets one status write, Running, not Pending and then Running.
+func (a *Adapter) ReportsStart() bool { return true }
 
 // SyncPod is StartPod (node.Runtime).
 func (a *Adapter) SyncPod(ctx context.Context, pod *v1.Pod, _ *pleg.PodStatus) error {

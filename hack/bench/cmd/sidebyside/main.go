@@ -3,10 +3,12 @@
 // virtual-kubelet's) own code and on podlife, each run in a fresh process, alternating the
 // two sides (A B A B ...), and prints one table of medians.
 //
-//	go run ./cmd/sidebyside [-pairs 4] [-only W1,W3]
+//	./copy-kubelet.sh && go run ./cmd/sidebyside [-pairs 4] [-only W1,W3]
 //
 // The kubelet's unexported code (the config merge, the pod workers) runs from verbatim
-// copies made by copy-kubelet.sh; run.sh makes them and then runs this.
+// copies made by copy-kubelet.sh (git-ignored, so a fresh checkout has none: without
+// them the build stops at "undefined: runCopyKubeletShFirst"); run.sh makes them and then
+// runs this.
 //
 // With -one WORKLOAD -side kubelet|podlife it runs one workload once on one side and
 // prints its figures as JSON (what the driver runs in each child process).

@@ -14,6 +14,12 @@ import (
 	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 )
 
+// The copies are made by ../../copy-kubelet.sh (run.sh runs it); without them, the build
+// stops here first.
+var _ = runCopyKubeletShFirst
+
+//go:generate ../../copy-kubelet.sh
+
 // Storage is the kubelet's podStorage.
 type Storage struct{ s *podStorage }
 

@@ -20,6 +20,12 @@ import (
 	"k8s.io/utils/clock"
 )
 
+// The copies are made by ../../copy-kubelet.sh (run.sh runs it); without them, the build
+// stops here first.
+var _ = runCopyKubeletShFirst
+
+//go:generate ../../copy-kubelet.sh
+
 // SyncFuncs are the kubelet's podSyncer methods.
 type SyncFuncs struct {
 	SyncPod                   func(ctx context.Context, updateType kubetypes.SyncPodType, pod, mirrorPod *v1.Pod, podStatus *kubecontainer.PodStatus) (bool, func(), error)

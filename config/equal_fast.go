@@ -1,3 +1,5 @@
+//go:build !podlife_simple
+
 package config
 
 import (
@@ -11,8 +13,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// This file holds an exact, allocation-free stand-in for reflect.DeepEqual on the parts of
-// a pod that CheckAndUpdatePod compares.
+// This file holds the fast paths of the merge: an exact, allocation-free stand-in for
+// reflect.DeepEqual on the parts of a pod that CheckAndUpdatePod compares, and
+// fastPaths, which turns on the pointer rule (listing.go). Its simple twin,
+// equal_simple.go, is built instead with the build tag podlife_simple (see the package
+// documentation).
+
+// fastPaths: the pointer rule (unchangedListing) and its cache-warming loop
+// (warmHeaders) are used; false in the simple twin.
+const fastPaths = true
+
 //
 // The kubelet compares pods with reflect.DeepEqual on struct values, which boxes the spec
 // and the status on the heap for every pod of every update and grows a "visited" map as it
