@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 func TestMergePodStatusAt(t *testing.T) {
@@ -291,7 +293,7 @@ func FuzzMergePodStatus(f *testing.F) {
 	f.Add(uint64(0x1234), uint64(0x8888), false)
 	f.Add(uint64(0xfffff), uint64(0x3), false)
 	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, couldRun bool) {
-		old, nw := randomStatus(oldSeed), randomStatus(newSeed)
+		old, nw := statustest.RandomStatus(oldSeed), statustest.RandomStatus(newSeed)
 		oldCopy, newCopy := old.DeepCopy(), nw.DeepCopy()
 		var pod *v1.Pod
 		if oldSeed%3 == 0 {

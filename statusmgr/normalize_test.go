@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // randomTime is a time with nanoseconds in one of several locations, years 0-9999 mostly,
@@ -92,7 +94,7 @@ func TestNormalizeStatusMatchesOld(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a"}, {Name: "b"}}}}
 	for i := range 20000 {
-		s := randomStatus(uint64(i))
+		s := statustest.RandomStatus(uint64(i))
 		// Sub-second times everywhere a time is.
 		set := func(tm *metav1.Time) {
 			if r.IntN(5) > 0 {

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // Parity tests, continued from parity_test.go: KUBELET-BEHAVIOR.md §8 (TerminatePod and the
@@ -635,7 +637,7 @@ func (s *parServer) patcher() StatusPatcher {
 			if err := s.call("patch"); err != nil {
 				return nil, err
 			}
-			patched := applyStatusPatch(s.t, s.pod.UID, s.pod.Status, patch)
+			patched := statustest.ApplyPatch(s.t, s.pod.UID, s.pod.Status, patch)
 			s.pod.Status = patched.Status
 			return s.pod.DeepCopy(), nil
 		},

@@ -8,6 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // Parity tests: every rule of KUBELET-BEHAVIOR.md §6 (canBeDeleted), §7 (mergePodStatus)
@@ -494,7 +496,7 @@ func FuzzParityMergePodStatus(f *testing.F) {
 	f.Add(uint64(7), uint64(99), true, int64(3))
 	f.Add(uint64(0xdead), uint64(0xbeef), false, int64(12))
 	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, couldRun bool, gen int64) {
-		old, nw := randomStatus(oldSeed), randomStatus(newSeed)
+		old, nw := statustest.RandomStatus(oldSeed), statustest.RandomStatus(newSeed)
 		if newSeed%5 == 0 { // make terminal transitions frequent
 			nw.Phase = v1.PodFailed
 		}

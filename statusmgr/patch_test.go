@@ -9,31 +9,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/podlife/podlife/internal/seedpod"
 	"github.com/podlife/podlife/statusmgr/internal/patch"
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
-
-// applyStatusPatch applies patch with apimachinery's strategic merge to a pod whose status is
-// server and returns the resulting pod.
-func applyStatusPatch(t testing.TB, uid types.UID, server v1.PodStatus, patch []byte) *v1.Pod {
-	t.Helper()
-	orig, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: uid}, Status: server})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
-	if err != nil {
-		t.Fatalf("apply patch %s: %v", patch, err)
-	}
-	var pod v1.Pod
-	if err := json.Unmarshal(out, &pod); err != nil {
-		t.Fatal(err)
-	}
-	return &pod
-}
 
 // roundTrip returns s as it reads back from JSON (the form the server stores).
 func roundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
@@ -138,7 +119,7 @@ func TestStatusPatch(t *testing.T) {
 					t.Errorf("patch (-want +got):\n%s", diff)
 				}
 			}
-			got := applyStatusPatch(t, "u1", tc.old, patch)
+			got := statustest.ApplyPatch(t, "u1", tc.old, patch)
 			if !equality.Semantic.DeepEqual(got.Status, roundTrip(t, tc.new)) {
 				t.Errorf("patched status differs (-want +got):\n%s\npatch: %s", cmp.Diff(roundTrip(t, tc.new), got.Status), patch)
 			}
@@ -164,7 +145,7 @@ func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
 	gate := cond("example.com/gate", v1.ConditionTrue, "", t0)
 	server := *old.DeepCopy()
 	server.Conditions = append(server.Conditions, gate)
-	got := applyStatusPatch(t, "u1", server, patch)
+	got := statustest.ApplyPatch(t, "u1", server, patch)
 	if i := findCondition(got.Status.Conditions, gate.Type); i < 0 {
 		t.Fatalf("other client's condition lost; patch %s", patch)
 	}
@@ -195,7 +176,7 @@ func FuzzStatusPatch(f *testing.F) {
 	f.Add(uint64(3), uint64(0x0114), false, uint8(1))
 	f.Add(uint64(5), uint64(0x1300), true, uint8(1))
 	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool, source uint8) {
-		old, nw := roundTrip(t, randomStatus(oldSeed)), roundTrip(t, randomStatus(newSeed))
+		old, nw := roundTrip(t, statustest.RandomStatus(oldSeed)), roundTrip(t, statustest.RandomStatus(newSeed))
 		if source%2 == 1 {
 			n := int(oldSeed % 1000)
 			steps := append([]v1.PodStatus{roundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
@@ -213,7 +194,7 @@ func FuzzStatusPatch(f *testing.F) {
 		if otherClient {
 			server.Conditions = append(server.Conditions, extra)
 		}
-		got := applyStatusPatch(t, "uid-1", server, patch).Status
+		got := statustest.ApplyPatch(t, "uid-1", server, patch).Status
 		if otherClient {
 			i := findCondition(got.Conditions, extra.Type)
 			if i < 0 {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/podlife/podlife/internal/seedpod"
 	"github.com/podlife/podlife/statusmgr/internal/patch"
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // checkMatchesReference fails unless StatusPatch and the reflective reference give the same
@@ -58,7 +59,7 @@ func TestStatusPatchMatchesReference(t *testing.T) {
 	old, nw := benchStatuses()
 	checkMatchesReference(t, &old, &nw)
 	for seed := range uint64(500) {
-		a, b := randomStatus(seed), randomStatus(seed+1)
+		a, b := statustest.RandomStatus(seed), statustest.RandomStatus(seed+1)
 		checkMatchesReference(t, &a, &b)
 	}
 }

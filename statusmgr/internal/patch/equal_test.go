@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // checkFieldsEqual fails unless FieldsEqual, fieldsEqualByPatch and (with no field
@@ -30,7 +32,7 @@ func checkFieldsEqual(t *testing.T, a, b *v1.PodStatus) {
 // statuses, equal ones, and statuses one field apart.
 func TestFieldsEqual(t *testing.T) {
 	for seed := range uint64(100) {
-		a, b := randomStatus(seed), randomStatus(seed+1)
+		a, b := statustest.RandomStatus(seed), statustest.RandomStatus(seed+1)
 		checkFieldsEqual(t, &a, &b)
 		checkFieldsEqual(t, &a, a.DeepCopy())
 		c := randomFilledStatus(seed)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -43,7 +43,7 @@ func checkMatchesReference(t *testing.T, old, nw *v1.PodStatus) []byte {
 // random statuses (statusmgr's TestStatusPatchMatchesReference adds W4's realistic ones).
 func TestStatusMatchesReferenceRandom(t *testing.T) {
 	for seed := range uint64(500) {
-		a := randomStatus(seed)
+		a := statustest.RandomStatus(seed)
 		c, d := randomFilledStatus(seed), randomFilledStatus(seed+1)
 		checkMatchesReference(t, &c, &d)
 		checkMatchesReference(t, &a, &c)
@@ -140,7 +140,7 @@ func FuzzStatusMatchesReference(f *testing.F) {
 		var old, nw v1.PodStatus
 		switch kind % 3 {
 		case 0:
-			old, nw = randomStatus(oldSeed), randomStatus(newSeed)
+			old, nw = statustest.RandomStatus(oldSeed), statustest.RandomStatus(newSeed)
 		case 1:
 			old, nw = randomFilledStatus(oldSeed), randomFilledStatus(newSeed)
 		case 2: // a few members changed
@@ -230,7 +230,7 @@ func TestStatusCoversEveryField(t *testing.T) {
 			}
 			for _, pair := range [][2]*v1.PodStatus{{&old, &nw}, {&nw, &old}} {
 				patch := checkMatchesReference(t, pair[0], pair[1])
-				got := applyStatus(t, "uid-1", *pair[0], patch).Status
+				got := statustest.ApplyPatch(t, "uid-1", *pair[0], patch).Status
 				if !equality.Semantic.DeepEqual(got, *pair[1]) {
 					t.Errorf("path %v: patched status differs (-want +got):\n%s\npatch: %s", path, cmp.Diff(*pair[1], got), patch)
 				}
@@ -398,25 +398,6 @@ func TestWriteValue(t *testing.T) {
 	}
 }
 
-// applyStatus applies patch with apimachinery's strategic merge to a pod whose status is
-// server and returns the resulting pod.
-func applyStatus(t testing.TB, uid types.UID, server v1.PodStatus, patch []byte) *v1.Pod {
-	t.Helper()
-	orig, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: uid}, Status: server})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
-	if err != nil {
-		t.Fatalf("apply patch %s: %v", patch, err)
-	}
-	var pod v1.Pod
-	if err := json.Unmarshal(out, &pod); err != nil {
-		t.Fatal(err)
-	}
-	return &pod
-}
-
 // roundTrip returns s as it reads back from JSON (the form the server stores).
 func roundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
 	t.Helper()
@@ -433,105 +414,6 @@ func roundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
 
 func cond(t v1.PodConditionType, s v1.ConditionStatus, reason string, at time.Time) v1.PodCondition {
 	return v1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
-}
-
-// randomStatus builds a pseudo-random pod status from seed, with unique condition types and
-// whole-second times (what the API server stores).
-func randomStatus(seed uint64) v1.PodStatus {
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	pick := func(vals ...string) string { return vals[r.IntN(len(vals))] }
-	tm := func() metav1.Time {
-		if r.IntN(4) == 0 {
-			return metav1.Time{}
-		}
-		return metav1.NewTime(time.Unix(1_700_000_000+r.Int64N(1000), 0).UTC())
-	}
-	var s v1.PodStatus
-	s.Phase = v1.PodPhase(pick("", "Pending", "Running", "Succeeded", "Failed", "Unknown"))
-	if r.IntN(2) == 0 {
-		s.Reason = pick("Evicted", "NodeLost", "")
-		s.Message = pick("m1", "a longer message", "")
-	}
-	types := []v1.PodConditionType{v1.PodScheduled, v1.PodReady, v1.PodInitialized, v1.ContainersReady,
-		v1.PodReadyToStartContainers, v1.DisruptionTarget, v1.PodResizePending, "example.com/a", "example.com/b"}
-	r.Shuffle(len(types), func(i, j int) { types[i], types[j] = types[j], types[i] })
-	for _, t := range types[:r.IntN(len(types)+1)] {
-		c := v1.PodCondition{Type: t, Status: v1.ConditionStatus(pick("True", "False", "Unknown"))}
-		if r.IntN(2) == 0 {
-			c.Reason = pick("R1", "R2")
-		}
-		if r.IntN(3) == 0 {
-			c.Message = pick("msg", "other msg")
-		}
-		c.LastTransitionTime = tm()
-		if r.IntN(3) == 0 {
-			c.LastProbeTime = tm()
-		}
-		c.ObservedGeneration = r.Int64N(3)
-		s.Conditions = append(s.Conditions, c)
-	}
-	if r.IntN(2) == 0 {
-		s.HostIP = pick("10.0.0.1", "10.0.0.2")
-		s.HostIPs = []v1.HostIP{{IP: s.HostIP}}
-	}
-	if r.IntN(2) == 0 {
-		ips := []string{"10.1.0.1", "fd00::1", "10.1.0.2"}
-		r.Shuffle(len(ips), func(i, j int) { ips[i], ips[j] = ips[j], ips[i] })
-		for _, ip := range ips[:1+r.IntN(2)] {
-			s.PodIPs = append(s.PodIPs, v1.PodIP{IP: ip})
-		}
-		s.PodIP = s.PodIPs[0].IP
-	}
-	if r.IntN(2) == 0 {
-		t := tm()
-		s.StartTime = &t
-	}
-	for i := range r.IntN(3) {
-		cs := v1.ContainerStatus{Name: fmt.Sprintf("c%d", i), Image: "busybox", Ready: r.IntN(2) == 0,
-			RestartCount: r.Int32N(3), ContainerID: pick("", "containerd://abc", "containerd://def")}
-		switch r.IntN(3) {
-		case 0:
-			cs.State.Waiting = &v1.ContainerStateWaiting{Reason: pick("ContainerCreating", "CrashLoopBackOff")}
-		case 1:
-			cs.State.Running = &v1.ContainerStateRunning{StartedAt: tm()}
-		case 2:
-			cs.State.Terminated = &v1.ContainerStateTerminated{ExitCode: r.Int32N(2) * 137, Reason: pick("Completed", "Error"), FinishedAt: tm()}
-		}
-		if r.IntN(2) == 0 {
-			b := r.IntN(2) == 0
-			cs.Started = &b
-		}
-		s.ContainerStatuses = append(s.ContainerStatuses, cs)
-	}
-	if r.IntN(4) == 0 {
-		s.InitContainerStatuses = []v1.ContainerStatus{{Name: "init", State: v1.ContainerState{
-			Terminated: &v1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}
-	}
-	if r.IntN(3) == 0 {
-		s.QOSClass = v1.PodQOSClass(pick("BestEffort", "Burstable"))
-	}
-	if r.IntN(4) == 0 {
-		s.ObservedGeneration = r.Int64N(4)
-	}
-	if r.IntN(4) == 0 {
-		s.NominatedNodeName = pick("n1", "n2")
-	}
-	if r.IntN(4) == 0 {
-		s.ResourceClaimStatuses = []v1.PodResourceClaimStatus{{Name: pick("gpu", "fpga")}}
-	}
-	if r.IntN(4) == 0 {
-		s.ExtendedResourceClaimStatus = &v1.PodExtendedResourceClaimStatus{ResourceClaimName: pick("x", "y")}
-		if r.IntN(2) == 0 {
-			s.ExtendedResourceClaimStatus.RequestMappings = []v1.ContainerExtendedResourceRequest{{ContainerName: "c0", ResourceName: "r", RequestName: "q"}}
-		}
-	}
-	if r.IntN(4) == 0 {
-		s.AllocatedResources = v1.ResourceList{v1.ResourceCPU: resource.MustParse(pick("100m", "1"))}
-		if r.IntN(2) == 0 {
-			s.AllocatedResources[v1.ResourceMemory] = resource.MustParse("64Mi")
-		}
-	}
-	return s
 }
 
 // Status sends only what changed, with the pod's UID as a precondition (statusmgr's

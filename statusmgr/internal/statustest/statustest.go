@@ -1,18 +1,44 @@
-package statusmgr
+// Package statustest holds what statusmgr's tests and those of its internal packages share:
+// pseudo-random statuses and the API server's way of applying a status patch. Only tests
+// import it.
+package statustest
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 )
 
-// randomStatus builds a pseudo-random pod status from seed, with unique condition types and
+// ApplyPatch applies patch with apimachinery's strategic merge to a pod whose status is
+// server and returns the resulting pod.
+func ApplyPatch(t testing.TB, uid types.UID, server v1.PodStatus, patch []byte) *v1.Pod {
+	t.Helper()
+	orig, err := json.Marshal(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", UID: uid}, Status: server})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := strategicpatch.StrategicMergePatch(orig, patch, v1.Pod{})
+	if err != nil {
+		t.Fatalf("apply patch %s: %v", patch, err)
+	}
+	var pod v1.Pod
+	if err := json.Unmarshal(out, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return &pod
+}
+
+// RandomStatus builds a pseudo-random pod status from seed, with unique condition types and
 // whole-second times (what the API server stores).
-func randomStatus(seed uint64) v1.PodStatus {
+func RandomStatus(seed uint64) v1.PodStatus {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	pick := func(vals ...string) string { return vals[r.IntN(len(vals))] }
 	tm := func() metav1.Time {
