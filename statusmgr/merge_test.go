@@ -15,13 +15,13 @@ func TestMergePodStatusAt(t *testing.T) {
 	now := t0.Add(time.Hour)
 	tNow := metav1.NewTime(now)
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
-	custom := cond("example.com/gate", v1.ConditionTrue, "", t0)
-	ready := cond(v1.PodReady, v1.ConditionTrue, "", t0)
-	cready := cond(v1.ContainersReady, v1.ConditionTrue, "", t0)
-	sched := cond(v1.PodScheduled, v1.ConditionTrue, "", t0)
-	dtOld := cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
-	dtNew := cond(v1.DisruptionTarget, v1.ConditionTrue, "TerminationByKubelet", t0.Add(time.Minute))
-	dtNewFalse := cond(v1.DisruptionTarget, v1.ConditionFalse, "TerminationByKubelet", t0.Add(time.Minute))
+	custom := statustest.Cond("example.com/gate", v1.ConditionTrue, "", t0)
+	ready := statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0)
+	cready := statustest.Cond(v1.ContainersReady, v1.ConditionTrue, "", t0)
+	sched := statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0)
+	dtOld := statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
+	dtNew := statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "TerminationByKubelet", t0.Add(time.Minute))
+	dtNewFalse := statustest.Cond(v1.DisruptionTarget, v1.ConditionFalse, "TerminationByKubelet", t0.Add(time.Minute))
 	claims := []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr("gpu-abc")}}
 	terminalFalse := func(typ v1.PodConditionType, reason string, ltt metav1.Time) v1.PodCondition {
 		return v1.PodCondition{Type: typ, Status: v1.ConditionFalse, Reason: reason, ObservedGeneration: 7, LastTransitionTime: ltt}
@@ -38,9 +38,9 @@ func TestMergePodStatusAt(t *testing.T) {
 			name: "pod-owned conditions from old first, kubelet-owned from new",
 			old:  v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{ready, custom, sched}},
 			new: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
-				cond(v1.PodReady, v1.ConditionFalse, "x", t0), cond("example.com/gate", v1.ConditionFalse, "", t0), sched}},
+				statustest.Cond(v1.PodReady, v1.ConditionFalse, "x", t0), statustest.Cond("example.com/gate", v1.ConditionFalse, "", t0), sched}},
 			want: v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
-				custom, cond(v1.PodReady, v1.ConditionFalse, "x", t0), sched}},
+				custom, statustest.Cond(v1.PodReady, v1.ConditionFalse, "x", t0), sched}},
 		},
 		{
 			name: "old kubelet-owned conditions missing from new are dropped",
@@ -64,10 +64,10 @@ func TestMergePodStatusAt(t *testing.T) {
 		{
 			name: "DisruptionTarget keeps its place among the new kubelet conditions",
 			old:  v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{custom, ready}},
-			new:  v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{sched, dtNew, cond(v1.PodReady, v1.ConditionFalse, "", t0)}},
+			new:  v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{sched, dtNew, statustest.Cond(v1.PodReady, v1.ConditionFalse, "", t0)}},
 			want: v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{custom, sched,
 				{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: "TerminationByKubelet", LastTransitionTime: tNow},
-				cond(v1.PodReady, v1.ConditionFalse, "", t0)}},
+				statustest.Cond(v1.PodReady, v1.ConditionFalse, "", t0)}},
 		},
 		{
 			name: "DisruptionTarget replaces old in place, same status keeps old time",
@@ -156,7 +156,7 @@ func TestMergePodStatusAt(t *testing.T) {
 			pod:  pod,
 			old:  v1.PodStatus{Phase: v1.PodRunning},
 			new: v1.PodStatus{Phase: v1.PodSucceeded, Conditions: []v1.PodCondition{ready,
-				cond(v1.ContainersReady, v1.ConditionFalse, "ContainersNotReady", t0)}},
+				statustest.Cond(v1.ContainersReady, v1.ConditionFalse, "ContainersNotReady", t0)}},
 			want: v1.PodStatus{Phase: v1.PodSucceeded, Conditions: []v1.PodCondition{
 				terminalFalse(v1.PodReady, ReasonPodCompleted, tNow), terminalFalse(v1.ContainersReady, ReasonPodCompleted, metav1.NewTime(t0))}},
 		},
@@ -246,10 +246,10 @@ func ptr[T any](v T) *T { return &v }
 // mergeConditions hands back new itself when the merged conditions are exactly new's, and
 // a list of its own otherwise.
 func TestMergeConditionsShares(t *testing.T) {
-	ready := cond(v1.PodReady, v1.ConditionTrue, "", t0)
-	sched := cond(v1.PodScheduled, v1.ConditionTrue, "", t0)
-	custom := cond("example.com/gate", v1.ConditionTrue, "", t0)
-	dt := cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
+	ready := statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0)
+	sched := statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0)
+	custom := statustest.Cond("example.com/gate", v1.ConditionTrue, "", t0)
+	dt := statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
 	tests := []struct {
 		name     string
 		old, new []v1.PodCondition
@@ -264,7 +264,7 @@ func TestMergeConditionsShares(t *testing.T) {
 			want: []v1.PodCondition{custom, ready}},
 		{name: "new's custom dropped", new: []v1.PodCondition{ready, custom}, want: []v1.PodCondition{ready}},
 		{name: "new's DisruptionTarget taken", new: []v1.PodCondition{ready, dt}, take: true,
-			want: []v1.PodCondition{ready, cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0.Add(time.Hour))}},
+			want: []v1.PodCondition{ready, statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0.Add(time.Hour))}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

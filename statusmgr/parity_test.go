@@ -114,8 +114,8 @@ func TestParityNeedsUpdate(t *testing.T) {
 // TestParityConditionOwnership: §7, which conditions the kubelet owns in 1.37. An owned type
 // comes from the new status (old dropped); any other type from the old one (new dropped).
 func TestParityConditionOwnership(t *testing.T) {
-	oldC := func(ty v1.PodConditionType) v1.PodCondition { return cond(ty, v1.ConditionTrue, "old", t0) }
-	newC := func(ty v1.PodConditionType) v1.PodCondition { return cond(ty, v1.ConditionTrue, "new", t0) }
+	oldC := func(ty v1.PodConditionType) v1.PodCondition { return statustest.Cond(ty, v1.ConditionTrue, "old", t0) }
+	newC := func(ty v1.PodConditionType) v1.PodCondition { return statustest.Cond(ty, v1.ConditionTrue, "new", t0) }
 	for _, tc := range []struct {
 		name  string
 		ty    v1.PodConditionType
@@ -151,13 +151,13 @@ func TestParityConditionOwnership(t *testing.T) {
 }
 
 func TestParityMergePodStatus(t *testing.T) {
-	gateA, gateB := cond("example.com/a", v1.ConditionTrue, "", t0), cond("example.com/b", v1.ConditionFalse, "", t0)
-	ready, notReady := cond(v1.PodReady, v1.ConditionTrue, "", t0), cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t0)
-	cReady := cond(v1.ContainersReady, v1.ConditionTrue, "", t0)
-	sched, initd := cond(v1.PodScheduled, v1.ConditionTrue, "", t0), cond(v1.PodInitialized, v1.ConditionTrue, "", t0)
-	dtOld := cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
-	dtNew := cond(v1.DisruptionTarget, v1.ConditionTrue, "TerminationByKubelet", t0.Add(time.Minute))
-	dtNewFalse := cond(v1.DisruptionTarget, v1.ConditionFalse, "TerminationByKubelet", t0.Add(time.Minute))
+	gateA, gateB := statustest.Cond("example.com/a", v1.ConditionTrue, "", t0), statustest.Cond("example.com/b", v1.ConditionFalse, "", t0)
+	ready, notReady := statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0), statustest.Cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t0)
+	cReady := statustest.Cond(v1.ContainersReady, v1.ConditionTrue, "", t0)
+	sched, initd := statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0), statustest.Cond(v1.PodInitialized, v1.ConditionTrue, "", t0)
+	dtOld := statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "EvictionByEvictionAPI", t0)
+	dtNew := statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "TerminationByKubelet", t0.Add(time.Minute))
+	dtNewFalse := statustest.Cond(v1.DisruptionTarget, v1.ConditionFalse, "TerminationByKubelet", t0.Add(time.Minute))
 	withLTT := func(c v1.PodCondition, ltt metav1.Time) v1.PodCondition { c.LastTransitionTime = ltt; return c }
 	forced := func(ty v1.PodConditionType, reason string, ltt metav1.Time) v1.PodCondition {
 		return v1.PodCondition{Type: ty, Status: v1.ConditionFalse, Reason: reason, ObservedGeneration: 7, LastTransitionTime: ltt}
@@ -181,14 +181,14 @@ func TestParityMergePodStatus(t *testing.T) {
 		// Rule 1: conditions.
 		{name: "§7 rule 1: old pod-owned conditions in old order, then new kubelet-owned in new order",
 			old:  st(v1.PodRunning, gateB, ready, gateA, dtOld, sched),
-			new:  st(v1.PodRunning, initd, cond("example.com/c", v1.ConditionTrue, "", t0), notReady, sched),
+			new:  st(v1.PodRunning, initd, statustest.Cond("example.com/c", v1.ConditionTrue, "", t0), notReady, sched),
 			want: st(v1.PodRunning, gateB, gateA, dtOld, initd, notReady, sched)},
 		{name: "§7 rule 1: old kubelet-owned conditions are dropped entirely",
 			old: st(v1.PodRunning, ready, cReady, sched), new: st(v1.PodRunning, initd), want: st(v1.PodRunning, initd)},
 		{name: "§7 rule 1: pod-owned conditions only in the new status are dropped",
 			old: st(v1.PodRunning), new: st(v1.PodRunning, gateA, sched), want: st(v1.PodRunning, sched)},
 		{name: "§7 rule 1: a pod-owned condition in both keeps the old one",
-			old: st(v1.PodRunning, gateA), new: st(v1.PodRunning, withLTT(cond("example.com/a", v1.ConditionFalse, "x", t0), parTNow)), want: st(v1.PodRunning, gateA)},
+			old: st(v1.PodRunning, gateA), new: st(v1.PodRunning, withLTT(statustest.Cond("example.com/a", v1.ConditionFalse, "x", t0), parTNow)), want: st(v1.PodRunning, gateA)},
 
 		// Rules 2 and 3: transitioning, DisruptionTarget.
 		{name: "§7 rule 3: new DisruptionTarget taken when transitioning and nothing runs: appended with now",
@@ -344,11 +344,11 @@ func TestParityMergeEverythingElseFromNew(t *testing.T) {
 func TestParityMergeInputs(t *testing.T) {
 	mkOld := func() v1.PodStatus {
 		return v1.PodStatus{Phase: v1.PodRunning, ResourceClaimStatuses: []v1.PodResourceClaimStatus{{Name: "gpu", ResourceClaimName: ptr("x")}},
-			Conditions: []v1.PodCondition{cond(v1.DisruptionTarget, v1.ConditionTrue, "a", t0), cond("example.com/g", v1.ConditionTrue, "", t0)}}
+			Conditions: []v1.PodCondition{statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "a", t0), statustest.Cond("example.com/g", v1.ConditionTrue, "", t0)}}
 	}
 	mkNew := func() v1.PodStatus {
 		return v1.PodStatus{Phase: v1.PodFailed, ContainerStatuses: []v1.ContainerStatus{running("a")},
-			Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue, "", t0), cond(v1.DisruptionTarget, v1.ConditionFalse, "b", t0)}}
+			Conditions: []v1.PodCondition{statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0), statustest.Cond(v1.DisruptionTarget, v1.ConditionFalse, "b", t0)}}
 	}
 	t.Run("§7: old, new and pod are not modified; the result shares no memory with them", func(t *testing.T) {
 		pod, old, nw := parPod(), mkOld(), mkNew()
@@ -388,7 +388,7 @@ func TestParityMergeInputs(t *testing.T) {
 		}
 	})
 	t.Run("§7 (podlife): a nil pod does not panic; ObservedGeneration is then 0", func(t *testing.T) {
-		got := MergePodStatusAt(nil, v1.PodStatus{}, v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue, "", t0)}}, false, parNow)
+		got := MergePodStatusAt(nil, v1.PodStatus{}, v1.PodStatus{Phase: v1.PodFailed, Conditions: []v1.PodCondition{statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0)}}, false, parNow)
 		want := []v1.PodCondition{
 			{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonPodFailed, LastTransitionTime: parTNow},
 			{Type: v1.ContainersReady, Status: v1.ConditionFalse, Reason: ReasonPodFailed, LastTransitionTime: parTNow},

@@ -16,24 +16,6 @@ import (
 	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
-// roundTrip returns s as it reads back from JSON (the form the server stores).
-func roundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
-	t.Helper()
-	data, err := json.Marshal(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out v1.PodStatus
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func cond(t v1.PodConditionType, s v1.ConditionStatus, reason string, at time.Time) v1.PodCondition {
-	return v1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
-}
-
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 func TestStatusPatch(t *testing.T) {
@@ -41,10 +23,10 @@ func TestStatusPatch(t *testing.T) {
 	running := v1.PodStatus{
 		Phase: v1.PodRunning,
 		Conditions: []v1.PodCondition{
-			cond(v1.PodInitialized, v1.ConditionTrue, "", t0),
-			cond(v1.PodReady, v1.ConditionTrue, "", t0),
-			cond(v1.ContainersReady, v1.ConditionTrue, "", t0),
-			cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+			statustest.Cond(v1.PodInitialized, v1.ConditionTrue, "", t0),
+			statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0),
+			statustest.Cond(v1.ContainersReady, v1.ConditionTrue, "", t0),
+			statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
 		},
 		HostIP:  "10.0.0.1",
 		HostIPs: []v1.HostIP{{IP: "10.0.0.1"}},
@@ -76,13 +58,13 @@ func TestStatusPatch(t *testing.T) {
 		{name: "merge-keyed list replaced", old: running, new: mod(func(s *v1.PodStatus) { s.PodIPs = []v1.PodIP{{IP: "fd00::1"}} }),
 			want: `{"metadata":{"uid":"u1"},"status":{"podIPs":[{"$patch":"replace"},{"ip":"fd00::1"}]}}`},
 		{name: "one condition changed in place", old: running, new: mod(func(s *v1.PodStatus) {
-			s.Conditions[1] = cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t1)
+			s.Conditions[1] = statustest.Cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t1)
 		}),
 			want: `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"Ready","status":"False","lastTransitionTime":"2026-01-02T03:05:05Z","reason":"ContainersNotReady"}]}}`},
 		{name: "condition message cleared", old: mod(func(s *v1.PodStatus) { s.Conditions[0].Message = "m" }), new: running,
 			want: `{"metadata":{"uid":"u1"},"status":{"conditions":[{"type":"Initialized","message":null}]}}`},
 		{name: "condition appended", old: running, new: mod(func(s *v1.PodStatus) {
-			s.Conditions = append(s.Conditions, cond(v1.DisruptionTarget, v1.ConditionTrue, "x", t1))
+			s.Conditions = append(s.Conditions, statustest.Cond(v1.DisruptionTarget, v1.ConditionTrue, "x", t1))
 		})},
 		{name: "condition deleted", old: running, new: mod(func(s *v1.PodStatus) { s.Conditions = s.Conditions[1:] }),
 			want: `{"metadata":{"uid":"u1"},"status":{"conditions":[{"$patch":"delete","type":"Initialized"}]}}`},
@@ -90,7 +72,7 @@ func TestStatusPatch(t *testing.T) {
 			s.Conditions[0], s.Conditions[3] = s.Conditions[3], s.Conditions[0]
 		})},
 		{name: "new condition in the middle", old: running, new: mod(func(s *v1.PodStatus) {
-			s.Conditions = append([]v1.PodCondition{cond("custom", v1.ConditionTrue, "", t1)}, s.Conditions...)
+			s.Conditions = append([]v1.PodCondition{statustest.Cond("custom", v1.ConditionTrue, "", t1)}, s.Conditions...)
 		})},
 		{name: "all conditions gone", old: running, new: mod(func(s *v1.PodStatus) { s.Conditions = nil })},
 		{name: "from empty", old: v1.PodStatus{}, new: running},
@@ -120,8 +102,8 @@ func TestStatusPatch(t *testing.T) {
 				}
 			}
 			got := statustest.ApplyPatch(t, "u1", tc.old, patch)
-			if !equality.Semantic.DeepEqual(got.Status, roundTrip(t, tc.new)) {
-				t.Errorf("patched status differs (-want +got):\n%s\npatch: %s", cmp.Diff(roundTrip(t, tc.new), got.Status), patch)
+			if !equality.Semantic.DeepEqual(got.Status, statustest.RoundTrip(t, tc.new)) {
+				t.Errorf("patched status differs (-want +got):\n%s\npatch: %s", cmp.Diff(statustest.RoundTrip(t, tc.new), got.Status), patch)
 			}
 		})
 	}
@@ -129,28 +111,28 @@ func TestStatusPatch(t *testing.T) {
 
 func TestStatusPatchKeepsConditionsOfOtherClients(t *testing.T) {
 	old := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
-		cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
-		cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t0),
+		statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		statustest.Cond(v1.PodReady, v1.ConditionFalse, "ContainersNotReady", t0),
 	}}
 	nw := v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
-		cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
-		cond(v1.PodReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
-		cond(v1.ContainersReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
+		statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
+		statustest.Cond(v1.ContainersReady, v1.ConditionTrue, "", t0.Add(time.Minute)),
 	}}
 	patch, _, err := statusPatch("u1", &old, &nw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Since old was read, another client added its own condition on the server.
-	gate := cond("example.com/gate", v1.ConditionTrue, "", t0)
+	gate := statustest.Cond("example.com/gate", v1.ConditionTrue, "", t0)
 	server := *old.DeepCopy()
 	server.Conditions = append(server.Conditions, gate)
 	got := statustest.ApplyPatch(t, "u1", server, patch)
 	if i := findCondition(got.Status.Conditions, gate.Type); i < 0 {
 		t.Fatalf("other client's condition lost; patch %s", patch)
 	}
-	want := roundTrip(t, nw)
-	want.Conditions = append(want.Conditions, roundTrip(t, v1.PodStatus{Conditions: []v1.PodCondition{gate}}).Conditions...)
+	want := statustest.RoundTrip(t, nw)
+	want.Conditions = append(want.Conditions, statustest.RoundTrip(t, v1.PodStatus{Conditions: []v1.PodCondition{gate}}).Conditions...)
 	for _, c := range want.Conditions {
 		i := findCondition(got.Status.Conditions, c.Type)
 		if i < 0 || !equality.Semantic.DeepEqual(got.Status.Conditions[i], c) {
@@ -176,10 +158,10 @@ func FuzzStatusPatch(f *testing.F) {
 	f.Add(uint64(3), uint64(0x0114), false, uint8(1))
 	f.Add(uint64(5), uint64(0x1300), true, uint8(1))
 	f.Fuzz(func(t *testing.T, oldSeed, newSeed uint64, otherClient bool, source uint8) {
-		old, nw := roundTrip(t, statustest.RandomStatus(oldSeed)), roundTrip(t, statustest.RandomStatus(newSeed))
+		old, nw := statustest.RoundTrip(t, statustest.RandomStatus(oldSeed)), statustest.RoundTrip(t, statustest.RandomStatus(newSeed))
 		if source%2 == 1 {
 			n := int(oldSeed % 1000)
-			steps := append([]v1.PodStatus{roundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
+			steps := append([]v1.PodStatus{statustest.RoundTrip(t, seedpod.Realistic(1, n, t0).Pod.Status)}, realisticSteps(t, n)...)
 			old, nw = steps[newSeed%uint64(len(steps))], steps[newSeed>>8%uint64(len(steps))]
 		}
 		patch, unchanged, err := statusPatch("uid-1", &old, &nw)
@@ -190,7 +172,7 @@ func FuzzStatusPatch(f *testing.F) {
 			t.Fatalf("unchanged = %v for\nold %+v\nnew %+v", unchanged, old, nw)
 		}
 		server := *old.DeepCopy()
-		extra := cond("example.com/other-client", v1.ConditionTrue, "", t0)
+		extra := statustest.Cond("example.com/other-client", v1.ConditionTrue, "", t0)
 		if otherClient {
 			server.Conditions = append(server.Conditions, extra)
 		}
@@ -216,15 +198,15 @@ func FuzzStatusPatch(f *testing.F) {
 // apimachinery's two-way strategic merge).
 func benchStatuses() (old, nw v1.PodStatus) {
 	old = v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
-		cond(v1.PodInitialized, v1.ConditionTrue, "", t0), cond(v1.PodReady, v1.ConditionTrue, "", t0),
-		cond(v1.ContainersReady, v1.ConditionTrue, "", t0), cond(v1.PodScheduled, v1.ConditionTrue, "", t0)},
+		statustest.Cond(v1.PodInitialized, v1.ConditionTrue, "", t0), statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0),
+		statustest.Cond(v1.ContainersReady, v1.ConditionTrue, "", t0), statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0)},
 		HostIP: "10.0.0.1", PodIP: "10.244.0.2", StartTime: &metav1.Time{Time: t0},
 		ContainerStatuses: []v1.ContainerStatus{{Name: "busybox", Ready: true, Image: "busybox",
 			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}}}}}
 	nw = *old.DeepCopy()
 	nw.Phase = v1.PodFailed
-	nw.Conditions[1] = cond(v1.PodReady, v1.ConditionFalse, ReasonPodFailed, t0.Add(time.Hour))
-	nw.Conditions[2] = cond(v1.ContainersReady, v1.ConditionFalse, ReasonPodFailed, t0.Add(time.Hour))
+	nw.Conditions[1] = statustest.Cond(v1.PodReady, v1.ConditionFalse, ReasonPodFailed, t0.Add(time.Hour))
+	nw.Conditions[2] = statustest.Cond(v1.ContainersReady, v1.ConditionFalse, ReasonPodFailed, t0.Add(time.Hour))
 	nw.ContainerStatuses[0].State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{
 		ExitCode: 137, Reason: ReasonContainerStatusUnknown, Message: MessageContainerNotFound}}
 	return old, nw

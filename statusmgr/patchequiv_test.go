@@ -35,13 +35,13 @@ func realisticSteps(t testing.TB, n int) []v1.PodStatus {
 	h := seedpod.Realistic(1, n, t0)
 	steps := make([]v1.PodStatus, 0, len(h.Statuses)+1)
 	for _, s := range h.Statuses {
-		steps = append(steps, roundTrip(t, s))
+		steps = append(steps, statustest.RoundTrip(t, s))
 	}
 	final, err := TerminatedStatus(h.Deleting, h.Statuses[len(h.Statuses)-1])
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append(steps, roundTrip(t, final))
+	return append(steps, statustest.RoundTrip(t, final))
 }
 
 // TestStatusPatchMatchesReference compares StatusPatch with the reflective reference on

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/podlife/podlife/internal/seedpod"
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // StatusPatch is never larger than the kubelet's patch for the same change (two JSON
@@ -21,7 +22,7 @@ func TestStatusPatchNoLargerThanTheKubelets(t *testing.T) {
 	var pairs, ours, theirs, oursMax, theirsMax int
 	for n := range pods {
 		h := seedpod.Realistic(1, n, t0)
-		steps := append([]v1.PodStatus{roundTrip(t, h.Pod.Status)}, realisticSteps(t, n)...)
+		steps := append([]v1.PodStatus{statustest.RoundTrip(t, h.Pod.Status)}, realisticSteps(t, n)...)
 		for i := range steps {
 			next := []int{min(i+1, len(steps)-1), min(i+2, len(steps)-1), len(steps) - 1}
 			if i == 0 {

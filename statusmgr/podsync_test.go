@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // serverPod is the server's copy of pod p with status st (and the UID uid when not "").
@@ -406,23 +408,4 @@ func psDeleting(p *v1.Pod) *v1.Pod {
 }
 
 // psRunningStatus is statusmgrtest's "running" (ready) or "notready" status.
-func psRunningStatus(ready bool) v1.PodStatus {
-	rs := v1.ConditionFalse
-	if ready {
-		rs = v1.ConditionTrue
-	}
-	return v1.PodStatus{
-		Phase: v1.PodRunning,
-		Conditions: []v1.PodCondition{
-			{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-			{Type: v1.PodReady, Status: rs},
-			{Type: v1.ContainersReady, Status: rs},
-		},
-		HostIP: "10.0.0.1",
-		PodIP:  "10.1.0.1",
-		ContainerStatuses: []v1.ContainerStatus{{
-			Name: "c", Image: "busybox", ContainerID: "containerd://c1", Ready: ready,
-			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(psEpoch)}},
-		}},
-	}
-}
+func psRunningStatus(ready bool) v1.PodStatus { return statustest.Running(ready, psEpoch) }

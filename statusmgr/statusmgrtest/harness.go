@@ -20,6 +20,7 @@ import (
 
 	"github.com/podlife/podlife/internal/script"
 	"github.com/podlife/podlife/statusmgr"
+	"github.com/podlife/podlife/statusmgr/internal/statustest"
 )
 
 // Mode selects what a scenario drives.
@@ -363,26 +364,7 @@ func Pod(name string, uid types.UID) *v1.Pod {
 // Preset returns the status of a Pod named by a script's set command: pending, running
 // (ready), notready, succeeded or failed.
 func Preset(name string) (v1.PodStatus, bool) {
-	running := func(ready bool) v1.PodStatus {
-		rs := v1.ConditionFalse
-		if ready {
-			rs = v1.ConditionTrue
-		}
-		return v1.PodStatus{
-			Phase: v1.PodRunning,
-			Conditions: []v1.PodCondition{
-				{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-				{Type: v1.PodReady, Status: rs},
-				{Type: v1.ContainersReady, Status: rs},
-			},
-			HostIP: "10.0.0.1",
-			PodIP:  "10.1.0.1",
-			ContainerStatuses: []v1.ContainerStatus{{
-				Name: "c", Image: "busybox", ContainerID: "containerd://c1", Ready: ready,
-				State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(Epoch)}},
-			}},
-		}
-	}
+	running := func(ready bool) v1.PodStatus { return statustest.Running(ready, Epoch) }
 	switch name {
 	case "pending":
 		s := running(false)

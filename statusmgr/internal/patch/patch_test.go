@@ -224,7 +224,7 @@ func TestStatusCoversEveryField(t *testing.T) {
 			setPath(rand.New(rand.NewPCG(seed, 1)), reflect.ValueOf(&changed).Elem(), path)
 			// Condition types are merge keys: unique on the server.
 			changed.Conditions = slices.CompactFunc(changed.Conditions, func(a, b v1.PodCondition) bool { return a.Type == b.Type })
-			old, nw := roundTrip(t, base), roundTrip(t, changed)
+			old, nw := statustest.RoundTrip(t, base), statustest.RoundTrip(t, changed)
 			if equality.Semantic.DeepEqual(old, nw) {
 				continue
 			}
@@ -297,11 +297,11 @@ func setPath(r *rand.Rand, v reflect.Value, path []int) {
 // (sameConditions); a list with a type twice is not, and gets the reference's patch.
 func TestStatusSameConditions(t *testing.T) {
 	conds := []v1.PodCondition{
-		cond(v1.PodReady, v1.ConditionTrue, "", t0),
-		cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
-		cond(v1.ContainersReady, v1.ConditionFalse, "", t0),
+		statustest.Cond(v1.PodReady, v1.ConditionTrue, "", t0),
+		statustest.Cond(v1.PodScheduled, v1.ConditionTrue, "", t0),
+		statustest.Cond(v1.ContainersReady, v1.ConditionFalse, "", t0),
 	}
-	twice := append(slices.Clone(conds), cond(v1.PodReady, v1.ConditionFalse, "again", t0))
+	twice := append(slices.Clone(conds), statustest.Cond(v1.PodReady, v1.ConditionFalse, "again", t0))
 	for _, tc := range []struct {
 		name     string
 		old, new []v1.PodCondition
@@ -309,7 +309,7 @@ func TestStatusSameConditions(t *testing.T) {
 	}{
 		{"equal", conds, slices.Clone(conds), true},
 		{"both empty", nil, []v1.PodCondition{}, true},
-		{"one member changed", conds, append(slices.Clone(conds[:2]), cond(v1.ContainersReady, v1.ConditionTrue, "", t0)), false},
+		{"one member changed", conds, append(slices.Clone(conds[:2]), statustest.Cond(v1.ContainersReady, v1.ConditionTrue, "", t0)), false},
 		{"reordered", conds, []v1.PodCondition{conds[1], conds[0], conds[2]}, false},
 		{"a type twice", twice, slices.Clone(twice), false},
 	} {
@@ -396,24 +396,6 @@ func TestWriteValue(t *testing.T) {
 			}
 		})
 	}
-}
-
-// roundTrip returns s as it reads back from JSON (the form the server stores).
-func roundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
-	t.Helper()
-	data, err := json.Marshal(&s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out v1.PodStatus
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func cond(t v1.PodConditionType, s v1.ConditionStatus, reason string, at time.Time) v1.PodCondition {
-	return v1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
 }
 
 // Status sends only what changed, with the pod's UID as a precondition (statusmgr's

@@ -134,3 +134,45 @@ func RandomStatus(seed uint64) v1.PodStatus {
 	}
 	return s
 }
+
+// RoundTrip returns s as it reads back from JSON (the form the server stores).
+func RoundTrip(t testing.TB, s v1.PodStatus) v1.PodStatus {
+	t.Helper()
+	data, err := json.Marshal(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out v1.PodStatus
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Cond is a pod condition of type t and status s with its reason, changed at at.
+func Cond(t v1.PodConditionType, s v1.ConditionStatus, reason string, at time.Time) v1.PodCondition {
+	return v1.PodCondition{Type: t, Status: s, Reason: reason, LastTransitionTime: metav1.NewTime(at)}
+}
+
+// Running is statusmgrtest's "running" (ready) or "notready" status: one container
+// "c" started at startedAt.
+func Running(ready bool, startedAt time.Time) v1.PodStatus {
+	rs := v1.ConditionFalse
+	if ready {
+		rs = v1.ConditionTrue
+	}
+	return v1.PodStatus{
+		Phase: v1.PodRunning,
+		Conditions: []v1.PodCondition{
+			{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+			{Type: v1.PodReady, Status: rs},
+			{Type: v1.ContainersReady, Status: rs},
+		},
+		HostIP: "10.0.0.1",
+		PodIP:  "10.1.0.1",
+		ContainerStatuses: []v1.ContainerStatus{{
+			Name: "c", Image: "busybox", ContainerID: "containerd://c1", Ready: ready,
+			State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.NewTime(startedAt)}},
+		}},
+	}
+}
