@@ -60,6 +60,13 @@ if [[ "$(id -u)" == 0 && -z "${PODLIFE_E2E_NETNS:-}" && -z "${PODLIFE_E2E_NO_NET
 	"$here/build-apiserver.sh" >/dev/null
 	PODLIFE_CNI_SUBNET="$netns_subnet" "$here/containerd.sh" install
 	(cd "$root/examples" && go list -deps -test ./... >/dev/null)
+	# A run killed before its cleanup (kill -9, a lost machine) leaves its namespace:
+	# remove those whose run is gone.
+	for stale in $(ip netns list 2>/dev/null | awk '$1 ~ /^podlife-e2e-[0-9]+$/ {print $1}'); do
+		if [[ ! -d "/proc/${stale#podlife-e2e-}" ]]; then
+			ip netns del "$stale" && echo "e2e: removed the network namespace $stale of a run that is gone" >&2
+		fi
+	done
 	netns="podlife-e2e-$$"
 	if ip netns add "$netns" 2>/dev/null; then
 		rc=0
