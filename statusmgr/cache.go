@@ -67,7 +67,7 @@ type cache struct {
 	// returned). Keyed by UID, not by entry: a forgotten entry's sync still blocks a new one.
 	writing map[types.UID]write
 	// bounds are the write bounds (schedule.go); inFlight counts the writes in flight per
-	// lane that hold a slot (write.counted). Invariant: inFlight[laneStatus] <=
+	// lane. Invariant: inFlight[laneStatus] <=
 	// bounds.maxStatus and inFlight[laneStatus]+inFlight[laneFinal] <= bounds.max.
 	bounds   writeBounds
 	inFlight [numLanes]int

@@ -601,19 +601,21 @@ func TestNotReadyMessage(t *testing.T) {
 // error, the others at Debug (nothing at all when the logger does not take Debug).
 func TestLogOutcome(t *testing.T) {
 	pod := podWith(nil)
-	s := snapshot{uid: pod.UID, pod: pod, version: 3}
+	end := func(r reason, err error) End {
+		return End{Pod: pod, Version: 3, Outcome: r.String(), Err: err, reason: r}
+	}
 	for _, tc := range []struct {
 		name  string
 		level slog.Level
-		o     outcome
+		o     End
 		want  string
 	}{
-		{"synced at debug", slog.LevelDebug, outcome{Reason: reasonSynced},
+		{"synced at debug", slog.LevelDebug, end(reasonSynced, nil),
 			`level=DEBUG msg="status synced" pod=ns/p podUID=u1 version=3` + "\n"},
-		{"synced at info", slog.LevelInfo, outcome{Reason: reasonSynced}, ""},
-		{"failed", slog.LevelInfo, outcome{Reason: reasonDeleteFailed, Err: errors.New("boom")},
+		{"synced at info", slog.LevelInfo, end(reasonSynced, nil), ""},
+		{"failed", slog.LevelInfo, end(reasonDeleteFailed, errors.New("boom")),
 			`level=ERROR msg="status sync failed; will retry" pod=ns/p podUID=u1 version=3 reason=delete-failed err=boom` + "\n"},
-		{"unknown reason", slog.LevelDebug, outcome{Reason: reason(99)}, ""},
+		{"unknown reason", slog.LevelDebug, end(reason(99), nil), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
@@ -625,7 +627,7 @@ func TestLogOutcome(t *testing.T) {
 					return a
 				}})
 			m := &Manager{log: slog.New(h)}
-			m.logOutcome(s, tc.o)
+			m.logOutcome(tc.o)
 			if b.String() != tc.want {
 				t.Errorf("logged %q, want %q", b.String(), tc.want)
 			}

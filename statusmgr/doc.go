@@ -50,54 +50,54 @@
 // finished. CouldHaveRunningContainers (from the pod worker, Config) keeps MergePodStatus
 // from writing a terminal phase early.
 //
-// # The pure part and the runner
+// # The Machine and the Manager
 //
 // The decisions are pure functions, exported so that callers can test with them:
 // MergePodStatus / MergePodStatusAt (server status + node status -> status to write),
 // CanBeDeleted, TerminatedStatus, CheckContainerStateTransition, NormalizeStatus,
-// ContainersReadyCondition and PodReadyCondition. Inside the Manager, three pure parts
-// (not safe for concurrent use, no goroutine, no clock read: the time is an argument, no
-// IO) make every other decision:
+// ContainersReadyCondition and PodReadyCondition.
 //
-//   - the versioned cache (cache.go): the versions, needsUpdate, what a sync's outcome
-//     changes;
-//   - the write policy (schedule.go), a decision of the cache: two queues, each in arrival
-//     order (the pods not finished; the finished pods, which a pod moves to when it
-//     finishes while queued); at most Config.MaxConcurrentWrites writes in flight, of which
-//     at most MaxConcurrentStatusWrites of pods not finished, which go first when they have
-//     a slot, the finished pods taking every other slot; never two writes of one pod, a pod
-//     set during its write queued again when that write is done;
-//   - one sync of one pod (PodSync): from a version of the status and what the runner knows
-//     (its copy of the server's pod, the target: the pod itself or a static pod's mirror,
-//     whether the node agent still has the pod, whether containers could run), each Step
-//     takes the answer to the last call and the time and returns the next StatusPatcher
-//     call (GET, PATCH or DELETE), or ends (Step.Done) with the status written, kept for
-//     the next full sync, or forgotten.
+// Machine holds all the state and makes every other decision, the way podworker's Machine
+// does: not safe for concurrent use, no goroutine, no clock read (the time is an
+// argument), no IO, no call of its caller's code. It takes
+//
+//   - the setters' inputs (SetPodStatus, TerminatePod, SetContainerReadiness,
+//     SetContainerStartup, RefreshPod, RemoveOrphanedStatuses) into the versioned cache:
+//     the versions, needsUpdate;
+//   - QueueAll, the full sync;
+//   - the runner's Facts when a write starts (what the PodLookup and
+//     CouldHaveRunningContainers answer) and the API's Answers,
+//
+// and returns what to do: NextWrite, the write policy's next write (two queues, each in
+// arrival order: the pods not finished, and the finished pods, which a pod moves to when
+// it finishes while queued; at most MaxConcurrentWrites writes in flight, of which at
+// most MaxConcurrentStatusWrites of pods not finished, which go first when they have a
+// slot, the finished pods taking every other slot; never two writes of one pod, a pod
+// set during its write queued again when that write is done); then, from StartWrite and
+// each Answer, a Ready: the write's next StatusPatcher call (GET, PATCH or DELETE; the
+// runner's until it answers) or its End (the version written, kept for the next full
+// sync, or forgotten, with the reason and error). statusmgrtest's scenario harness drives
+// a Machine this way; its scripts run against that and the Manager alike.
 //
 // The status patch (a strategic merge patch of the status only, built field by field) and
 // the comparisons it rests on are internal; the cache compares statuses field by field
 // with the patch's own comparisons, without encoding them.
 //
-// Manager.TakeSyncs and FinishSync hand the PodSyncs of a full sync to a caller that makes
-// the calls itself (statusmgrtest's scenario harness steps them one by one; its scripts
-// run against both that and the Manager's own writes). The statuses and pods a PodSync
-// reads are the manager's own (shared): read-only.
-//
-// The Manager is the thin runner. Its setters (SetPodStatus, TerminatePod,
-// SetContainerReadiness, SetContainerStartup) never block on the API: they store a version
-// and wake the loop. They prepare the version (copy, compare, normalize) without the
-// manager's lock and take it only to read the pod's entry and to store the result.
-// SetPodStatusNoCopy is SetPodStatus for a status built for the call alone (a node agent's
-// freshly generated one): the manager takes it over instead of copying it. Run is the
-// loop: it syncs changed pods at once and, every SyncPeriod (default 10 s), every pod that
-// still needs it, starting the writes the write policy grants on writer goroutines it
-// starts as needed (at most MaxConcurrentWrites; an idle one stays parked for the next
-// write, and all end with Run's context); it calls the StatusPatcher, the PodLookup and
-// CouldHaveRunningContainers without its lock. A pod's versions set while it waits are
-// sent as one; a pod changed while its write is in flight is written again once that
-// write returns, with its newest version. Sync does one full pass synchronously, the
-// finished pods first, within the same bounds (shared with Run's writes: it waits for a
-// free slot of the pod's lane), and returns the errors.
+// The Manager is the Machine's runner, safe for concurrent use. Its setters
+// (SetPodStatus, TerminatePod, SetContainerReadiness, SetContainerStartup) never block on
+// the API: they store a version and wake the loop. They prepare the version (copy,
+// compare, normalize) without the manager's lock and take it only to read the pod's entry
+// and to store the result. SetPodStatusNoCopy is SetPodStatus for a status built for the
+// call alone (a node agent's freshly generated one): the manager takes it over instead of
+// copying it. Run is the loop: it syncs changed pods at once and, every SyncPeriod
+// (default 10 s), every pod that still needs it, running the writes the Machine grants on
+// writer goroutines it starts as needed (at most MaxConcurrentWrites; an idle one stays
+// parked for the next write, and all end with Run's context); it calls the
+// StatusPatcher, the PodLookup and CouldHaveRunningContainers without its lock. A pod's
+// versions set while it waits are sent as one; a pod changed while its write is in
+// flight is written again once that write returns, with its newest version. Sync does
+// one full pass synchronously, the finished pods first, within the same bounds (shared
+// with Run's writes: it waits for a free slot of the pod's lane), and returns the errors.
 //
 // A sync of one pod:
 //

@@ -1,22 +1,17 @@
 package statusmgr
 
-import v1 "k8s.io/api/core/v1"
-
-// Test-only access to the per-pod sync machine, which is not part of the API, for the
-// external tests (package statusmgr_test).
-
-var (
-	TargetOfForTest     = targetOf
-	TargetPodForTest    = targetPod
-	ResultKeptForTest   = resultKept
-	ReasonFailedForTest = reasonFailed
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
-// NewPodSyncForTest is the PodSync of a sync of pod's status (a PodSync no Manager made).
-func NewPodSyncForTest(pod *v1.Pod) *PodSync { return podSyncOf(podSyncInput{Pod: pod}) }
-
-// InputPodForTest is the pod the sync works from.
-func (p *PodSync) InputPodForTest() *v1.Pod { return p.in.Pod }
-
-// OutcomeForTest is the step's outcome (once Done).
-func (s Step) OutcomeForTest() outcome { return s.outcome }
+// PodForTest is the node agent's pod the manager holds for the pod with the UID (what its
+// next write works from); nil if none.
+func (m *Manager) PodForTest(uid types.UID) *v1.Pod {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.mach.c.entries[uid]; e != nil {
+		return e.pod
+	}
+	return nil
+}

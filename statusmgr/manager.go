@@ -8,7 +8,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 
@@ -105,14 +104,13 @@ type Stats struct {
 // writes them to the API server through a StatusPatcher, then deletes finished pods. See
 // the package documentation. Its methods are safe for concurrent use.
 type Manager struct {
-	patcher     StatusPatcher
-	lookup      PodLookup
-	couldRun    func(types.UID) bool
-	clock       clock.Clock
-	period      time.Duration
-	maxConflict int
-	log         *slog.Logger
-	observe     func(time.Duration)
+	patcher  StatusPatcher
+	lookup   PodLookup
+	couldRun func(types.UID) bool
+	clock    clock.Clock
+	period   time.Duration
+	log      *slog.Logger
+	observe  func(time.Duration)
 
 	// wake has room for one signal: "the queue may hold a pod to write, or a write ended".
 	wake chan struct{}
@@ -120,9 +118,8 @@ type Manager struct {
 	// bounds themselves are the cache's decision, schedule.go).
 	maxWrites int
 
-	mu    sync.Mutex // guards c, stats, running and idle
-	c     *cache
-	stats Stats
+	mu   sync.Mutex // guards mach, running and idle
+	mach *Machine
 	// running is true while Run is active.
 	running bool
 	// idle, when not nil, is closed (and set to nil) when a write ends; Sync waits on it
@@ -161,27 +158,25 @@ func New(cfg Config) (*Manager, error) {
 		return nil, errors.Join(errs...)
 	}
 	m := &Manager{
-		patcher:     cfg.Patcher,
-		lookup:      cfg.Lookup,
-		couldRun:    cfg.CouldHaveRunningContainers,
-		clock:       cfg.Clock,
-		period:      cfg.SyncPeriod,
-		maxConflict: cfg.MaxConflictRetries,
-		log:         cfg.Logger,
-		observe:     cfg.ObserveSyncLatency,
-		wake:        make(chan struct{}, 1),
-		maxWrites:   cfg.MaxConcurrentWrites,
-		c:           newCache(),
+		patcher:   cfg.Patcher,
+		lookup:    cfg.Lookup,
+		couldRun:  cfg.CouldHaveRunningContainers,
+		clock:     cfg.Clock,
+		period:    cfg.SyncPeriod,
+		log:       cfg.Logger,
+		observe:   cfg.ObserveSyncLatency,
+		wake:      make(chan struct{}, 1),
+		maxWrites: cfg.MaxConcurrentWrites,
 	}
-	m.c.bounds = newWriteBounds(cfg.MaxConcurrentWrites)
+	var err error
+	if m.mach, err = NewMachine(MachineConfig{MaxConflictRetries: cfg.MaxConflictRetries, MaxConcurrentWrites: cfg.MaxConcurrentWrites}); err != nil {
+		return nil, err
+	}
 	if m.clock == nil {
 		m.clock = clock.RealClock{}
 	}
 	if m.period == 0 {
 		m.period = DefaultSyncPeriod
-	}
-	if m.maxConflict == 0 {
-		m.maxConflict = DefaultMaxConflictRetries
 	}
 	if m.log == nil {
 		m.log = slog.New(slog.DiscardHandler)
@@ -191,19 +186,12 @@ func New(cfg Config) (*Manager, error) {
 
 // validPod checks a pod argument and counts a refusal.
 func (m *Manager) validPod(pod *v1.Pod) error {
-	var err error
-	switch {
-	case pod == nil:
-		err = ErrNilPod
-	case pod.UID == "":
-		err = fmt.Errorf("%w: pod %s/%s", ErrEmptyUID, pod.Namespace, pod.Name)
-	default:
+	if pod != nil && pod.UID != "" {
 		return nil
 	}
 	m.mu.Lock()
-	m.stats.Invalid++
-	m.mu.Unlock()
-	return err
+	defer m.mu.Unlock()
+	return m.mach.validPod(pod)
 }
 
 // baseStatus is the status a new entry is compared against: the mirror pod's for a static
@@ -229,52 +217,33 @@ const (
 	setFinished
 )
 
-// buildFunc returns the status to store, given the cached one (nil if none; read only): a
-// status of its own, which the caller may modify and store, or release to statusStructs
-// when it does not store it; or, for a forced mode, cached itself: the new version keeps
-// the cached status as it is (keepCached). ok false means there is nothing to store.
-type buildFunc func(cached *v1.PodStatus) (status *v1.PodStatus, ok bool, err error)
-
 // update is the common path of the setters: store a new version and wake the sync loop.
 // The new version is built and prepared (compared, normalized, copied) without the lock,
-// from the entry as it was; the lock is taken only to read the entry and to store the
-// result, which is prepared again if the entry changed meanwhile (another setter of the
-// same pod). A built status that is not stored (skipped, equal to the cached one, or
-// stale) goes back to statusStructs for the next setter.
+// from the entry as it was (prepareNext, pure); the lock is taken only to read the entry
+// and to store the result in the Machine, which is prepared again if the entry changed
+// meanwhile (another setter of the same pod). A built status that is not stored (skipped,
+// equal to the cached one, or stale) goes back to statusStructs for the next setter.
 func (m *Manager) update(pod *v1.Pod, build buildFunc, mode setMode) error {
 	base := m.baseStatus(pod)
 	for {
 		m.mu.Lock()
-		cur := m.c.current(pod.UID)
+		cur := m.mach.c.current(pod.UID)
 		m.mu.Unlock()
-		status, ok, err := build(cur.cached())
-		if err == nil && !ok {
-			return nil // nothing to store
-		}
-		own := status != cur.status // not the cached status (keepCached)
-		var nv newVersion
-		switch {
-		case err != nil:
-		case own:
-			nv, err = prepare(pod, status, base, cur, mode, m.clock.Now())
-		default:
-			nv = keepCached(pod, cur, mode, m.clock.Now())
-		}
+		nv, built, err := prepareNext(cur, pod, base, build, mode, m.clock.Now())
 		if err != nil {
-			if errors.Is(err, ErrIllegalTransition) || errors.Is(err, ErrInvalidPhase) {
-				m.mu.Lock()
-				m.stats.Refused++
-				m.mu.Unlock()
-			}
+			m.mu.Lock()
+			m.mach.refused(err)
+			m.mu.Unlock()
 			m.log.Warn("status update refused", "pod", pod.Namespace+"/"+pod.Name, "podUID", pod.UID, "err", err)
 			return err
 		}
-		m.mu.Lock()
-		changed, stale := m.c.store(nv)
-		m.mu.Unlock()
-		if own && (!changed || nv.status != status) {
-			releaseStatusStruct(status) // the entry does not hold it
+		if nv.pod == nil {
+			return nil // nothing to store
 		}
+		m.mu.Lock()
+		changed, stale := m.mach.c.store(nv)
+		m.mu.Unlock()
+		releaseUnstored(built, nv, changed)
 		if stale {
 			continue
 		}
@@ -324,32 +293,7 @@ func (m *Manager) setPodStatus(pod *v1.Pod, status v1.PodStatus, deepCopy bool) 
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	mode := setIfChanged
-	if pod.DeletionTimestamp != nil {
-		mode = setForced
-	}
-	// prepare writes *StartTime in place; the value given is restored before every
-	// attempt without a copy, so that a retry (update's, after another setter of the pod)
-	// starts from status as given. prepare's other writes into the shared memory (the
-	// conditions' transition times, NormalizeStatus's) give the same result when
-	// repeated, and its writes to status's own fields go to the attempt's struct.
-	var start metav1.Time
-	if !deepCopy && status.StartTime != nil {
-		start = *status.StartTime
-	}
-	return m.update(pod, func(*v1.PodStatus) (*v1.PodStatus, bool, error) {
-		s := newStatusStruct()
-		if deepCopy {
-			status.DeepCopyInto(s)
-		} else {
-			*s = status
-			if s.StartTime != nil {
-				*s.StartTime = start
-			}
-		}
-		s.ObservedGeneration = pod.Generation
-		return s, true, nil
-	}, mode)
+	return m.update(pod, podStatusBuild(pod, status, deepCopy), podStatusMode(pod))
 }
 
 // TerminatePod makes the final status of a pod whose containers have all stopped (call it
@@ -362,24 +306,7 @@ func (m *Manager) TerminatePod(pod *v1.Pod) error {
 	if err := m.validPod(pod); err != nil {
 		return err
 	}
-	return m.update(pod, func(cached *v1.PodStatus) (*v1.PodStatus, bool, error) {
-		from := &pod.Status
-		if cached != nil {
-			from = cached
-			if !needsTermination(pod, cached) && !cached.StartTime.IsZero() && cutsNoMessage(pod, cached) &&
-				CheckContainerStateTransition(pod, cached, cached) == nil {
-				// The cached status is prepared (or equal to a status prepared) with this
-				// pod's spec but for the termination message budget (ephemeral
-				// containers) and the containers the spec lists: terminated and prepared
-				// again, it would be equal to itself (prepare would keep the cached one).
-				// Kept as it is.
-				return cached, true, nil
-			}
-		}
-		s := newStatusStruct()
-		terminatedStatusInto(pod, from, s)
-		return s, true, nil
-	}, setFinished)
+	return m.update(pod, terminateBuild(pod), setFinished)
 }
 
 // RefreshPod records pod as the node agent's newest object of a pod whose status is
@@ -398,7 +325,7 @@ func (m *Manager) RefreshPod(pod *v1.Pod) {
 		return
 	}
 	m.mu.Lock()
-	e := m.c.entries[pod.UID]
+	e := m.mach.c.entries[pod.UID]
 	var server *v1.Pod
 	if e != nil {
 		e.pod, server = pod, e.server
@@ -408,7 +335,7 @@ func (m *Manager) RefreshPod(pod *v1.Pod) {
 		return
 	}
 	m.mu.Lock()
-	if m.c.entries[pod.UID] == e {
+	if m.mach.c.entries[pod.UID] == e {
 		e.takeServer(server, pod)
 	}
 	m.mu.Unlock()
@@ -420,61 +347,24 @@ func (m *Manager) RefreshPod(pod *v1.Pod) {
 // It returns an error wrapping ErrUnknownPod when no status is cached for the pod or the
 // container is not in it.
 func (m *Manager) SetContainerReadiness(podUID types.UID, containerID string, ready bool) error {
-	return m.setContainer(podUID, containerID, func(pod *v1.Pod, s *v1.PodStatus, cs *v1.ContainerStatus) bool {
-		if cs.Ready == ready {
-			return false
-		}
-		cs.Ready = ready
-		s.Conditions = putCondition(s.Conditions, ContainersReadyCondition(pod, s), m.clock.Now())
-		s.Conditions = putCondition(s.Conditions, PodReadyCondition(pod, s), m.clock.Now())
-		return true
-	})
+	return m.setContainer(podUID, containerID, readinessChange(ready, m.clock.Now()))
 }
 
 // SetContainerStartup sets the Started flag of the container with the runtime ID
 // containerID in the pod's cached status (the startup probe's verdict). An unchanged flag is
 // a no-op. Errors as SetContainerReadiness.
 func (m *Manager) SetContainerStartup(podUID types.UID, containerID string, started bool) error {
-	return m.setContainer(podUID, containerID, func(_ *v1.Pod, _ *v1.PodStatus, cs *v1.ContainerStatus) bool {
-		if cs.Started != nil && *cs.Started == started {
-			return false
-		}
-		cs.Started = &started
-		return true
-	})
+	return m.setContainer(podUID, containerID, startupChange(started))
 }
 
-func (m *Manager) setContainer(podUID types.UID, containerID string, change func(*v1.Pod, *v1.PodStatus, *v1.ContainerStatus) bool) error {
-	if podUID == "" {
-		m.mu.Lock()
-		m.stats.Invalid++
-		m.mu.Unlock()
-		return ErrEmptyUID
-	}
+func (m *Manager) setContainer(podUID types.UID, containerID string, change containerChange) error {
 	m.mu.Lock()
-	e := m.c.entries[podUID]
-	var pod *v1.Pod
-	if e != nil {
-		pod = e.pod
-	}
+	pod, err := m.mach.podOf(podUID)
 	m.mu.Unlock()
-	if pod == nil {
-		return fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
+	if err != nil {
+		return err
 	}
-	return m.update(pod, func(cached *v1.PodStatus) (*v1.PodStatus, bool, error) {
-		if cached == nil {
-			return nil, false, fmt.Errorf("%w: no status for pod %s", ErrUnknownPod, podUID)
-		}
-		s := cached.DeepCopy()
-		for _, list := range [...][]v1.ContainerStatus{s.ContainerStatuses, s.InitContainerStatuses} {
-			for i := range list {
-				if list[i].ContainerID == containerID {
-					return s, change(pod, s, &list[i]), nil
-				}
-			}
-		}
-		return nil, false, fmt.Errorf("%w: pod %s has no container %q", ErrUnknownPod, podUID, containerID)
-	}, setIfChanged)
+	return m.update(pod, containerBuild(pod, containerID, change), setIfChanged)
 }
 
 // GetPodStatus returns a copy of the cached status of the pod, if any. A mirror pod's UID
@@ -514,14 +404,13 @@ func (m *Manager) cachedStatus(uid types.UID) *v1.PodStatus {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.c.entries[want]
-	if e == nil {
-		e = m.c.byMirrorUID(uid)
+	if status, ok := m.mach.PodStatus(want); ok {
+		return status
 	}
-	if e == nil {
-		return nil
+	if e := m.mach.c.byMirrorUID(uid); e != nil {
+		return e.status
 	}
-	return e.status
+	return nil
 }
 
 // RemoveOrphanedStatuses forgets the status of every pod whose UID is not a key of
@@ -530,17 +419,12 @@ func (m *Manager) cachedStatus(uid types.UID) *v1.PodStatus {
 func (m *Manager) RemoveOrphanedStatuses(podUIDs map[types.UID]bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for uid := range m.c.entries {
-		if _, ok := podUIDs[uid]; !ok {
-			m.c.remove(uid)
-			m.stats.Orphaned++
-		}
-	}
+	m.mach.RemoveOrphanedStatuses(podUIDs)
 }
 
 // Stats returns the counters.
 func (m *Manager) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.stats
+	return m.mach.Stats()
 }

@@ -23,11 +23,32 @@ func TestNilArguments(t *testing.T) {
 		got  func() result
 		want result
 	}{
-		{"NewPodSync without a pod: its first Step ends it", func() result {
-			st := statusmgr.NewPodSyncForTest(nil).Step(statusmgr.Answer{}, time.Time{})
-			o := st.OutcomeForTest()
-			return result{[]any{st.Done(), o.Result, o.Reason, o.Stats.Invalid}, o.Err}
-		}, result{[]any{true, statusmgr.ResultKeptForTest, statusmgr.ReasonFailedForTest, 1}, statusmgr.ErrNilPod}},
+		{"Machine.SetPodStatus(nil)", func() result {
+			m := newMachine()
+			changed, err := m.SetPodStatus(time.Time{}, nil, v1.PodStatus{}, nil)
+			return result{[]any{changed, m.Stats().Invalid}, err}
+		}, result{[]any{false, 1}, statusmgr.ErrNilPod}},
+		{"Machine.TerminatePod of a pod without a UID", func() result {
+			m := newMachine()
+			changed, err := m.TerminatePod(time.Time{}, &v1.Pod{}, nil)
+			return result{[]any{changed, m.Stats().Invalid}, err}
+		}, result{[]any{false, 1}, statusmgr.ErrEmptyUID}},
+		{"Machine.SetContainerReadiness of an unknown pod", func() result {
+			_, err := newMachine().SetContainerReadiness(time.Time{}, "u", "c", true)
+			return result{Err: err}
+		}, result{Err: statusmgr.ErrUnknownPod}},
+		{"Machine.StartWrite of a write not granted", func() result {
+			r, err := newMachine().StartWrite(time.Time{}, "u", statusmgr.Facts{})
+			return result{Value: r.Done(), Err: err}
+		}, result{Value: true, Err: statusmgr.ErrUnknownPod}},
+		{"Machine.Answer without a write", func() result {
+			r, err := newMachine().Answer(time.Time{}, "u", statusmgr.Answer{})
+			return result{Value: r.Done(), Err: err}
+		}, result{Value: true, Err: statusmgr.ErrUnknownPod}},
+		{"NewMachine with negative bounds", func() result {
+			_, err := statusmgr.NewMachine(statusmgr.MachineConfig{MaxConflictRetries: -1, MaxConcurrentWrites: -1})
+			return result{Err: err}
+		}, result{Err: statusmgr.ErrInvalidConfig}},
 		{"IsMirrorPod(nil)", func() result { return result{Value: statusmgr.IsMirrorPod(nil)} }, result{Value: false}},
 		{"IsStaticPod(nil)", func() result { return result{Value: statusmgr.IsStaticPod(nil)} }, result{Value: false}},
 		{"CanBeDeleted(nil)", func() result { return result{Value: statusmgr.CanBeDeleted(nil, v1.PodStatus{}, true)} }, result{Value: false}},
@@ -39,7 +60,6 @@ func TestNilArguments(t *testing.T) {
 		{"PodReadyCondition(nil, nil).Status", func() result {
 			return result{Value: statusmgr.PodReadyCondition(nil, nil).Status}
 		}, result{Value: v1.ConditionFalse}},
-		{"TargetOf(nil)", func() result { tg, _ := statusmgr.TargetOfForTest(nil, nil, false); return result{Value: tg} }, result{Value: statusmgr.TargetPodForTest}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.got()
@@ -51,4 +71,12 @@ func TestNilArguments(t *testing.T) {
 			}
 		})
 	}
+}
+
+func newMachine() *statusmgr.Machine {
+	m, err := statusmgr.NewMachine(statusmgr.MachineConfig{})
+	if err != nil {
+		panic(err)
+	}
+	return m
 }

@@ -153,7 +153,7 @@ func TestConcurrentSettersOfOnePod(t *testing.T) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if v := m.c.entries["u1"].version; v != n {
+	if v := m.mach.c.entries["u1"].version; v != n {
 		t.Errorf("version %d after %d distinct statuses, want %d", v, n, n)
 	}
 }

@@ -176,7 +176,7 @@ func entryOf(t *testing.T, m *Manager, uid types.UID) parEntry {
 	t.Helper()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.c.entries[uid]
+	e := m.mach.c.entries[uid]
 	if e == nil {
 		t.Fatalf("no cached status for %s", uid)
 	}

@@ -21,9 +21,9 @@ const (
 	VerbDelete Verb = "delete" // DeletePod
 )
 
-// Call is the StatusPatcher call a PodSync asks for.
+// Call is a StatusPatcher call a Machine asks its runner to make (Ready.Call).
 type Call struct {
-	// Verb is the call; "" when the sync is done (see Step).
+	// Verb is the call; "" when the write is done (see Ready).
 	Verb            Verb
 	Namespace, Name string
 	// Patch is PatchPodStatus's patch (VerbPatch).
@@ -32,8 +32,9 @@ type Call struct {
 	UID types.UID
 }
 
-// Answer is what the StatusPatcher returned for a Call: the pod (GetPod, PatchPodStatus)
-// and the error.
+// Answer is what the StatusPatcher returned for a Call, handed back to Machine.Answer: the
+// pod (GetPod, PatchPodStatus; read only from then on, the Machine may keep it) and the
+// error.
 type Answer struct {
 	Pod *v1.Pod
 	Err error
@@ -203,8 +204,8 @@ type outcome struct {
 	Stats Stats
 }
 
-// Step is what a PodSync does next: a call to make, or, once Call.Verb is "", the end.
-type Step struct {
+// podStep is what a podSync does next: a call to make, or, once Call.Verb is "", the end.
+type podStep struct {
 	Call    Call
 	outcome outcome
 	// Stats are the counters this step adds: the call just answered, a Conflict retried.
@@ -212,29 +213,20 @@ type Step struct {
 }
 
 // Done reports whether the sync is over (its outcome is set).
-func (s Step) Done() bool { return s.Call.Verb == "" }
+func (s podStep) Done() bool { return s.Call.Verb == "" }
 
-// PodSync is the pure machine of one sync of one pod's status, the status manager's
-// per-pod decisions: which server pod it may write (the pod's UID, a static pod's mirror),
-// the merge with the server's status, whether to patch, re-reading the pod after a
-// Conflict (at most MaxConflictRetries times) or when the copy at hand predates a
-// deletion, the final delete once CanBeDeleted holds, and what a failed call means
-// (NotFound: gone, unless the node agent still has the pod; after a failed delete the pod
-// is read again and only NotFound or another UID forgets the status).
+// podSync is one sync of one pod's status, the Machine's per-pod decisions: which server
+// pod it may write (the pod's UID, a static pod's mirror), the merge with the server's
+// status, whether to patch, re-reading the pod after a Conflict (at most
+// MaxConflictRetries times) or when the copy at hand predates a deletion, the final delete
+// once CanBeDeleted holds, and what a failed call means (NotFound: gone, unless the node
+// agent still has the pod; after a failed delete the pod is read again and only NotFound
+// or another UID forgets the status).
 //
-// It does no IO, reads no clock and starts no goroutine: Step takes the answer to the
-// last call and the time, and returns the next call or the end. Not safe for concurrent
-// use. The Manager is its runner; a caller of Manager.TakeSyncs drives the ones it gets
-// with answers of its own, then hands each back with FinishSync:
-//
-//	for _, ps := range m.TakeSyncs() {
-//		var a statusmgr.Answer
-//		for st := ps.Step(a, now); !st.Done(); st = ps.Step(a, now) {
-//			a = call(st.Call) // the StatusPatcher call
-//		}
-//		err := m.FinishSync(ps)
-//	}
-type PodSync struct {
+// It does no IO, reads no clock and starts no goroutine: Step takes the answer to the last
+// call and the time, and returns the next call or the end. The Machine keeps one per write
+// in flight (StartWrite, Answer).
+type podSync struct {
 	in podSyncInput
 	// waiting is the call whose answer the next Step takes ("" before the first Step).
 	waiting Verb
@@ -254,49 +246,47 @@ type PodSync struct {
 	// calls sums the Stats of the steps so far.
 	calls Stats
 
-	// snap is the Manager's snapshot the sync started from (its entry nil for a PodSync
-	// of podSyncOf). A value: a pointer to the runner's would move it to the heap.
+	// snap is the cache's snapshot the write started from (its entry nil for a podSync
+	// of podSyncOf).
 	snap snapshot
+	// started is true once the runner handed in the write's facts (Machine.StartWrite).
+	started bool
 }
 
 // podSyncOf returns the machine of one sync starting from in. A sync without a pod
 // (in.Pod nil) makes no call: its first Step ends it, resultKept and reasonFailed, with an
 // Err wrapping ErrNilPod.
-func podSyncOf(in podSyncInput) *PodSync {
+func podSyncOf(in podSyncInput) *podSync {
 	ps := newPodSync(in)
 	return &ps
 }
 
 // newPodSync is podSyncOf's machine, as a value.
-func newPodSync(in podSyncInput) PodSync {
-	return PodSync{in: in, server: in.Server}
+func newPodSync(in podSyncInput) podSync {
+	return podSync{in: in, server: in.Server}
 }
 
-// input returns what the sync started from. For a PodSync from Manager.TakeSyncs its
-// statuses and pods are the manager's own: read-only.
-func (p *PodSync) input() podSyncInput { return p.in }
-
 // result returns the outcome once the sync is done.
-func (p *PodSync) result() (outcome, bool) { return p.out, p.done }
+func (p *podSync) result() (outcome, bool) { return p.out, p.done }
 
 // callStats returns the sum of the Stats of the steps so far (the calls answered and the
 // Conflicts retried; not the outcome's).
-func (p *PodSync) callStats() Stats { return p.calls }
+func (p *podSync) callStats() Stats { return p.calls }
 
 // Step takes the answer to the call the previous Step asked for (ignored on the first
 // Step) and the time now (for the conditions' transition times), and returns the next call
 // or, once the sync is done, its outcome. Steps after the end repeat the outcome.
-func (p *PodSync) Step(a Answer, now time.Time) Step {
+func (p *podSync) Step(a Answer, now time.Time) podStep {
 	if p.done {
-		return Step{outcome: p.out}
+		return podStep{outcome: p.out}
 	}
 	st := p.step(a, now)
 	p.calls.add(st.stats)
 	return st
 }
 
-func (p *PodSync) step(a Answer, now time.Time) Step {
-	var st Step
+func (p *podSync) step(a Answer, now time.Time) podStep {
+	var st podStep
 	verb := p.waiting
 	p.waiting = ""
 	switch verb {
@@ -372,7 +362,7 @@ func (p *PodSync) step(a Answer, now time.Time) Step {
 }
 
 // decide writes the version to the server's pod at hand (read first if unknown).
-func (p *PodSync) decide(st Step, now time.Time) Step {
+func (p *podSync) decide(st podStep, now time.Time) podStep {
 	if p.server == nil {
 		p.borrowed = false
 		return p.call(st, Call{Verb: VerbGet})
@@ -417,7 +407,7 @@ func (p *PodSync) decide(st Step, now time.Time) Step {
 
 // afterWrite runs once the server has the version: the final delete, or a fresh read when
 // the copy at hand predates a deletion the node agent saw, or the end.
-func (p *PodSync) afterWrite(st Step) Step {
+func (p *podSync) afterWrite(st podStep) podStep {
 	server := p.server
 	if CanBeDeleted(server, p.in.Status, p.in.Finished) {
 		return p.call(st, Call{Verb: VerbDelete, UID: server.UID})
@@ -431,14 +421,14 @@ func (p *PodSync) afterWrite(st Step) Step {
 }
 
 // failed ends the sync after a failed call.
-func (p *PodSync) failed(st Step, verb Verb, err error) Step {
+func (p *podSync) failed(st podStep, verb Verb, err error) podStep {
 	return p.finish(st, p.failure(verb, err))
 }
 
 // failure is the outcome of a failed call: NotFound forgets the status (the pod is gone)
 // unless the pod is a static pod's mirror not created yet or the node agent still has the
 // pod; anything else keeps the status, unknown server copy, for the next full sync.
-func (p *PodSync) failure(verb Verb, err error) outcome {
+func (p *podSync) failure(verb Verb, err error) outcome {
 	if apierrors.IsNotFound(err) {
 		switch {
 		case p.in.Target != targetPod && verb == VerbGet:
@@ -463,14 +453,14 @@ func (p *PodSync) failure(verb Verb, err error) outcome {
 	return o
 }
 
-func (p *PodSync) call(st Step, c Call) Step {
+func (p *podSync) call(st podStep, c Call) podStep {
 	c.Namespace, c.Name = p.in.Pod.Namespace, p.in.Pod.Name
 	p.waiting = c.Verb
 	st.Call = c
 	return st
 }
 
-func (p *PodSync) finish(st Step, o outcome) Step {
+func (p *podSync) finish(st podStep, o outcome) podStep {
 	o.Sent = o.Sent || p.sent // whatever came after, the version is on the server
 	p.done, p.out = true, o
 	st.outcome = o

@@ -290,6 +290,11 @@ func TestPodSyncSteps(t *testing.T) {
 				sent: true, stats: Stats{NotFounds: 1}},
 		},
 		{
+			name: "no pod: the first step ends it",
+			in:   podSyncInput{},
+			want: want{result: resultKept, reason: reasonFailed, stats: Stats{Invalid: 1}, errIs: []error{ErrNilPod}},
+		},
+		{
 			name:    "delete not found: gone",
 			in:      podSyncInput{Pod: del, Status: failedStatus(), Finished: true, Server: terminalDeleting},
 			answers: []Answer{fail(errNotFound)},

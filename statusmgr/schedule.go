@@ -62,10 +62,8 @@ type write struct {
 	// again is true when the pod was taken from its queue while the write ran: done queues
 	// it again.
 	again bool
-	// counted is true when the write holds a slot of lane (nextWrite, claim); a write of
-	// TakeSyncs holds none.
-	counted bool
-	lane    lane
+	// lane is the lane whose slot the write holds.
+	lane lane
 }
 
 // queue is a FIFO of UIDs; items[head:] is live.
@@ -163,7 +161,7 @@ func (c *cache) next(l lane) (snapshot, bool) {
 		if !e.needsUpdate() {
 			continue
 		}
-		c.start(uid, l, true)
+		c.start(uid, l)
 		return e.snapshot(uid), true
 	}
 	q.items, q.head = q.items[:0], 0
@@ -173,12 +171,10 @@ func (c *cache) next(l lane) (snapshot, bool) {
 	return snapshot{}, false
 }
 
-// start marks a write of the pod in flight, holding a slot of lane l if counted.
-func (c *cache) start(uid types.UID, l lane, counted bool) {
-	c.writing[uid] = write{lane: l, counted: counted}
-	if counted {
-		c.inFlight[l]++
-	}
+// start marks a write of the pod in flight, holding a slot of lane l.
+func (c *cache) start(uid types.UID, l lane) {
+	c.writing[uid] = write{lane: l}
+	c.inFlight[l]++
 }
 
 // claimResult is what claim found.
@@ -195,10 +191,9 @@ const (
 )
 
 // claim marks a write of the pod with the UID in flight and returns its snapshot, if it
-// needs a sync, has none in flight and (when slot is true) its lane has a free slot, which
-// the write then holds until done (Sync's way in; the queue is left as it is). With slot
-// false (TakeSyncs) the write holds no slot.
-func (c *cache) claim(uid types.UID, slot bool) (snapshot, claimResult) {
+// needs a sync, has none in flight and its lane has a free slot, which the write then
+// holds until done (Sync's way in; the queue is left as it is).
+func (c *cache) claim(uid types.UID) (snapshot, claimResult) {
 	if _, busy := c.writing[uid]; busy {
 		return snapshot{}, claimBusy
 	}
@@ -207,10 +202,10 @@ func (c *cache) claim(uid types.UID, slot bool) (snapshot, claimResult) {
 		return snapshot{}, claimNone
 	}
 	l := laneOf(e.podIsFinished)
-	if slot && !c.hasSlot(l) {
+	if !c.hasSlot(l) {
 		return snapshot{}, claimBusy
 	}
-	c.start(uid, l, slot)
+	c.start(uid, l)
 	return e.snapshot(uid), claimed
 }
 
@@ -223,9 +218,7 @@ func (c *cache) done(uid types.UID) bool {
 		return false
 	}
 	delete(c.writing, uid)
-	if w.counted {
-		c.inFlight[w.lane]--
-	}
+	c.inFlight[w.lane]--
 	if e := c.entries[uid]; w.again && e != nil && e.needsUpdate() {
 		c.enqueue(uid, e)
 		return true

@@ -126,9 +126,8 @@ func TestWritePolicy(t *testing.T) {
 	}
 }
 
-// TestWritePolicyClaim is Sync's way in (claim with a slot): a pod is claimed when it
-// needs a sync, has no write in flight and its lane has a free slot; TakeSyncs' claims
-// hold no slot.
+// TestWritePolicyClaim is Sync's way in (claim): a pod is claimed when it needs a sync,
+// has no write in flight and its lane has a free slot, which its write then holds.
 func TestWritePolicyClaim(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -136,26 +135,24 @@ func TestWritePolicyClaim(t *testing.T) {
 		inFlight  []string
 		queued    []string
 		claim     string
-		slot      bool
 		want      claimResult
 	}{
-		{name: "a free slot", maxWrites: 4, queued: []string{"a"}, claim: "a", slot: true, want: claimed},
-		{name: "the status lane full", maxWrites: 4, inFlight: []string{"a"}, queued: []string{"b"}, claim: "b", slot: true, want: claimBusy},
-		{name: "the status lane full, a finished pod", maxWrites: 4, inFlight: []string{"a"}, queued: []string{"x!"}, claim: "x", slot: true, want: claimed},
-		{name: "every slot taken", maxWrites: 2, inFlight: []string{"x!", "y!"}, queued: []string{"z!"}, claim: "z", slot: true, want: claimBusy},
-		{name: "every slot taken, without a slot (TakeSyncs)", maxWrites: 2, inFlight: []string{"x!", "y!"}, queued: []string{"z!"}, claim: "z", want: claimed},
-		{name: "the pod's write in flight", maxWrites: 4, inFlight: []string{"x!"}, queued: []string{"x!"}, claim: "x", slot: true, want: claimBusy},
-		{name: "an unknown pod", maxWrites: 4, claim: "nope", slot: true, want: claimNone},
+		{name: "a free slot", maxWrites: 4, queued: []string{"a"}, claim: "a", want: claimed},
+		{name: "the status lane full", maxWrites: 4, inFlight: []string{"a"}, queued: []string{"b"}, claim: "b", want: claimBusy},
+		{name: "the status lane full, a finished pod", maxWrites: 4, inFlight: []string{"a"}, queued: []string{"x!"}, claim: "x", want: claimed},
+		{name: "every slot taken", maxWrites: 2, inFlight: []string{"x!", "y!"}, queued: []string{"z!"}, claim: "z", want: claimBusy},
+		{name: "the pod's write in flight", maxWrites: 4, inFlight: []string{"x!"}, queued: []string{"x!"}, claim: "x", want: claimBusy},
+		{name: "an unknown pod", maxWrites: 4, claim: "nope", want: claimNone},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := scheduleCache(t, tc.maxWrites, tc.inFlight, tc.queued)
 			before := c.inFlight
-			_, got := c.claim(types.UID(tc.claim), tc.slot)
+			_, got := c.claim(types.UID(tc.claim))
 			if got != tc.want {
 				t.Errorf("claim = %v, want %v", got, tc.want)
 			}
-			holds := got == claimed && tc.slot
+			holds := got == claimed
 			if after := c.inFlight[laneStatus] + c.inFlight[laneFinal]; (after == before[laneStatus]+before[laneFinal]+1) != holds {
 				t.Errorf("in flight %v -> %v: a slot held %v", before, c.inFlight, !holds)
 			}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,8 +22,8 @@ import (
 // patch) or a fresh GET. The full sync that calls it then picks up every entry that needs an update.
 func (m *Manager) reconcile() {
 	m.mu.Lock()
-	snaps := make([]snapshot, 0, len(m.c.entries))
-	for uid, e := range m.c.entries {
+	snaps := make([]snapshot, 0, len(m.mach.c.entries))
+	for uid, e := range m.mach.c.entries {
 		snaps = append(snaps, e.snapshot(uid))
 	}
 	m.mu.Unlock()
@@ -59,72 +58,35 @@ func (m *Manager) reconcile() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for uid, pod := range fresh {
-		if e := m.c.entries[uid]; e != nil {
+		if e := m.mach.c.entries[uid]; e != nil {
 			e.pod = pod
 		}
 	}
 	for _, s := range stale {
-		e := m.c.entries[s.uid]
-		if e != s.e || e.version != s.version || e.sentVersion != e.version {
-			continue // changed meanwhile, or not sent yet: a sync is due anyway
-		}
-		m.stats.Reconciled++
-		e.sentVersion = 0
-		e.server = nil
+		m.mach.resend(s)
 	}
 }
 
-// syncPod writes one snapshot to the server and deletes the pod when it can: it runs the
-// snapshot's PodSync, making the calls it asks for; no lock held.
-func (m *Manager) syncPod(ctx context.Context, s snapshot) error {
-	var ps PodSync // on the stack: drive keeps no reference to it
-	m.initPodSync(&ps, &s)
-	return m.drive(ctx, &ps)
-}
-
-// podSync returns the PodSync of a snapshot (see initPodSync).
-func (m *Manager) podSync(s snapshot) *PodSync {
-	ps := new(PodSync)
-	m.initPodSync(ps, &s)
-	return ps
-}
-
-// initPodSync makes ps the PodSync of the snapshot s, asking the callbacks
-// (CouldHaveRunningContainers, the PodLookup) what it needs; no lock held.
-func (m *Manager) initPodSync(ps *PodSync, s *snapshot) {
-	in := podSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: !s.finished,
-		Server: s.server, MaxConflictRetries: m.maxConflict}
+// facts asks the PodLookup and CouldHaveRunningContainers what the write w needs; no lock
+// held.
+func (m *Manager) facts(w Write) Facts {
+	f := Facts{CouldRunContainers: !w.Finished}
 	if m.couldRun != nil {
-		in.CouldRunContainers = m.couldRun(s.uid)
+		f.CouldRunContainers = m.couldRun(w.UID)
 	}
-	var mirror *v1.Pod
-	found := true
-	if m.lookup != nil {
-		if IsStaticPod(s.pod) {
-			mirror, found = m.lookup.GetMirrorPodByPod(s.pod)
-			found = found && mirror != nil
-		}
-		p, ok := m.lookup.GetPodByUID(s.uid)
-		in.Desired = ok && p != nil && p.UID == s.uid
-		if in.Desired {
-			in.Source = p
+	if m.lookup == nil {
+		return f
+	}
+	f.Lookup = true
+	if IsStaticPod(w.Pod) {
+		if mirror, ok := m.lookup.GetMirrorPodByPod(w.Pod); ok {
+			f.Mirror = mirror
 		}
 	}
-	in.Target, in.MirrorUID = targetOf(s.pod, mirror, found)
-	*ps = newPodSync(in)
-	ps.snap = *s
-}
-
-// drive runs ps to its end, making its calls, and records its outcome.
-func (m *Manager) drive(ctx context.Context, ps *PodSync) error {
-	var a Answer
-	for {
-		st := ps.Step(a, m.clock.Now())
-		if st.Done() {
-			return m.finish(ps)
-		}
-		a = m.call(ctx, st.Call)
+	if p, ok := m.lookup.GetPodByUID(w.UID); ok {
+		f.Source = p
 	}
+	return f
 }
 
 // call makes one StatusPatcher call.
@@ -143,49 +105,13 @@ func (m *Manager) call(ctx context.Context, c Call) Answer {
 	return a
 }
 
-// finish records the outcome of a PodSync of the Manager (a snapshot's) in the cache, logs
-// it, and returns its error. Not for a PodSync of podSyncOf (ErrUnknownPod).
-func (m *Manager) finish(ps *PodSync) error {
-	o, done := ps.result()
-	if ps.snap.e == nil || !done {
-		return fmt.Errorf("%w: the sync is not a Manager's, or not done", ErrUnknownPod)
+// ended reports how a write ended: the sync latency to ObserveSyncLatency (when it put a
+// version on the server), the outcome to the log. No lock held.
+func (m *Manager) ended(end End) {
+	if m.observe != nil && !end.Since.IsZero() {
+		m.observe(m.clock.Since(end.Since))
 	}
-	s := ps.snap
-	var again bool
-	var setAt time.Time
-	var keep *v1.PodStatus
-	server := o.Server
-	if o.Result != resultForgotten {
-		if server != s.server { // a call answered with another copy (or none)
-			server = keepServer(server)
-		}
-		keep = statusToKeep(&s, server)
-	}
-	m.mu.Lock()
-	m.stats.add(ps.calls)
-	if o.Result == resultForgotten {
-		if o.Sent {
-			_, setAt = m.c.commit(s, true, nil, nil)
-		}
-		if m.c.forget(s) {
-			m.stats.add(o.Stats)
-		}
-	} else {
-		again, setAt = m.c.commit(s, o.Sent, server, keep)
-		if o.Reason == reasonDeleteFailed {
-			m.c.retryDelete(s)
-		}
-		m.stats.add(o.Stats)
-	}
-	m.mu.Unlock()
-	if m.observe != nil && !setAt.IsZero() {
-		m.observe(m.clock.Since(setAt))
-	}
-	if again {
-		m.signal()
-	}
-	m.logOutcome(s, o)
-	return o.Err
+	m.logOutcome(end)
 }
 
 // outcomeLogs are the log messages of the sync outcomes, by Reason.
@@ -200,13 +126,13 @@ var outcomeLogs = [...]string{
 	reasonRecreated:       "pod was deleted and recreated; status forgotten",
 }
 
-// logOutcome logs how the sync of s ended: at Debug, a failure at Error with its reason
-// and error. The record is only built when the logger takes that level.
-func (m *Manager) logOutcome(s snapshot, o outcome) {
-	if o.Reason < 0 || int(o.Reason) >= len(outcomeLogs) {
+// logOutcome logs how a write ended: at Debug, a failure at Error with its reason and
+// error. The record is only built when the logger takes that level.
+func (m *Manager) logOutcome(o End) {
+	if o.reason < 0 || int(o.reason) >= len(outcomeLogs) {
 		return
 	}
-	failed := o.Reason == reasonFailed || o.Reason == reasonDeleteFailed
+	failed := o.reason == reasonFailed || o.reason == reasonDeleteFailed
 	level := slog.LevelDebug
 	if failed {
 		level = slog.LevelError
@@ -215,9 +141,9 @@ func (m *Manager) logOutcome(s snapshot, o outcome) {
 	if !m.log.Enabled(ctx, level) {
 		return
 	}
-	args := []any{"pod", s.pod.Namespace + "/" + s.pod.Name, "podUID", s.uid, "version", s.version}
+	args := []any{"pod", o.Pod.Namespace + "/" + o.Pod.Name, "podUID", o.Pod.UID, "version", o.Version}
 	if failed {
-		args = append(args, "reason", o.Reason, "err", o.Err)
+		args = append(args, "reason", o.Outcome, "err", o.Err)
 	}
-	m.log.Log(ctx, level, outcomeLogs[o.Reason], args...)
+	m.log.Log(ctx, level, outcomeLogs[o.reason], args...)
 }

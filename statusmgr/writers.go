@@ -49,31 +49,31 @@ func (m *Manager) Run(ctx context.Context) error {
 				m.reconcile()
 			}
 			m.mu.Lock()
-			m.c.queueAll()
+			m.mach.QueueAll()
 			m.mu.Unlock()
 			timer.Reset(m.period)
 		}
 	}
 }
 
-// dispatch starts the writes the cache's policy grants (nextWrite: the pods queued, within
-// the bounds of each lane), each on a writer. It does not wait for a write: a write that
-// ends wakes the loop, which dispatches again.
+// dispatch starts the writes the Machine's policy grants (NextWrite: the pods queued,
+// within the bounds of each lane), each on a writer. It does not wait for a write: a
+// write that ends wakes the loop, which dispatches again.
 func (m *Manager) dispatch(ctx context.Context, writers *writerPool) {
 	for ctx.Err() == nil {
 		m.mu.Lock()
-		s, _, ok := m.c.nextWrite()
+		w, ok := m.mach.NextWrite()
 		m.mu.Unlock()
 		if !ok {
 			return
 		}
-		writers.start(ctx, m, writeJob{s: s})
+		writers.start(ctx, m, writeJob{w: w})
 	}
 }
 
-// writeJob is one write Run hands to its writers: a claimed snapshot, holding its slot.
+// writeJob is one write Run hands to its writers: a granted write, holding its slot.
 type writeJob struct {
-	s snapshot
+	w Write
 }
 
 // writerPool runs Run's writes on long-lived goroutines, so that a write does not start
@@ -104,14 +104,14 @@ func (w *writerPool) start(ctx context.Context, m *Manager, j writeJob) {
 	select {
 	case w.jobs <- j:
 	case <-ctx.Done():
-		_ = m.write(ctx, j.s)
+		_ = m.write(ctx, j.w)
 	}
 }
 
 // writer makes the write first, then every write it takes from jobs, until ctx ends.
 func (m *Manager) writer(ctx context.Context, first writeJob, jobs <-chan writeJob) {
 	for j := first; ; {
-		_ = m.write(ctx, j.s)
+		_ = m.write(ctx, j.w)
 		select {
 		case j = <-jobs:
 		case <-ctx.Done():
@@ -120,69 +120,34 @@ func (m *Manager) writer(ctx context.Context, first writeJob, jobs <-chan writeJ
 	}
 }
 
-// write syncs the claimed snapshot s, then ends its claim, which frees its slot.
-func (m *Manager) write(ctx context.Context, s snapshot) error {
-	err := m.syncPod(ctx, s)
-	m.release(s.uid)
-	m.signal()
-	return err
-}
-
-// release ends the claim of a pod's sync (freeing its slot) and wakes Sync's waiters.
-func (m *Manager) release(uid types.UID) {
+// write makes the write w, which the Machine granted: it asks the PodLookup and
+// CouldHaveRunningContainers what the write needs, then makes the calls the Machine asks
+// for, without the lock, handing each answer back, until the write is done (which frees
+// its slot); it then wakes Sync's waiters and the loop.
+func (m *Manager) write(ctx context.Context, w Write) error {
+	f := m.facts(w)
+	now := m.clock.Now()
 	m.mu.Lock()
-	m.c.done(uid)
+	r, err := m.mach.StartWrite(now, w.UID, f)
+	for err == nil && !r.Done() {
+		m.mu.Unlock()
+		a := m.call(ctx, r.Call)
+		now = m.clock.Now()
+		m.mu.Lock()
+		r, err = m.mach.Answer(now, w.UID, a)
+	}
 	if m.idle != nil {
 		close(m.idle)
 		m.idle = nil
 	}
 	m.mu.Unlock()
-}
-
-// TakeSyncs is Sync's first half, for a caller that makes the API calls itself (a test
-// harness, a runner of its own): it claims every pod that needs a sync and has no write in
-// flight (reconciling first, as a full sync does) and returns their PodSyncs, in the order
-// Sync would write them (the finished pods first). The caller steps each one to its end,
-// making the calls it asks for, and hands it back with FinishSync; until then the pod is
-// not written by Run or Sync. A pod whose write is in flight is left to that write's owner
-// (it is written again after it if it still needs it). The statuses and pods in each
-// PodSync's Input are the manager's own (shared, not copied): read-only.
-func (m *Manager) TakeSyncs() []*PodSync {
-	if m.lookup != nil {
-		m.reconcile()
-	}
-	m.mu.Lock()
-	m.c.queueAll()
-	var snaps []snapshot
-	for _, uid := range m.c.takeQueue() {
-		switch s, res := m.c.claim(uid, false); res {
-		case claimed:
-			snaps = append(snaps, s)
-		case claimBusy:
-			w := m.c.writing[uid]
-			w.again = true // queued again when its write ends
-			m.c.writing[uid] = w
-		}
-	}
-	m.mu.Unlock()
-	out := make([]*PodSync, len(snaps))
-	for i, s := range snaps {
-		out[i] = m.podSync(s)
-	}
-	return out
-}
-
-// FinishSync records the outcome of a PodSync that TakeSyncs returned, once it is done,
-// ends its claim and returns its error (the Outcome's Err). It returns an error wrapping
-// ErrUnknownPod, and changes nothing, for a PodSync that is not done or not from TakeSyncs.
-func (m *Manager) FinishSync(ps *PodSync) error {
-	if ps == nil || ps.snap.e == nil || !ps.done {
-		return fmt.Errorf("%w: the sync is not done, or not from TakeSyncs", ErrUnknownPod)
-	}
-	err := m.finish(ps)
-	m.release(ps.snap.uid)
 	m.signal()
-	return err
+	if err != nil { // not a write the Machine granted: a bug of the runner
+		m.log.Error("status write refused", "pod", w.Pod.Namespace+"/"+w.Pod.Name, "podUID", w.UID, "err", err)
+		return err
+	}
+	m.ended(r.End)
+	return r.End.Err
 }
 
 // Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
@@ -202,8 +167,8 @@ func (m *Manager) Sync(ctx context.Context) error {
 		m.reconcile()
 	}
 	m.mu.Lock()
-	m.c.queueAll()
-	uids := m.c.takeQueue()
+	m.mach.QueueAll()
+	uids := m.mach.c.takeQueue()
 	m.mu.Unlock()
 
 	var (
@@ -215,21 +180,21 @@ func (m *Manager) Sync(ctx context.Context) error {
 		// An ended ctx is checked first: claim and acquire find a free pod and a free
 		// slot as ready as ctx.Done, and a select picks at random.
 		var (
-			s   snapshot
+			w   Write
 			ok  bool
 			err = ctx.Err()
 		)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrInterrupted, err)
 		} else {
-			s, ok, err = m.claim(ctx, uid)
+			w, ok, err = m.claim(ctx, uid)
 		}
 		if err != nil {
 			// Not synced: put the rest back for Run or the next Sync.
 			m.mu.Lock()
 			for _, u := range uids[i:] {
-				if e := m.c.entries[u]; e != nil && e.needsUpdate() {
-					m.c.enqueue(u, e)
+				if e := m.mach.c.entries[u]; e != nil && e.needsUpdate() {
+					m.mach.c.enqueue(u, e)
 				}
 			}
 			m.mu.Unlock()
@@ -242,7 +207,7 @@ func (m *Manager) Sync(ctx context.Context) error {
 			continue
 		}
 		writes.Go(func() {
-			if err := m.write(ctx, s); err != nil {
+			if err := m.write(ctx, w); err != nil {
 				emu.Lock()
 				errs = append(errs, err)
 				emu.Unlock()
@@ -256,13 +221,13 @@ func (m *Manager) Sync(ctx context.Context) error {
 // claim waits until no write of the pod with the UID is in flight and its lane has a free
 // slot, and claims it (the write then holds that slot); false when it needs no sync (or is
 // gone). It returns ctx's error if ctx ends first.
-func (m *Manager) claim(ctx context.Context, uid types.UID) (snapshot, bool, error) {
+func (m *Manager) claim(ctx context.Context, uid types.UID) (Write, bool, error) {
 	for {
 		m.mu.Lock()
-		s, res := m.c.claim(uid, true)
+		w, res := m.mach.claim(uid)
 		if res != claimBusy {
 			m.mu.Unlock()
-			return s, res == claimed, nil
+			return w, res == claimed, nil
 		}
 		if m.idle == nil {
 			m.idle = make(chan struct{})
@@ -272,7 +237,7 @@ func (m *Manager) claim(ctx context.Context, uid types.UID) (snapshot, bool, err
 		select {
 		case <-idle:
 		case <-ctx.Done():
-			return snapshot{}, false, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
+			return Write{}, false, fmt.Errorf("%w: %w", ErrInterrupted, ctx.Err())
 		}
 	}
 }

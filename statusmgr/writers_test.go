@@ -472,38 +472,49 @@ func TestManagerSyncInterrupted(t *testing.T) {
 	})
 }
 
-// TakeSyncs and FinishSync: a caller steps the PodSyncs itself; a PodSync not from
-// TakeSyncs, or not done, is refused.
-func TestManagerTakeAndFinishSyncs(t *testing.T) {
+// A Machine driven by hand: NextWrite grants the write once, StartWrite and Answer refuse
+// a write that is not theirs to take, the calls reach the server, the end is reported with
+// the time the version was set, and nothing is left to write.
+func TestMachineWriteByHand(t *testing.T) {
 	pod := testPod("p", "u1")
 	api := statusmgrtest.NewFakeAPI(pod)
-	m, err := statusmgr.New(statusmgr.Config{Patcher: api})
+	m, err := statusmgr.NewMachine(statusmgr.MachineConfig{})
 	must(t, err)
-	must(t, m.SetPodStatus(pod, runningStatus(true)))
-	if err := m.FinishSync(statusmgr.NewPodSyncForTest(pod)); !errors.Is(err, statusmgr.ErrUnknownPod) {
-		t.Errorf("FinishSync of a PodSync of NewPodSync = %v, want ErrUnknownPod", err)
+	if changed, err := m.SetPodStatus(epoch, pod, runningStatus(true), nil); err != nil || !changed {
+		t.Fatalf("SetPodStatus: changed %v, %v", changed, err)
 	}
-	syncs := m.TakeSyncs()
-	if len(syncs) != 1 {
-		t.Fatalf("%d syncs, want 1", len(syncs))
+	if _, err := m.Answer(epoch, "u1", statusmgr.Answer{}); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("Answer before NextWrite = %v, want ErrUnknownPod", err)
 	}
-	if again := m.TakeSyncs(); len(again) != 0 {
-		t.Errorf("the pod claimed twice: %d syncs", len(again))
+	w, ok := m.NextWrite()
+	if !ok || w.UID != "u1" || w.Pod != pod || w.Finished {
+		t.Fatalf("NextWrite = %+v %v, want u1's write", w, ok)
 	}
-	ps := syncs[0]
-	if err := m.FinishSync(ps); !errors.Is(err, statusmgr.ErrUnknownPod) {
-		t.Errorf("FinishSync before the end = %v, want ErrUnknownPod", err)
+	if _, again := m.NextWrite(); again {
+		t.Error("the pod granted twice")
 	}
-	driveGetPatch(t, ps, api)
-	must(t, m.FinishSync(ps))
+	if _, err := m.Answer(epoch, "u1", statusmgr.Answer{}); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("Answer before StartWrite = %v, want ErrUnknownPod", err)
+	}
+	later := epoch.Add(time.Second)
+	r, err := m.StartWrite(later, "u1", statusmgr.Facts{CouldRunContainers: true})
+	must(t, err)
+	if _, err := m.StartWrite(later, "u1", statusmgr.Facts{}); !errors.Is(err, statusmgr.ErrUnknownPod) {
+		t.Errorf("StartWrite twice = %v, want ErrUnknownPod", err)
+	}
+	end := driveWrite(t, m, "u1", r, api)
+	if end.Outcome != "synced" || end.Err != nil || end.Pod != pod || end.Version != 1 || !end.Since.Equal(epoch) {
+		t.Errorf("end %+v, want synced, version 1, since %v", end, epoch)
+	}
 	if got := mustPod(t, api, "p"); got.Status.Phase != v1.PodRunning {
 		t.Errorf("phase %s on the server", got.Status.Phase)
 	}
 	if s := m.Stats(); s.Gets != 1 || s.Patches != 1 {
 		t.Errorf("stats %+v", s)
 	}
-	if again := m.TakeSyncs(); len(again) != 0 {
-		t.Errorf("%d syncs after the status reached the server", len(again))
+	m.QueueAll()
+	if w, again := m.NextWrite(); again {
+		t.Errorf("a write of %s after the status reached the server", w.UID)
 	}
 }
 
@@ -575,26 +586,31 @@ func TestManagerRunReusesWriters(t *testing.T) {
 	})
 }
 
-// driveGetPatch runs ps to its end against p, answering its GETs and PATCHes (any other
-// call fails the test).
-func driveGetPatch(t *testing.T, ps *statusmgr.PodSync, p statusmgr.StatusPatcher) {
+// driveWrite runs the write of the pod with the UID to its end from r, answering its GETs
+// and PATCHes against p (any other call fails the test), and returns how it ended.
+func driveWrite(t *testing.T, m *statusmgr.Machine, uid types.UID, r statusmgr.Ready, p statusmgr.StatusPatcher) statusmgr.End {
 	t.Helper()
-	var a statusmgr.Answer
-	for st := ps.Step(a, epoch); !st.Done(); st = ps.Step(a, epoch) {
-		switch st.Call.Verb {
+	for !r.Done() {
+		var a statusmgr.Answer
+		switch r.Call.Verb {
 		case statusmgr.VerbGet:
-			a.Pod, a.Err = p.GetPod(t.Context(), st.Call.Namespace, st.Call.Name)
+			a.Pod, a.Err = p.GetPod(t.Context(), r.Call.Namespace, r.Call.Name)
 		case statusmgr.VerbPatch:
-			a.Pod, a.Err = p.PatchPodStatus(t.Context(), st.Call.Namespace, st.Call.Name, st.Call.Patch)
+			a.Pod, a.Err = p.PatchPodStatus(t.Context(), r.Call.Namespace, r.Call.Name, r.Call.Patch)
 		default:
-			t.Fatalf("unexpected call %+v", st.Call)
+			t.Fatalf("unexpected call %+v", r.Call)
+		}
+		var err error
+		if r, err = m.Answer(epoch, uid, a); err != nil {
+			t.Fatal(err)
 		}
 	}
+	return r.End
 }
 
-// A patch, from TakeSyncs or the Manager's own syncs, stays its receiver's (a harness keeps
-// them to compare; net/http may read a request's body after the call returned): every
-// patch kept is unchanged after the Manager's later syncs.
+// A patch stays its receiver's (a harness keeps them to compare; net/http may read a
+// request's body after the call returned): every patch kept is unchanged after the
+// Manager's later syncs.
 func TestPatchesStayTheirReceivers(t *testing.T) {
 	pods := []*v1.Pod{testPod("p1", "u1"), testPod("p2", "u2")}
 	api := statusmgrtest.NewFakeAPI(pods...)
@@ -612,10 +628,7 @@ func TestPatchesStayTheirReceivers(t *testing.T) {
 	for _, p := range pods {
 		must(t, m.SetPodStatus(p, runningStatus(false)))
 	}
-	for _, ps := range m.TakeSyncs() {
-		driveGetPatch(t, ps, keep)
-		must(t, m.FinishSync(ps))
-	}
+	must(t, m.Sync(t.Context()))
 	for i := range 4 {
 		for _, p := range pods {
 			must(t, m.SetPodStatus(p, runningStatus(i%2 == 0)))

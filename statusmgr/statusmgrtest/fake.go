@@ -7,9 +7,8 @@
 // the counts or on the pods without polling. For a whole node agent it also creates pods,
 // deletes them the way a user does and serves a watch of one node's pods (server.go).
 //
-// RunFile (harness.go) runs scenario scripts against a statusmgr.Manager over a FakeAPI,
-// either stepping each pod's statusmgr.PodSync itself or through Manager.Sync, and prints
-// the calls, so users script their own status-manager scenarios the way podlife's tests do.
+// RunFile (harness.go) runs scenario scripts over a FakeAPI, against a statusmgr.Machine
+// it drives itself or a statusmgr.Manager (Manager.Sync), and prints the calls, so users script their own status-manager scenarios the way podlife's tests do.
 // Scripts are in the format every podlife harness reads (datadriven style): a command line,
 // a line "----", the output the command must print, and a blank line that ends the case;
 // lines starting with '#' are comments. An output with blank lines goes between two "----"

@@ -27,8 +27,8 @@ import (
 type Mode int
 
 const (
-	// MachineMode steps each pod's statusmgr.PodSync itself, one pod after the other,
-	// making the calls it asks for (Manager.TakeSyncs, PodSync.Step, Manager.FinishSync).
+	// MachineMode drives a statusmgr.Machine itself, one write after the other, making
+	// the calls it asks for (Machine.QueueAll, NextWrite, StartWrite, Answer).
 	MachineMode Mode = iota
 	// ManagerMode calls Manager.Sync, which writes the pods in parallel.
 	ManagerMode
@@ -88,7 +88,8 @@ type harness struct {
 	mode  Mode
 	api   *FakeAPI
 	clock *clocktesting.FakeClock
-	m     *statusmgr.Manager
+	m     *statusmgr.Manager // ManagerMode
+	mach  *statusmgr.Machine // MachineMode
 	pods  map[string]*v1.Pod
 
 	mu       sync.Mutex // the fields below: the Manager calls from several goroutines
@@ -115,18 +116,48 @@ func newHarness(t testing.TB, mode Mode) *harness {
 	}
 	var err error
 	h.m, err = statusmgr.New(statusmgr.Config{
-		Patcher: rec,
-		Clock:   h.clock,
-		CouldHaveRunningContainers: func(uid types.UID) bool {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			return h.couldRun[uid]
-		},
+		Patcher:                    rec,
+		Clock:                      h.clock,
+		CouldHaveRunningContainers: h.couldRunOf,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if h.mach, err = statusmgr.NewMachine(statusmgr.MachineConfig{}); err != nil {
+		t.Fatal(err)
+	}
 	return h
+}
+
+// couldRunOf is what the script said of the pod's containers (CouldHaveRunningContainers).
+func (h *harness) couldRunOf(uid types.UID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.couldRun[uid]
+}
+
+// setPodStatus, terminatePod and stats go to the mode's Manager or Machine.
+func (h *harness) setPodStatus(pod *v1.Pod, st v1.PodStatus) error {
+	if h.mode == ManagerMode {
+		return h.m.SetPodStatus(pod, st)
+	}
+	_, err := h.mach.SetPodStatus(h.clock.Now(), pod, st, nil)
+	return err
+}
+
+func (h *harness) terminatePod(pod *v1.Pod) error {
+	if h.mode == ManagerMode {
+		return h.m.TerminatePod(pod)
+	}
+	_, err := h.mach.TerminatePod(h.clock.Now(), pod, nil)
+	return err
+}
+
+func (h *harness) stats() statusmgr.Stats {
+	if h.mode == ManagerMode {
+		return h.m.Stats()
+	}
+	return h.mach.Stats()
 }
 
 // call makes c on the FakeAPI (or fails it as the script said) and records it.
@@ -195,13 +226,17 @@ func (h *harness) sync() error {
 		return h.m.Sync(ctx)
 	}
 	var errs []error
-	for _, ps := range h.m.TakeSyncs() {
-		var a statusmgr.Answer
-		for st := ps.Step(a, h.clock.Now()); !st.Done(); st = ps.Step(a, h.clock.Now()) {
-			a = h.call(ctx, st.Call)
+	h.mach.QueueAll()
+	for w, ok := h.mach.NextWrite(); ok; w, ok = h.mach.NextWrite() {
+		r, err := h.mach.StartWrite(h.clock.Now(), w.UID, statusmgr.Facts{CouldRunContainers: h.couldRunOf(w.UID)})
+		for err == nil && !r.Done() {
+			r, err = h.mach.Answer(h.clock.Now(), w.UID, h.call(ctx, r.Call))
 		}
-		if err := h.m.FinishSync(ps); err != nil {
-			errs = append(errs, err)
+		if err != nil {
+			h.t.Fatalf("write of %s: %v", w.UID, err)
+		}
+		if r.End.Err != nil {
+			errs = append(errs, r.End.Err)
 		}
 	}
 	return errors.Join(errs...)
@@ -254,9 +289,9 @@ func (h *harness) run(c *script.Case) []string {
 		if !ok {
 			h.t.Fatalf("%q: unknown status preset", cmd)
 		}
-		return errLine(h.m.SetPodStatus(h.pod(arg(1)), st))
+		return errLine(h.setPodStatus(h.pod(arg(1)), st))
 	case "terminate":
-		return errLine(h.m.TerminatePod(h.pod(arg(1))))
+		return errLine(h.terminatePod(h.pod(arg(1))))
 	case "couldrun":
 		h.mu.Lock()
 		h.couldRun[h.pod(arg(1)).UID] = arg(2) == "true"
@@ -309,7 +344,7 @@ func (h *harness) run(c *script.Case) []string {
 		}
 		return Describe(p)
 	case "stats":
-		return []string{NonZero(h.m.Stats())}
+		return []string{NonZero(h.stats())}
 	default:
 		return []string{fmt.Sprintf("error: unknown command %q", pos[0])}
 	}
