@@ -693,3 +693,58 @@ func TestManagerSyncCancelledContext(t *testing.T) {
 		})
 	}
 }
+
+// The Machine's write policy as its runner sees it: one write of a pod not finished at a
+// time (MaxConcurrentStatusWrites), a finished pod's write beside it, a pod set again
+// during its write granted again once that write ended, with its newer version.
+func TestMachineWritePolicy(t *testing.T) {
+	p, q, f := testPod("p", "u1"), testPod("q", "u2"), testPod("f", "u3")
+	api := statusmgrtest.NewFakeAPI(p, q, f)
+	m, err := statusmgr.NewMachine(statusmgr.MachineConfig{})
+	must(t, err)
+	for _, pod := range []*v1.Pod{p, q} {
+		if _, err := m.SetPodStatus(epoch, pod, runningStatus(false), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wp, ok := m.NextWrite()
+	if !ok || wp.UID != "u1" {
+		t.Fatalf("first write %+v %v, want u1's", wp, ok)
+	}
+	if w, ok := m.NextWrite(); ok {
+		t.Fatalf("a second write of a pod not finished granted: %s", w.UID)
+	}
+	if _, err := m.TerminatePod(epoch, f, nil); err != nil {
+		t.Fatal(err)
+	}
+	if w, ok := m.NextWrite(); !ok || w.UID != "u3" || !w.Finished {
+		t.Fatalf("the finished pod's write %+v %v, want u3's beside u1's", w, ok)
+	}
+	r, err := m.StartWrite(epoch, "u1", statusmgr.Facts{CouldRunContainers: true})
+	must(t, err)
+	if _, err := m.SetPodStatus(epoch, p, runningStatus(true), nil); err != nil { // during the write
+		t.Fatal(err)
+	}
+	if end := driveWrite(t, m, "u1", r, api); end.Version != 1 || end.Outcome != "synced" {
+		t.Fatalf("u1's first write ended %+v, want version 1 synced", end)
+	}
+	// u1, set again during its write, was queued again when it ended: after u2.
+	for _, want := range []types.UID{"u2", "u1"} {
+		w, ok := m.NextWrite()
+		if !ok || w.UID != want {
+			t.Fatalf("next write of %s (%v), want %s", w.UID, ok, want)
+		}
+		r, err = m.StartWrite(epoch, w.UID, statusmgr.Facts{CouldRunContainers: true})
+		must(t, err)
+		end := driveWrite(t, m, w.UID, r, api)
+		if want == "u1" && end.Version != 2 {
+			t.Fatalf("u1's second write ended %+v, want version 2", end)
+		}
+	}
+	if got := mustPod(t, api, "p"); !got.Status.ContainerStatuses[0].Ready {
+		t.Error("the server does not have u1's newer version")
+	}
+	if w, ok := m.NextWrite(); ok {
+		t.Fatalf("a write of %s after every pod was written", w.UID)
+	}
+}
