@@ -105,8 +105,8 @@
 //     copy of the pod (the PodLookup's, when it came from the API server: it has a
 //     resourceVersion); GET only when it has neither (always without a PodLookup: a pod a
 //     caller kept may be long stale), after an error, after a Conflict, or when the
-//     source's copy shows nothing to write; and forgets the status if the server's UID is another (read,
-//     never guessed from the source's copy);
+//     source's copy shows nothing to write; and forgets the status if the server's UID is
+//     another (read, never guessed from the source's copy);
 //  2. merges (MergePodStatusAt) and, if anything changed, sends the status patch; the
 //     patched pod in the answer becomes the new copy, and when its status is exactly the
 //     cached one the manager keeps that status for both (one status per pod in memory).
@@ -117,7 +117,8 @@
 //
 // With a PodLookup, each full sync also reconciles: a status already sent that would still
 // change the server's copy as the lookup sees it (someone overwrote it) is sent again,
-// patched against the lookup's copy (its resourceVersion the precondition), and a deletionTimestamp the lookup shows is noticed without a new status.
+// patched against the lookup's copy (its resourceVersion the precondition), and a
+// deletionTimestamp the lookup shows is noticed without a new status.
 // RefreshPod hands the manager the node agent's newer pod object at once (a change of its
 // status only), so that it does not keep the older one until then.
 //
