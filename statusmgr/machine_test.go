@@ -40,7 +40,7 @@ func machineRandomWrites(t *testing.T, seed uint64) {
 	must(t, err)
 
 	now := epoch
-	ready := map[types.UID]bool{}     // the last status set, of the pods not terminated
+	ready := map[types.UID]bool{}      // the last status set, of the pods not terminated
 	terminated := map[types.UID]bool{} // TerminatePod ran
 	type write struct {
 		w       statusmgr.Write
