@@ -185,9 +185,18 @@ func (m *Machine) begin(s snapshot) Write {
 // the runner knows of the pod, and returns its first call (or its end). An error wrapping
 // ErrUnknownPod, and nothing changed, when no such write waits to start.
 func (m *Machine) StartWrite(now time.Time, uid types.UID, f Facts) (Ready, error) {
+	ps, err := m.starting(uid, f)
+	if err != nil {
+		return Ready{}, err
+	}
+	return m.advance(now, ps, Answer{}), nil
+}
+
+// starting makes the sync of the granted write of the pod with the UID start from f.
+func (m *Machine) starting(uid types.UID, f Facts) (*podSync, error) {
 	ps := m.syncs[uid]
 	if ps == nil || ps.started {
-		return Ready{}, fmt.Errorf("%w: no write of pod %s waits to start", ErrUnknownPod, uid)
+		return nil, fmt.Errorf("%w: no write of pod %s waits to start", ErrUnknownPod, uid)
 	}
 	s := ps.snap
 	in := podSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: f.CouldRunContainers,
@@ -205,7 +214,7 @@ func (m *Machine) StartWrite(now time.Time, uid types.UID, f Facts) (Ready, erro
 	in.Target, in.MirrorUID = targetOf(s.pod, mirror, found)
 	*ps = newPodSync(in)
 	ps.snap, ps.started = s, true
-	return m.step(now, ps, Answer{}), nil
+	return ps, nil
 }
 
 // Answer hands in the answer to the call the write of the pod with the UID asked for last,
@@ -216,21 +225,29 @@ func (m *Machine) Answer(now time.Time, uid types.UID, a Answer) (Ready, error) 
 	if ps == nil || !ps.started || ps.waiting == "" {
 		return Ready{}, fmt.Errorf("%w: no write of pod %s waits for an answer", ErrUnknownPod, uid)
 	}
-	return m.step(now, ps, a), nil
+	return m.advance(now, ps, a), nil
 }
 
-// step takes the answer and, once the write is done, records how it ended.
-func (m *Machine) step(now time.Time, ps *podSync, a Answer) Ready {
+// advance takes the answer and, once the write is done, records how it ended.
+func (m *Machine) advance(now time.Time, ps *podSync, a Answer) Ready {
 	st := ps.Step(a, now)
 	if !st.Done() {
 		return Ready{Call: st.Call}
 	}
+	return Ready{End: m.end(ps)}
+}
+
+// end records how the write of ps ended (ps is done) and frees its slot. A write's steps
+// (podSync.Step, settle) touch only the write's own podSync, which reads only what never
+// changes (the snapshot's status and pods): the Manager runs them without its lock,
+// calling the Machine under the lock only to start and to end the write.
+func (m *Machine) end(ps *podSync) End {
 	end := m.finish(ps)
 	delete(m.syncs, ps.snap.uid)
 	m.c.done(ps.snap.uid)
 	*ps = podSync{}
 	m.spare = append(m.spare, ps)
-	return Ready{End: end}
+	return end
 }
 
 // finish records the outcome of an ended write in the cache and the counters.
@@ -248,11 +265,8 @@ func (m *Machine) finish(ps *podSync) End {
 		}
 		return end
 	}
-	server := o.Server
-	if server != s.server { // a call answered with another copy (or none)
-		server = keepServer(server)
-	}
-	_, end.Since = m.c.commit(s, o.Sent, server, statusToKeep(&s, server))
+	ps.settle()
+	_, end.Since = m.c.commit(s, o.Sent, ps.keptServer, ps.keptStatus)
 	if o.Reason == reasonDeleteFailed {
 		m.c.retryDelete(s)
 	}

@@ -251,6 +251,26 @@ type podSync struct {
 	snap snapshot
 	// started is true once the runner handed in the write's facts (Machine.StartWrite).
 	started bool
+	// settled is true once settle set keptServer and keptStatus.
+	settled    bool
+	keptServer *v1.Pod
+	keptStatus *v1.PodStatus
+}
+
+// settle decides, once the sync is done and unless its status is forgotten, what the
+// cache entry keeps of it: keptServer, the server's copy (keepServer of the last answer's
+// pod, or the snapshot's own copy when no call answered another), and keptStatus
+// (statusToKeep). Pure on the sync's own state: a runner calls it without its lock.
+func (p *podSync) settle() {
+	if p.settled || !p.done || p.out.Result == resultForgotten {
+		return
+	}
+	p.settled = true
+	p.keptServer = p.out.Server
+	if p.keptServer != p.snap.server { // a call answered with another copy (or none)
+		p.keptServer = keepServer(p.keptServer)
+	}
+	p.keptStatus = statusToKeep(&p.snap, p.keptServer)
 }
 
 // podSyncOf returns the machine of one sync starting from in. A sync without a pod

@@ -121,33 +121,38 @@ func (m *Manager) writer(ctx context.Context, first writeJob, jobs <-chan writeJ
 }
 
 // write makes the write w, which the Machine granted: it asks the PodLookup and
-// CouldHaveRunningContainers what the write needs, then makes the calls the Machine asks
-// for, without the lock, handing each answer back, until the write is done (which frees
-// its slot); it then wakes Sync's waiters and the loop.
+// CouldHaveRunningContainers what the write needs, starts the write, makes the calls it
+// asks for and hands each answer back until the write is done, then ends it (which frees
+// its slot) and wakes Sync's waiters and the loop. The lock is held only to start and to
+// end the write: its steps in between touch the write's own state alone (Machine.end).
 func (m *Manager) write(ctx context.Context, w Write) error {
 	f := m.facts(w)
-	now := m.clock.Now()
 	m.mu.Lock()
-	r, err := m.mach.StartWrite(now, w.UID, f)
-	for err == nil && !r.Done() {
-		m.mu.Unlock()
-		a := m.call(ctx, r.Call)
-		now = m.clock.Now()
-		m.mu.Lock()
-		r, err = m.mach.Answer(now, w.UID, a)
+	ps, err := m.mach.starting(w.UID, f)
+	m.mu.Unlock()
+	if err != nil { // not a write the Machine granted: a bug of the runner
+		m.log.Error("status write refused", "pod", w.Pod.Namespace+"/"+w.Pod.Name, "podUID", w.UID, "err", err)
+		return err
 	}
+	var a Answer
+	for {
+		st := ps.Step(a, m.clock.Now())
+		if st.Done() {
+			break
+		}
+		a = m.call(ctx, st.Call)
+	}
+	ps.settle()
+	m.mu.Lock()
+	end := m.mach.end(ps)
 	if m.idle != nil {
 		close(m.idle)
 		m.idle = nil
 	}
 	m.mu.Unlock()
 	m.signal()
-	if err != nil { // not a write the Machine granted: a bug of the runner
-		m.log.Error("status write refused", "pod", w.Pod.Namespace+"/"+w.Pod.Name, "podUID", w.UID, "err", err)
-		return err
-	}
-	m.ended(r.End)
-	return r.End.Err
+	m.ended(end)
+	return end.Err
 }
 
 // Sync syncs, once and synchronously, every status that needs it (as Run's periodic sync
