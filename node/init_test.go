@@ -6,7 +6,6 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -21,15 +20,8 @@ func TestInitContainersInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := start(t, nil, nil, envOpts{containers: nodetest.ContainerBehaviour{InitRunFor: 2 * time.Second}})
 		defer e.stop()
-		p := newPod("web", 30, v1.RestartPolicyAlways, nil)
-		p.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "busybox"},
-			{Name: "proxy", Image: "envoy", RestartPolicy: ptr.To(v1.ContainerRestartPolicyAlways)}}
-		created := e.create(p)
-		e.waitPhase("web", v1.PodRunning)
-		st, err := e.mem.PodStatus(t.Context(), created.UID, created.Name, created.Namespace)
-		if err != nil {
-			t.Fatal(err)
-		}
+		created := e.createWithInit("web", v1.RestartPolicyAlways, v1.PodRunning, v1.Container{Name: "setup", Image: "busybox"}, sidecar("proxy", "envoy"))
+		st := e.runtimeStatus(created)
 		setup, proxy, app := st.FindContainerStatusByName("setup"), st.FindContainerStatusByName("proxy"), st.FindContainerStatusByName("app")
 		if setup == nil || proxy == nil || app == nil {
 			t.Fatalf("containers: setup %v, proxy %v, app %v", setup, proxy, app)
@@ -57,14 +49,7 @@ func TestInitContainerFailsPod(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := start(t, nil, nil, envOpts{containers: nodetest.ContainerBehaviour{InitRunFor: time.Second, InitExitCode: 1}})
 		defer e.stop()
-		p := newPod("job", 30, v1.RestartPolicyNever, nil)
-		p.Spec.InitContainers = []v1.Container{{Name: "setup", Image: "busybox"}}
-		created := e.create(p)
-		e.waitPhase("job", v1.PodFailed)
-		st, err := e.mem.PodStatus(t.Context(), created.UID, created.Name, created.Namespace)
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := e.runtimeStatus(e.createWithInit("job", v1.RestartPolicyNever, v1.PodFailed, v1.Container{Name: "setup", Image: "busybox"}))
 		if app := st.FindContainerStatusByName("app"); app != nil {
 			t.Errorf("the app started: %+v", app)
 		}

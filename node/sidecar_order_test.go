@@ -5,8 +5,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/podlife/podlife/node/nodetest"
 	"github.com/podlife/podlife/pleg"
@@ -20,16 +20,8 @@ func TestSidecarsStopInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := start(t, nil, nil, envOpts{containers: nodetest.ContainerBehaviour{StopDelay: 2 * time.Second}})
 		defer e.stop()
-		p := newPod("web", 30, v1.RestartPolicyAlways, nil)
-		always := ptr.To(v1.ContainerRestartPolicyAlways)
-		p.Spec.InitContainers = []v1.Container{{Name: "proxy", Image: "envoy", RestartPolicy: always},
-			{Name: "log", Image: "fluent", RestartPolicy: always}}
-		created := e.create(p)
-		e.waitPhase("web", v1.PodRunning)
-		st, err := e.mem.PodStatus(t.Context(), created.UID, created.Name, created.Namespace)
-		if err != nil {
-			t.Fatal(err)
-		}
+		created := e.createWithInit("web", v1.RestartPolicyAlways, v1.PodRunning, sidecar("proxy", "envoy"), sidecar("log", "fluent"))
+		st := e.runtimeStatus(created)
 		proxy, log, app := st.FindContainerStatusByName("proxy"), st.FindContainerStatusByName("log"), st.FindContainerStatusByName("app")
 		if proxy == nil || log == nil || app == nil || log.StartedAt.Before(proxy.StartedAt) || app.StartedAt.Before(log.StartedAt) {
 			t.Fatalf("start order: proxy %+v, log %+v, app %+v; want proxy, log, app", proxy, log, app)
@@ -57,20 +49,9 @@ func TestSidecarsStopInOrder(t *testing.T) {
 		for _, c := range final.ContainerStatuses {
 			got[c.Name] = c.FinishedAt.Sub(deleted)
 		}
-		if want := (map[string]time.Duration{"app": 2 * time.Second, "log": 4 * time.Second, "proxy": 6 * time.Second}); !equalDurations(got, want) {
-			t.Errorf("finished after the delete: %v, want %v", got, want)
+		want := map[string]time.Duration{"app": 2 * time.Second, "log": 4 * time.Second, "proxy": 6 * time.Second}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("finished after the delete (-want +got):\n%s", diff)
 		}
 	})
-}
-
-func equalDurations(a, b map[string]time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }

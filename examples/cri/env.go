@@ -23,8 +23,10 @@ type EnvConfig struct {
 	// Services lists services for the service environment variables
 	// (enableServiceLinks); nil: none.
 	Services envvar.ServiceLister
-	// Allocatable is the node's allocatable: a resourceFieldRef to a limit the
-	// container does not set.
+	// Allocatable is the node's allocatable: the value of a resourceFieldRef to a cpu,
+	// memory or ephemeral-storage limit the container does not set, in its environment,
+	// a subPathExpr and a downwardAPI or projected volume alike (envvar.ResourceValue, as
+	// the kubelet's); nil: such a limit is 0 (never the request).
 	Allocatable v1.ResourceList
 	// HostIPs are the node's addresses (status.hostIP and hostIPs; a hostNetwork pod's
 	// podIPs); empty: the pod's status.

@@ -60,8 +60,10 @@ func (r *Runtime) secretFiles(ctx context.Context, pod *v1.Pod, name string, ite
 }
 
 // downwardAPIPayload is the kubelet's downwardapi CollectData: each item's field or
-// resource, with its mode or the default mode; the errors of all items joined.
-func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMode *int32) (map[string]fileProjection, error) {
+// resource (a limit the container does not set is the node's allocatable,
+// envvar.ResourceValue), with its mode or the default mode; the errors of all items
+// joined.
+func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMode *int32, allocatable v1.ResourceList) (map[string]fileProjection, error) {
 	mode := modeOr(defaultMode, defaultVolumeMode)
 	payload := make(map[string]fileProjection, len(items))
 	var errs []error
@@ -75,7 +77,7 @@ func downwardAPIPayload(pod *v1.Pod, items []v1.DownwardAPIVolumeFile, defaultMo
 			}
 			f.Data = []byte(v)
 		case it.ResourceFieldRef != nil:
-			v, err := containerResource(pod, it.ResourceFieldRef)
+			v, err := envvar.ResourceValue(pod, nil, it.ResourceFieldRef, allocatable)
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -125,7 +127,7 @@ func (r *Runtime) projectedPayload(ctx context.Context, pod *v1.Pod, src *v1.Pro
 		case s.ConfigMap != nil:
 			add(r.configMapFiles(ctx, pod, s.ConfigMap.Name, s.ConfigMap.Items, &mode, isTrue(s.ConfigMap.Optional)))
 		case s.DownwardAPI != nil:
-			add(downwardAPIPayload(pod, s.DownwardAPI.Items, &mode))
+			add(downwardAPIPayload(pod, s.DownwardAPI.Items, &mode, r.cfg.Env.Allocatable))
 		case s.ServiceAccountToken != nil:
 			tp := s.ServiceAccountToken
 			tr, err := r.serviceAccountToken(ctx, pod, tp)
@@ -188,7 +190,7 @@ func (r *Runtime) containerMounts(pod *v1.Pod, c *v1.Container) ([]*runtimeapi.M
 		subPath := m.SubPath
 		if m.SubPathExpr != "" {
 			if env == nil {
-				env = containerEnv(pod, c)
+				env = containerEnv(pod, c, r.cfg.Env.Allocatable)
 			}
 			if subPath, err = expandSubPath(m.SubPathExpr, env); err != nil {
 				return nil, err

@@ -224,7 +224,7 @@ func (r *Runtime) setupVolume(ctx context.Context, pod *v1.Pod, pv *podVolumes, 
 		payload, err = r.secretVolumePayload(ctx, pod, v.Secret)
 		memory = true
 	case v.DownwardAPI != nil:
-		payload, err = downwardAPIPayload(pod, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode)
+		payload, err = downwardAPIPayload(pod, v.DownwardAPI.Items, v.DownwardAPI.DefaultMode, r.cfg.Env.Allocatable)
 	case v.Projected != nil:
 		payload, err = r.projectedPayload(ctx, pod, v.Projected)
 		memory = true

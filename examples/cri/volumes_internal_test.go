@@ -338,7 +338,7 @@ func TestDownwardAPIPayload(t *testing.T) {
 		{Path: "sub/../ann", FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.annotations['k']"}},
 		{Path: "mem", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}},
 		{Path: "cpu", ResourceFieldRef: &v1.ResourceFieldSelector{ContainerName: "app", Resource: "limits.cpu"}},
-	}, ptr.To[int32](0o640))
+	}, ptr.To[int32](0o640), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,7 +352,7 @@ func TestDownwardAPIPayload(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("payload (-want +got):\n%s", diff)
 	}
-	if _, err := downwardAPIPayload(pod, []v1.DownwardAPIVolumeFile{{Path: "x", FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nope"}}}, nil); err == nil {
+	if _, err := downwardAPIPayload(pod, []v1.DownwardAPIVolumeFile{{Path: "x", FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.nope"}}}, nil, nil); err == nil {
 		t.Error("an unknown field path gave no error")
 	}
 }

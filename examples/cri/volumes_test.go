@@ -83,14 +83,18 @@ func (f *fakeVolumes) tokenRequests() []string {
 	return append([]string(nil), f.tokens...)
 }
 
-// volumeHarness is the fake CRI with a root directory and a fake client.
-func volumeHarness(t *testing.T) (*harness, *fakeVolumes, string) {
+// volumeHarness is the fake CRI with a root directory and a fake client; mods change
+// the configuration further.
+func volumeHarness(t *testing.T, mods ...func(*cri.Config)) (*harness, *fakeVolumes, string) {
 	t.Helper()
 	root := t.TempDir()
 	var vols *fakeVolumes
 	h := newHarness(t, func(c *cri.Config) {
 		vols = newFakeVolumes(c.Clock)
 		c.RootDir, c.Volumes, c.MemoryVolumesOnDisk = root, vols, true
+		for _, mod := range mods {
+			mod(c)
+		}
 	})
 	return h, vols, root
 }
@@ -404,6 +408,83 @@ func TestVolumesSubPathExpr(t *testing.T) {
 			}
 			if info, err := os.Stat(dir + tc.want); err != nil || !info.IsDir() || info.Mode().Perm() != 0o777 {
 				t.Errorf("the subPath directory: %v, %v", info, err)
+			}
+		})
+	}
+}
+
+// A resourceFieldRef in a downwardAPI volume, a projected one and a subPathExpr resolves
+// as the kubelet's (ExtractResourceValueByContainerNameAndNodeAllocatable): a limit the
+// container does not set is the node's allocatable (Config.Env.Allocatable), not its
+// request.
+func TestVolumesDownwardAPIResources(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		in       string // downwardAPI, projected or subPathExpr
+		resource string
+		divisor  string
+		want     string
+	}{
+		{name: "downwardAPI limits.memory unset", in: "downwardAPI", resource: "limits.memory", want: "8589934592"},
+		{name: "downwardAPI limits.memory unset in Mi", in: "downwardAPI", resource: "limits.memory", divisor: "1Mi", want: "8192"},
+		{name: "downwardAPI limits.cpu unset", in: "downwardAPI", resource: "limits.cpu", want: "4"},
+		{name: "downwardAPI limits.cpu unset in millicores", in: "downwardAPI", resource: "limits.cpu", divisor: "1m", want: "4000"},
+		{name: "downwardAPI requests.memory", in: "downwardAPI", resource: "requests.memory", divisor: "1Mi", want: "64"},
+		{name: "downwardAPI limits.ephemeral-storage set", in: "downwardAPI", resource: "limits.ephemeral-storage", divisor: "1Gi", want: "2"},
+		{name: "projected limits.memory unset", in: "projected", resource: "limits.memory", divisor: "1Gi", want: "8"},
+		{name: "projected limits.cpu unset", in: "projected", resource: "limits.cpu", divisor: "1m", want: "4000"},
+		{name: "subPathExpr limits.cpu unset", in: "subPathExpr", resource: "limits.cpu", want: "4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, _, root := volumeHarness(t, func(c *cri.Config) {
+				c.Env.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi")}
+			})
+			pod := fakePod(v1.RestartPolicyAlways, "app")
+			app := &pod.Spec.Containers[0]
+			app.Resources = v1.ResourceRequirements{
+				Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("250m"), v1.ResourceMemory: resource.MustParse("64Mi"),
+					v1.ResourceEphemeralStorage: resource.MustParse("1Gi")},
+				Limits: v1.ResourceList{v1.ResourceEphemeralStorage: resource.MustParse("2Gi")}}
+			ref := &v1.ResourceFieldSelector{ContainerName: "app", Resource: tc.resource}
+			if tc.divisor != "" {
+				ref.Divisor = resource.MustParse(tc.divisor)
+			}
+			items := []v1.DownwardAPIVolumeFile{{Path: "value", ResourceFieldRef: ref}}
+			var file string
+			switch tc.in {
+			case "downwardAPI":
+				pod.Spec.Volumes = []v1.Volume{{Name: "podinfo", VolumeSource: v1.VolumeSource{DownwardAPI: &v1.DownwardAPIVolumeSource{Items: items}}}}
+				file = "kubernetes.io~downward-api/podinfo/value"
+			case "projected":
+				pod.Spec.Volumes = []v1.Volume{{Name: "podinfo", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+					Sources: []v1.VolumeProjection{{DownwardAPI: &v1.DownwardAPIProjection{Items: items}}}}}}}
+				file = "kubernetes.io~projected/podinfo/value"
+			case "subPathExpr":
+				pod.Spec.Volumes = []v1.Volume{{Name: "podinfo", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}}}
+				app.Env = []v1.EnvVar{{Name: "V", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: tc.resource, Divisor: ref.Divisor}}}}
+			}
+			mount := v1.VolumeMount{Name: "podinfo", MountPath: "/podinfo"}
+			if tc.in == "subPathExpr" {
+				mount.SubPathExpr = "$(V)"
+			}
+			app.VolumeMounts = []v1.VolumeMount{mount}
+			h.images["img:1"] = true
+			if err := h.sync(t, pod); err != nil {
+				t.Fatal(err)
+			}
+			vols := filepath.Join(root, "pods", string(pod.UID), "volumes")
+			var got string
+			if tc.in == "subPathExpr" {
+				got, _ = filepath.Rel(filepath.Join(vols, "kubernetes.io~empty-dir", "podinfo"), mountsOf(t, h, "app")[0].GetHostPath())
+			} else {
+				data, err := os.ReadFile(filepath.Join(vols, file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = string(data)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("value (-want +got):\n%s", diff)
 			}
 		})
 	}

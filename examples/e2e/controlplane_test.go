@@ -15,8 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/podlife/podlife/examples/agent"
-	"github.com/podlife/podlife/examples/nodeinfo"
-	"github.com/podlife/podlife/examples/nodestatus"
+	"github.com/podlife/podlife/examples/cri"
 )
 
 // controllers starts hack/e2e.sh's kube-controller-manager again with the controllers
@@ -68,23 +67,11 @@ func TestE2EControlPlane(t *testing.T) {
 	admin, nodeClient, ep, image := criEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
-	removeNode := func() {
-		if err := admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the node: %v", err)
-		}
-		if err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the lease: %v", err)
-		}
-	}
-	removeNode()
-	t.Cleanup(removeNode)
 	controllers(t, "*")
 
-	rt := newCRI(t, ep)
 	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("2"), v1.ResourceMemory: resource.MustParse("4Gi"),
 		v1.ResourcePods: resource.MustParse("110"), v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}
-	r := startAgentWith(t, nodeClient, agent.Config{Backend: rt,
-		NodeStatus: &nodestatus.Config{Client: nodeClient, Node: nodeinfo.NewNode(node, rl, nil)}})
+	rt, r := startCRINode(t, nodeClient, cri.Config{Endpoint: ep}, agent.Config{}, withRegistration(admin, nodeRegistration{resources: rl}))
 	registered := waitReady(t, ctx, admin, "")
 
 	// Scheduled by kube-scheduler, then run.

@@ -81,9 +81,12 @@ func eventWriter(t *testing.T, nodeClient kubernetes.Interface) *kube.EventWrite
 // startCRINode is a test's CRI node: a runtime configured by cfg (as newCRIConfig) and an
 // agent as the node identity on it (acfg, its Backend the runtime), both stopped when the
 // test ends, whose events (cfg.Event, acfg.Recorder) a kube.Recorder writes to the server
-// as node1's kubelet.
-func startCRINode(t *testing.T, nodeClient kubernetes.Interface, cfg cri.Config, acfg agent.Config) (*cri.Runtime, *runningAgent) {
+// as node1's kubelet. opts change the agent (withRegistration: it registers node1).
+func startCRINode(t *testing.T, nodeClient kubernetes.Interface, cfg cri.Config, acfg agent.Config, opts ...criNodeOption) (*cri.Runtime, *runningAgent) {
 	t.Helper()
+	for _, o := range opts {
+		o(t, nodeClient, &acfg)
+	}
 	recCtx, stopRec := context.WithCancel(context.Background())
 	rec, err := kube.NewRecorder(recCtx, nodeClient, "kubelet", node)
 	if err != nil {
@@ -94,6 +97,18 @@ func startCRINode(t *testing.T, nodeClient kubernetes.Interface, cfg cri.Config,
 	rt := newCRIConfig(t, cfg)
 	acfg.Backend, acfg.Recorder = rt, rec
 	return rt, startAgentWith(t, nodeClient, acfg)
+}
+
+// criNodeOption changes the agent of startCRINode, before anything starts.
+type criNodeOption func(t *testing.T, nodeClient kubernetes.Interface, acfg *agent.Config)
+
+// withRegistration makes startCRINode's agent register node1 as reg says
+// (nodeRegistration.nodeStatus: node1 and its Lease removed first and when the test ends,
+// after the agent stopped); the test waits for it with waitReady.
+func withRegistration(admin kubernetes.Interface, reg nodeRegistration) criNodeOption {
+	return func(t *testing.T, nodeClient kubernetes.Interface, acfg *agent.Config) {
+		acfg.NodeStatus = reg.nodeStatus(t, admin, nodeClient)
+	}
 }
 
 // startCRIAgent starts an agent as the node identity on the CRI runtime, stopped when the

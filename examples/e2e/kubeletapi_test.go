@@ -38,7 +38,6 @@ import (
 	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/examples/kubeletapi"
 	"github.com/podlife/podlife/examples/nodeinfo"
-	"github.com/podlife/podlife/examples/nodestatus"
 )
 
 // TestE2EKubeletAPI: the node's kubelet API (package kubeletapi, wired as nodeagent -port
@@ -60,17 +59,6 @@ func TestE2EKubeletAPI(t *testing.T) {
 	dir := os.Getenv(EnvAPIServer)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*testTimeout)
 	defer cancel()
-	removeNode := func() {
-		if err := admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the node: %v", err)
-		}
-		if err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the lease: %v", err)
-		}
-	}
-	removeNode() // another test's agent may have registered node1
-	t.Cleanup(removeNode)
-
 	// The node's address (hack/e2e.sh's network namespace gives it 10.87.0.2).
 	ips, err := nodeinfo.HostIPs()
 	if err != nil || len(ips) == 0 {
@@ -83,9 +71,14 @@ func TestE2EKubeletAPI(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	// The runtime, and the kubelet API on it, as nodeagent -port -client-ca-file
-	// -authentication-token-webhook (-authorization-mode Webhook, no -anonymous-auth).
-	rt := newCRIConfig(t, cri.Config{Endpoint: endpoint, BackOffInitial: time.Second, BackOffMax: 2 * time.Second})
+	// The CRI node, registered with its address and the kubelet API's port, and the API on
+	// it, as nodeagent -port -client-ca-file -authentication-token-webhook
+	// (-authorization-mode Webhook, no -anonymous-auth).
+	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
+		v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}
+	rt, _ := startCRINode(t, nodeClient, cri.Config{Endpoint: endpoint, BackOffInitial: time.Second, BackOffMax: 2 * time.Second},
+		agent.Config{HostIPs: []string{nodeIP}}, withRegistration(admin, nodeRegistration{resources: rl,
+			addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP}}, kubeletPort: int32(port)}))
 	authn, authz, err := kubeletapi.NewAuth(kubeletapi.AuthConfig{Client: nodeClient,
 		ClientCAFile: filepath.Join(dir, "ca.crt"), TokenWebhook: true})
 	if err != nil {
@@ -113,11 +106,6 @@ func TestE2EKubeletAPI(t *testing.T) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("4"), v1.ResourceMemory: resource.MustParse("8Gi"), v1.ResourcePods: resource.MustParse("110"),
-		v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}
-	startAgentWith(t, nodeClient, agent.Config{Backend: rt, HostIPs: []string{nodeIP},
-		NodeStatus: &nodestatus.Config{Client: nodeClient, Node: nodeinfo.NewNode(node, rl, nil),
-			Addresses: []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: nodeIP}}, KubeletPort: int32(port)}})
 	waitReady(t, ctx, admin, "")
 
 	// main serves HTTP and runs; restarts exits after 3 s, again and again (restartPolicy

@@ -28,23 +28,13 @@ func TestE2ENodeRegistration(t *testing.T) {
 	admin, nodeClient := clients(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
-	removeNode := func() {
-		if err := admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the node: %v", err)
-		}
-		if err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			t.Errorf("deleting the lease: %v", err)
-		}
-	}
-	removeNode() // another test's agent may have registered node1
-	t.Cleanup(removeNode)
-
 	rl := v1.ResourceList{v1.ResourceCPU: resource.MustParse("3"), v1.ResourceMemory: resource.MustParse("5Gi"),
 		v1.ResourcePods: resource.MustParse("110"), v1.ResourceEphemeralStorage: resource.MustParse("20Gi")}
+	reg := nodeRegistration{resources: rl, labels: map[string]string{"example.com/pool": "e2e"},
+		addresses:       []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.0.2.10"}},
+		updateFrequency: time.Second, renewInterval: time.Second}
 	r := startAgentWith(t, nodeClient, agent.Config{Runtime: plegtest.NewRuntime(nil), HostIPs: []string{"192.0.2.10"},
-		NodeStatus: &nodestatus.Config{Client: nodeClient, Node: nodeinfo.NewNode(node, rl, map[string]string{"example.com/pool": "e2e"}),
-			Addresses:       []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "192.0.2.10"}},
-			UpdateFrequency: time.Second, RenewInterval: time.Second}})
+		NodeStatus: reg.nodeStatus(t, admin, nodeClient)})
 
 	first := waitReady(t, ctx, admin, "")
 	if got := first.Status.Allocatable[v1.ResourceCPU]; got.String() != "3" {
@@ -88,6 +78,39 @@ func TestE2ENodeRegistration(t *testing.T) {
 	if !after.renew.Equal(l.renew) {
 		t.Errorf("renewTime moved from %v to %v after the agent stopped", l.renew, after.renew)
 	}
+}
+
+// nodeRegistration is how a test's agent registers node1 and renews its Lease (package
+// nodestatus, as nodeagent -register-node): agent.Config.NodeStatus, made by nodeStatus,
+// or startCRINode's option withRegistration.
+type nodeRegistration struct {
+	resources   v1.ResourceList   // the node's capacity and allocatable
+	labels      map[string]string // besides the well-known ones (nodeinfo.NewNode)
+	addresses   []v1.NodeAddress
+	kubeletPort int32 // status.daemonEndpoints; 0: 10250
+	// updateFrequency and renewInterval: the status's and the Lease's; 0: nodestatus's
+	// defaults (10 s).
+	updateFrequency, renewInterval time.Duration
+}
+
+// nodeStatus returns the agent's NodeStatus that registers node1 as reg says. It first
+// removes node1 and its Lease (another test's agent may have registered node1), and again
+// when the test ends (after the agent stopped, if it was started after this call).
+func (reg nodeRegistration) nodeStatus(t *testing.T, admin, nodeClient kubernetes.Interface) *nodestatus.Config {
+	t.Helper()
+	removeNode := func() {
+		if err := admin.CoreV1().Nodes().Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the node: %v", err)
+		}
+		if err := admin.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(context.Background(), node, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting the lease: %v", err)
+		}
+	}
+	removeNode()
+	t.Cleanup(removeNode)
+	return &nodestatus.Config{Client: nodeClient, Node: nodeinfo.NewNode(node, reg.resources, reg.labels),
+		Addresses: reg.addresses, KubeletPort: reg.kubeletPort,
+		UpdateFrequency: reg.updateFrequency, RenewInterval: reg.renewInterval}
 }
 
 // waitReady waits for node1 to be Ready True with a UID other than notUID.

@@ -8,7 +8,9 @@
 // ExpandCommandOnlyStatic is the exec probes' and hooks' expansion.
 //
 // Both runtimes of the examples use it: examples/cri sets the CRI container config's
-// environment from it, examples/vk resolves a pod for its provider with it.
+// environment from it, examples/vk resolves a pod for its provider with it. FieldValue and
+// ResourceValue (a resourceFieldRef; an unset limit is the node's allocatable) are the
+// downward API's values, examples/cri's downwardAPI volumes use them too.
 //
 // ConfigMaps and Secrets are read through a Getter (ClientGetter: the node's client-go
 // client; the Node authorizer lets a node read those of its pods). A missing mandatory
@@ -121,8 +123,9 @@ type Resolver struct {
 	// Services lists services for the service environment variables; nil: none (the
 	// kubelet without an API server).
 	Services ServiceLister
-	// Allocatable is the node's allocatable, the value of a limit (resourceFieldRef
-	// limits.*) the container does not set, as the kubelet's.
+	// Allocatable is the node's allocatable, the value of a cpu, memory or
+	// ephemeral-storage limit (resourceFieldRef limits.*) the container does not set, as
+	// the kubelet's (see ResourceValue); nil: such a limit is 0.
 	Allocatable v1.ResourceList
 	// HostIPs are the node's addresses, status.hostIP (the first) and status.hostIPs;
 	// empty: the pod's status.hostIPs (or hostIP).
@@ -209,7 +212,7 @@ func (r *Resolver) Env(ctx context.Context, pod *v1.Pod, c *v1.Container, podIPs
 				return nil, fail(err)
 			}
 		case vf.ResourceFieldRef != nil:
-			val, err = r.resourceValue(pod, c, vf.ResourceFieldRef)
+			val, err = ResourceValue(pod, c, vf.ResourceFieldRef, r.Allocatable)
 			if err != nil {
 				return nil, fail(err)
 			}
@@ -570,21 +573,22 @@ func formatMap(m map[string]string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// resourceValue is the downward API's value of a container resource
-// (resourceFieldRef): the request or limit divided by the divisor, rounded up (cpu in
-// millicores); a limit the container does not set is the node's allocatable, as the
-// kubelet's defaultPodLimitsForDownwardAPI.
-func (r *Resolver) resourceValue(pod *v1.Pod, self *v1.Container, ref *v1.ResourceFieldSelector) (string, error) {
+// ResourceValue is the downward API's value of a container resource, a resourceFieldRef,
+// for an environment variable and a downwardAPI volume's file alike (the kubelet's
+// ExtractResourceValueByContainerNameAndNodeAllocatable): the limit or request of the
+// container ref.ContainerName of pod (a regular container, else an init container; self
+// when the name is empty or self's: the container whose environment it is, nil for a
+// volume), divided by the divisor (1 when zero) and rounded up, cpu in millicores.
+//
+// A cpu, memory or ephemeral-storage limit the container does not set (or sets to 0) is
+// the node's allocatable (the kubelet's MergeContainerResourceLimits), never the request.
+// It is 0 when allocatable lacks that resource, as are an unset hugepages limit (never
+// taken from allocatable) and an unset request. Another resource, or a kind other than
+// limits and requests, is the kubelet's "unsupported container resource" error.
+func ResourceValue(pod *v1.Pod, self *v1.Container, ref *v1.ResourceFieldSelector, allocatable v1.ResourceList) (string, error) {
 	c := self
-	if ref.ContainerName != "" && ref.ContainerName != self.Name {
-		c = nil
-		for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-			for i := range cs {
-				if cs[i].Name == ref.ContainerName {
-					c = &cs[i]
-				}
-			}
-		}
+	if c == nil || (ref.ContainerName != "" && ref.ContainerName != c.Name) {
+		c = findContainer(pod, ref.ContainerName)
 		if c == nil {
 			return "", fmt.Errorf("container %s not found", ref.ContainerName)
 		}
@@ -595,13 +599,16 @@ func (r *Resolver) resourceValue(pod *v1.Pod, self *v1.Container, ref *v1.Resour
 	}
 	res := v1.ResourceName(name)
 	var q resource.Quantity
-	if kind == "limits" {
-		var set bool
-		if q, set = c.Resources.Limits[res]; !set {
-			q = r.Allocatable[res]
-		}
-	} else {
+	if kind == "requests" {
 		q = c.Resources.Requests[res]
+	} else {
+		q = c.Resources.Limits[res]
+		switch res {
+		case v1.ResourceCPU, v1.ResourceMemory, v1.ResourceEphemeralStorage:
+			if a, ok := allocatable[res]; ok && q.IsZero() {
+				q = a
+			}
+		}
 	}
 	divisor := ref.Divisor
 	if divisor.IsZero() {
@@ -614,4 +621,17 @@ func (r *Resolver) resourceValue(pod *v1.Pod, self *v1.Container, ref *v1.Resour
 		return strconv.FormatInt(int64(math.Ceil(float64(q.Value())/float64(divisor.Value()))), 10), nil
 	}
 	return "", fmt.Errorf("unsupported container resource : %v", ref.Resource)
+}
+
+// findContainer is the kubelet's findContainerInPod: the regular container of that name,
+// else the init container, else nil.
+func findContainer(pod *v1.Pod, name string) *v1.Container {
+	for _, cs := range [][]v1.Container{pod.Spec.Containers, pod.Spec.InitContainers} {
+		for i := range cs {
+			if cs[i].Name == name {
+				return &cs[i]
+			}
+		}
+	}
+	return nil
 }

@@ -237,6 +237,10 @@ func TestEnv(t *testing.T) {
 				{Name: "CPU_REQUEST", Value: "1"}, {Name: "CPU_REQUEST_M", Value: "250"},
 				{Name: "MEM_LIMIT", Value: "67108864"}, {Name: "MEM_LIMIT_MI", Value: "64"},
 				{Name: "MEM_REQUEST_MI", Value: "2"}, {Name: "EPH_LIMIT_GI", Value: "10"}, {Name: "EPH_REQUEST", Value: "0"}}},
+		{name: "resourceFieldRef: a zero limit is the allocatable, a hugepages limit never", ns: "test1", links: &no, nilLister: true,
+			container: v1.Container{Resources: v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("0")}},
+				Env: []v1.EnvVar{res("CPU_LIMIT_M", "limits.cpu", "1m"), res("HUGE_LIMIT", "limits.hugepages-2Mi", "")}},
+			want: []v1.EnvVar{{Name: "CPU_LIMIT_M", Value: "2500"}, {Name: "HUGE_LIMIT", Value: "0"}}},
 		{name: "resourceFieldRef of another container", ns: "test1", links: &no, nilLister: true,
 			container: v1.Container{Name: "self", Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{
 				ContainerName: "other", Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}}}},
@@ -251,7 +255,7 @@ func TestEnv(t *testing.T) {
 				services: services}
 			r := &envvar.Resolver{Getter: f, Services: f, HostIPs: []string{"127.0.0.1", "::1"},
 				Allocatable: v1.ResourceList{v1.ResourceCPU: resource.MustParse("2500m"), v1.ResourceMemory: resource.MustParse("4Gi"),
-					v1.ResourceEphemeralStorage: resource.MustParse("9.5Gi")}}
+					v1.ResourceEphemeralStorage: resource.MustParse("9.5Gi"), "hugepages-2Mi": resource.MustParse("1Gi")}}
 			if tc.nilLister {
 				r.Services = nil
 			}

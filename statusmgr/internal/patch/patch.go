@@ -1,10 +1,9 @@
-// Package patch is statusmgr's status patch encoder: the strategic merge patch between two
-// pod statuses, built field by field by typed code (with a reflective fallback for the
-// fields and members the typed code does not name), and the field comparisons it rests on.
-// Reference is the simple reflective encoder the typed one is checked against, byte for
-// byte (the oracle of the package's tests and fuzz test); it is slower but gives the same
-// bytes, and can stand in for Status while debugging.
 package patch
+
+// This file is the typed encoder: Status, the typed patchers and comparisons of the
+// status fields, the reflective fallback for the others, and the JSON writers they share
+// with Reference. Append, the entry point under Status, is in encoder_fast.go (this
+// encoder) or encoder_simple.go (Reference, build tag podlife_simple).
 
 import (
 	"encoding/json"
@@ -46,7 +45,9 @@ import (
 //
 // unchanged is true when the statuses are equal; patch then carries only the UID and need
 // not be sent. Applied with strategicpatch.StrategicMergePatch to a pod whose status is
-// oldStatus, patch gives a pod whose status is newStatus.
+// oldStatus, patch gives a pod whose status is newStatus. Built with the tag
+// podlife_simple, the patch is Reference's (the same bytes, see the package
+// documentation).
 func Status(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
 	if oldStatus == nil || newStatus == nil {
 		return nil, false, fmt.Errorf("%w: nil status", ErrNilStatus)
@@ -60,9 +61,8 @@ func Status(uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, un
 	return patch, unchanged, err
 }
 
-// Append appends Status's patch to b (statuses not nil) and returns it, in
-// b's memory if it fits.
-func Append(b []byte, uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
+// appendTyped is Append by the typed encoder (statuses not nil).
+func appendTyped(b []byte, uid types.UID, oldStatus, newStatus *v1.PodStatus) (patch []byte, unchanged bool, err error) {
 	b = append(b, `{"metadata":{"uid":`...)
 	b = appendString(b, string(uid))
 	b = append(b, `},"status":{`...)

@@ -20,21 +20,30 @@ import (
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-// checkMatchesReference fails unless Status and the reflective Reference give the same
-// bytes and the same unchanged flag for old -> nw.
+// checkMatchesReference fails unless the typed encoder, Status (the build's: the typed
+// encoder, or Reference under the tag podlife_simple) and the reflective Reference give
+// the same bytes and the same unchanged flag for old -> nw.
 func checkMatchesReference(t *testing.T, old, nw *v1.PodStatus) []byte {
 	t.Helper()
-	got, gotUnchanged, err := Status("uid-1", old, nw)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want, wantUnchanged, err := Reference("uid-1", old, nw)
 	if err != nil {
 		t.Fatal(err)
 	}
+	typed, typedUnchanged, err := appendTyped(nil, "uid-1", old, nw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(typed) != string(want) || typedUnchanged != wantUnchanged {
+		t.Fatalf("the typed encoder differs from the reference:\n got %s (unchanged %v)\nwant %s (unchanged %v)\nold %+v\nnew %+v",
+			typed, typedUnchanged, want, wantUnchanged, old, nw)
+	}
+	got, gotUnchanged, err := Status("uid-1", old, nw)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if string(got) != string(want) || gotUnchanged != wantUnchanged {
-		t.Fatalf("Status differs from the reference:\n got %s (unchanged %v)\nwant %s (unchanged %v)\nold %+v\nnew %+v",
-			got, gotUnchanged, want, wantUnchanged, old, nw)
+		t.Fatalf("Status (Simple %v) differs from the reference:\n got %s (unchanged %v)\nwant %s (unchanged %v)\nold %+v\nnew %+v",
+			Simple, got, gotUnchanged, want, wantUnchanged, old, nw)
 	}
 	return got
 }

@@ -1,8 +1,6 @@
 package patch
 
-// This file keeps the reflective encoder as it was before the typed one (issue 16), as the
-// reference model that the typed implementation is compared with byte for byte
-// (FuzzStatusMatchesReference here, TestStatusMatchesReference in statusmgr).
+// This file is Reference, the reflective encoder (see the package documentation).
 
 import (
 	"bytes"
