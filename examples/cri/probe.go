@@ -323,6 +323,7 @@ func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, containerID st
 		if reason == grace.KillLivenessProbe || reason == grace.KillStartupProbe {
 			r.mu.Lock()
 			r.probeKilled[c.id] = true
+			r.probeKilledUnsynced[c.id] = true
 			r.mu.Unlock()
 		}
 		spec := specContainer(pod, c.name)
@@ -330,6 +331,31 @@ func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, containerID st
 		return r.killContainer(ctx, pod, c, max(budget, 1))
 	}
 	return nil // not running any more
+}
+
+// takeProbeKilledUnsynced returns the container instances of status that KillContainer
+// stopped for a failed liveness or startup probe since the pod's last SyncPod, and forgets
+// them: the crash-loop back-off of the SyncPod right after such a kill looks past them.
+// The kubelet kills and restarts such a container in one sync, deciding its back-off on
+// the pod's status from before the kill, where the newest exited instance is the one
+// before (doBackOff): a container that ran longer than its back-off is restarted at once.
+// A SyncPod later than that (the restart was backed off) sees the killed instance as any
+// exited one.
+func (r *Runtime) takeProbeKilledUnsynced(status *pleg.PodStatus) map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out map[string]bool
+	for _, cs := range status.ContainerStatuses {
+		if cs == nil || !r.probeKilledUnsynced[cs.ID] {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[cs.ID] = true
+		delete(r.probeKilledUnsynced, cs.ID)
+	}
+	return out
 }
 
 // killedByProbe tells whether KillContainer stopped the container instance for a failed

@@ -2,6 +2,7 @@ package cri_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -18,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/podlife/podlife/examples/cri"
 	"github.com/podlife/podlife/grace"
 	"github.com/podlife/podlife/node"
 	"github.com/podlife/podlife/pleg"
@@ -228,4 +231,54 @@ func TestKillContainer(t *testing.T) {
 	if err := h.rt.KillContainer(t.Context(), pod, "", grace.KillLivenessProbe, ""); err == nil {
 		t.Error("KillContainer without an ID: no error")
 	}
+}
+
+// TestProbeKillBackOff: a container killed for its liveness probe is restarted in the
+// SyncPod right after the kill with the kubelet's back-off, which the kubelet decides on
+// the status from before the kill (doBackOff: the newest exited instance is the one
+// before): a container that ran longer than its back-off starts again at once; one that
+// ran shorter waits for the back-off counted from its previous instance's finish, and the
+// SyncPods after that count from the killed instance's own finish.
+func TestProbeKillBackOff(t *testing.T) {
+	h := newHarness(t, nil)
+	pod := fakePod(v1.RestartPolicyAlways, "app")
+	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+	if err := h.sync(t, pod); err != nil {
+		t.Fatal(err)
+	}
+	kill := func() {
+		t.Helper()
+		id := h.status(t, pod).FindContainerStatusByName("app").ID
+		if err := h.rt.KillContainer(t.Context(), pod, id, grace.KillLivenessProbe, "Container app failed liveness probe, will be restarted"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	restarted := func(step string, wantCount int) {
+		t.Helper()
+		if err := h.sync(t, pod); err != nil {
+			t.Fatalf("%s: SyncPod = %v, want a restart", step, err)
+		}
+		if c := h.status(t, pod).FindContainerStatusByName("app"); c.State != pleg.ContainerStateRunning || c.RestartCount != wantCount {
+			t.Fatalf("%s: app %s, restart count %d, want running, %d", step, c.State, c.RestartCount, wantCount)
+		}
+	}
+	backingOff := func(step string) {
+		t.Helper()
+		if err := h.sync(t, pod); !errors.Is(err, cri.ErrCrashLoopBackOff) {
+			t.Fatalf("%s: SyncPod = %v, want ErrCrashLoopBackOff", step, err)
+		}
+	}
+	h.clock.Step(30 * time.Second)
+	kill()
+	restarted("first kill", 1)
+	h.clock.Step(30 * time.Second) // longer than the 10 s back-off
+	kill()
+	restarted("second kill, after 30 s", 2)
+	h.clock.Step(5 * time.Second) // the previous instance finished 5 s ago: 5 s to wait
+	kill()
+	backingOff("third kill, after 5 s")
+	h.clock.Step(5 * time.Second) // now counted from the killed instance's finish, 5 s ago
+	backingOff("5 s after the third kill")
+	h.clock.Step(5 * time.Second)
+	restarted("10 s after the third kill", 3)
 }

@@ -195,6 +195,9 @@ type Runtime struct {
 	// startup probe (restarted whatever their exit code); guarded by mu, pruned by
 	// RemovePod.
 	probeKilled map[string]bool
+	// probeKilledUnsynced are the probeKilled containers whose pod has had no SyncPod since
+	// the kill (takeProbeKilledUnsynced); guarded by mu, pruned by SyncPod and RemovePod.
+	probeKilledUnsynced map[string]bool
 
 	// vols are the pods' volumes (volumes.go); stopVols ends their periodic update.
 	vols      *volumeManager
@@ -258,7 +261,8 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{}, spent: map[string]time.Duration{},
 		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{},
-		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex(), probeKilled: map[string]bool{}}
+		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex(), probeKilled: map[string]bool{},
+		probeKilledUnsynced: map[string]bool{}}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}

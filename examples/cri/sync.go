@@ -33,6 +33,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 			return err
 		}
 	}
+	justKilled := r.takeProbeKilledUnsynced(status)
 	a := computePodActionsStartup(pod, status, r.startupResult, r.killedByProbe)
 	r.log.Debug("SyncPod", "pod", pod.Namespace+"/"+pod.Name, "actions", fmt.Sprintf("%+v", a))
 	if a.CreateSandbox {
@@ -82,7 +83,7 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 
 	var errs []error
 	start := func(c *v1.Container) {
-		if err := r.startContainer(ctx, pod, c, status, sandboxID, sandboxCfg); err != nil {
+		if err := r.startContainer(ctx, pod, c, status, justKilled, sandboxID, sandboxCfg); err != nil {
 			errs = append(errs, err)
 		} else {
 			started = true
@@ -108,6 +109,17 @@ func (r *Runtime) SyncPod(ctx context.Context, pod *v1.Pod, status *pleg.PodStat
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// lastExited is the newest exited instance of the named container in status that is not
+// one of skip; nil if none.
+func lastExited(status *pleg.PodStatus, name string, skip map[string]bool) *pleg.ContainerStatus {
+	for _, cs := range status.ContainerStatuses {
+		if cs != nil && cs.Name == name && cs.State == pleg.ContainerStateExited && !skip[cs.ID] {
+			return cs
+		}
+	}
+	return nil
 }
 
 // uncancelled is the context of a RunPodSandbox, CreateContainer or StartContainer call:
@@ -303,14 +315,17 @@ func (r *Runtime) ensureImage(ctx context.Context, pod *v1.Pod, c *v1.Container,
 }
 
 // startContainer creates and starts one container, unless it is in crash-loop back-off.
-// Its errors are *node.ContainerError with the kubelet's reasons (CrashLoopBackOff, the
-// image's, CreateContainerError, RunContainerError).
+// The back-off is the kubelet's doBackOff: counted from the finish of the container's
+// newest exited instance, past the instances justKilled (killed for a probe since the
+// last SyncPod: takeProbeKilledUnsynced). Its errors are *node.ContainerError with the
+// kubelet's reasons (CrashLoopBackOff, the image's, CreateContainerError,
+// RunContainerError).
 func (r *Runtime) startContainer(ctx context.Context, pod *v1.Pod, c *v1.Container, status *pleg.PodStatus,
-	sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig) error {
+	justKilled map[string]bool, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig) error {
 	restartCount := 0
-	if prev := status.FindContainerStatusByName(c.Name); prev != nil {
-		restartCount = prev.RestartCount + 1
-		if prev.State == pleg.ContainerStateExited && !prev.FinishedAt.IsZero() {
+	if newest := status.FindContainerStatusByName(c.Name); newest != nil {
+		restartCount = newest.RestartCount + 1
+		if prev := lastExited(status, c.Name, justKilled); prev != nil && !prev.FinishedAt.IsZero() {
 			key := backOffKey(pod.Namespace, pod.Name, string(pod.UID), c.Name)
 			r.mu.Lock()
 			wait := r.backOff.Wait(key, prev.FinishedAt, r.clock.Now())
