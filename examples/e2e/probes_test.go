@@ -114,15 +114,17 @@ func TestE2ECRIReadinessProbe(t *testing.T) {
 }
 
 // A liveness probe (httpGet on the hostNetwork pod's port) that starts failing gets the
-// container killed and started again: restartCount 1, the kubelet's Unhealthy and
-// Killing events on the server.
+// container killed and started again, with the kubelet's Unhealthy and Killing events on
+// the server. Each instance runs 12 s before it fails, longer than the 10 s crash-loop
+// back-off: as with the kubelet, which decides the back-off on the status from before the
+// kill, the second restart is not backed off either (no BackOff event by restartCount 2).
 func TestE2ECRILivenessProbe(t *testing.T) {
 	admin, rt, image := probeEnv(t)
 	ctx, cancel := context.WithTimeout(t.Context(), testTimeout)
 	defer cancel()
 	port := freePort(t)
 	pod := criPod(t, "cri-liveness", image, v1.RestartPolicyAlways, 2,
-		"-http", "127.0.0.1:"+strconv.Itoa(port), "-healthy-for", "4s")
+		"-http", "127.0.0.1:"+strconv.Itoa(port), "-healthy-for", "12s")
 	pod.Spec.Containers[0].LivenessProbe = &v1.Probe{PeriodSeconds: 1, TimeoutSeconds: 1, SuccessThreshold: 1, FailureThreshold: 2,
 		ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt(port)}}}
 	pw := watchPod(t, ctx, admin, pod.Name)
@@ -137,6 +139,19 @@ func TestE2ECRILivenessProbe(t *testing.T) {
 	}
 	waitEvent(t, ctx, admin, pod, v1.EventTypeWarning, "Unhealthy", "Liveness probe failed: HTTP probe failed with statuscode: 500")
 	waitEvent(t, ctx, admin, pod, v1.EventTypeNormal, "Killing", "Container main failed liveness probe, will be restarted")
+	pw.waitFor(t, ctx, "a second restart", func(es []podEvent) bool {
+		return last(es, func(e podEvent) bool { return mainStatus(e.Pod).RestartCount >= 2 })
+	})
+	evs, err := admin.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Reason == "BackOff" {
+			t.Errorf("a BackOff event before the second restart: %s", e.Message)
+		}
+	}
 }
 
 // A startup probe holds the liveness probe back: the liveness probe (the same check)
