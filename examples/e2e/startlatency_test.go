@@ -20,6 +20,7 @@ import (
 
 	"github.com/podlife/podlife/examples/agent"
 	"github.com/podlife/podlife/examples/cri"
+	"github.com/podlife/podlife/examples/envvar"
 )
 
 // EnvLatencySides, with PODLIFE_E2E_KUBELET=1, is the order of TestE2ECRIStartLatency's
@@ -87,7 +88,10 @@ func startLatencySide(t *testing.T, side string, admin, nodeClient kubernetes.In
 	case "kubelet":
 		startKubelet(t, ctx, admin, bin, filepath.Join(os.Getenv(EnvAPIServer), node+".kubeconfig"), proxy.Endpoint)
 	default:
-		cfg := cri.Config{Endpoint: proxy.Endpoint}
+		// As nodeagent -cri: volumes, environments and events through the node's client.
+		getter := envvar.ClientGetter(nodeClient)
+		cfg := cri.Config{Endpoint: proxy.Endpoint, Volumes: cri.ClientVolumes(nodeClient),
+			Env: cri.EnvConfig{Getter: getter, Services: getter}}
 		if podNetwork {
 			cfg.PodNetwork = cri.PodNetworkRuntime // as the conformance run's node
 		}
@@ -96,6 +100,7 @@ func startLatencySide(t *testing.T, side string, admin, nodeClient kubernetes.In
 	newPod := func(name string) *v1.Pod {
 		pod := criPod(t, side+"-"+name, image, v1.RestartPolicyAlways, 1)
 		pod.Spec.HostNetwork = !podNetwork
+		withAPIAccess(pod)
 		return pod
 	}
 	create := func(pod *v1.Pod) *v1.Pod {
@@ -131,6 +136,16 @@ func startLatencySide(t *testing.T, side string, admin, nodeClient kubernetes.In
 		}
 		for _, r := range rows {
 			t.Logf("%s %s: %s", side, name, r)
+		}
+		if name == "idle" {
+			p, err := admin.CoreV1().Pods(namespace).Get(ctx, batches[0][0].Name, metav1.GetOptions{})
+			if err == nil {
+				var vols []string
+				for _, v := range p.Spec.Volumes {
+					vols = append(vols, v.Name)
+				}
+				t.Logf("%s: the pods' volumes: %v", side, vols)
+			}
 		}
 		t.Logf("%s %s: median over %d pods (ms after the create): %s", side, name, len(rows), medianBreakdown(rows))
 		t.Logf("%s %s: the node's CRI calls in %v: %s", side, name, time.Since(began).Round(time.Millisecond), criDelta(proxy, calls0, spent0))
@@ -188,6 +203,25 @@ func startLatencySide(t *testing.T, side string, admin, nodeClient kubernetes.In
 	stopChurn()
 	<-churned
 	t.Logf("%s: the churn pod got %d spec updates in %v", side, updates.Load(), time.Since(churnStart).Round(time.Millisecond))
+}
+
+// withAPIAccess gives the pod the projected volume the ServiceAccount admission plugin
+// gives a conformance test's pod (kube-api-access-*: a token, kube-root-ca.crt's ca.crt,
+// the namespace), mounted where it mounts it.
+func withAPIAccess(pod *v1.Pod) {
+	const name = "kube-api-access"
+	pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: name, VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		DefaultMode: ptr.To[int32](0o644),
+		Sources: []v1.VolumeProjection{
+			{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token", ExpirationSeconds: ptr.To[int64](3607)}},
+			{ConfigMap: &v1.ConfigMapProjection{LocalObjectReference: v1.LocalObjectReference{Name: "kube-root-ca.crt"},
+				Items: []v1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}},
+			{DownwardAPI: &v1.DownwardAPIProjection{Items: []v1.DownwardAPIVolumeFile{{Path: "namespace",
+				FieldRef: &v1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.namespace"}}}}},
+		},
+	}}})
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = append(c.VolumeMounts, v1.VolumeMount{Name: name, MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true})
 }
 
 // churnEvery is the pause between two spec updates of the churn pod (the conformance test
