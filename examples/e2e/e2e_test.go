@@ -84,8 +84,9 @@ func startAgent(t *testing.T, nodeClient kubernetes.Interface, runtime *plegtest
 	return startAgentWith(t, nodeClient, agent.Config{Runtime: runtime, Containers: containers})
 }
 
-// startAgentWith starts an agent of cfg as the node identity (cfg's NodeName, Patcher,
-// Source and Observer are set here), stopped when the test ends.
+// startAgentWith starts an agent of cfg as the node identity (cfg's NodeName, Patcher and
+// Source are set here; its Observer, if any, gets the steps after they are recorded),
+// stopped when the test ends.
 func startAgentWith(t *testing.T, nodeClient kubernetes.Interface, cfg agent.Config) *runningAgent {
 	t.Helper()
 	patcher, err := kube.NewPatcher(nodeClient)
@@ -97,7 +98,12 @@ func startAgentWith(t *testing.T, nodeClient kubernetes.Interface, cfg agent.Con
 		t.Fatal(err)
 	}
 	r := &runningAgent{source: source, patches: newPatchTracker(patcher), done: make(chan error, 1), changed: make(chan struct{})}
-	cfg.NodeName, cfg.Patcher, cfg.Source, cfg.Observer = node, r.patches, source, r.record
+	cfg.NodeName, cfg.Patcher, cfg.Source = node, r.patches, source
+	if obs := cfg.Observer; obs != nil {
+		cfg.Observer = func(s agent.Step) { r.record(s); obs(s) }
+	} else {
+		cfg.Observer = r.record
+	}
 	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
