@@ -7,9 +7,9 @@
 // examples/cri over a containerd whose endpoint PODLIFE_E2E_CRI names, with the test image
 // PODLIFE_E2E_IMAGE (hack/containerd.sh starts one and imports the image); they skip
 // without it. TestE2ECRIMeasure (50 pods, docs/PERFORMANCE.md) also needs
-// PODLIFE_E2E_CRI_BENCH=1. TestE2ECRIStartLatency (with PODLIFE_E2E_LATENCY=1) logs where a new pod's time goes until the
-// server shows it Running (the node's steps, the runtime's calls); with PODLIFE_E2E_KUBELET=1
-// it measures the real kubelet the same way.
+// PODLIFE_E2E_CRI_BENCH=1. TestE2ECRIStartLatency (with PODLIFE_E2E_LATENCY=1) logs where
+// a new pod's time goes until the server shows it Running (the node's steps, the runtime's
+// calls); with PODLIFE_E2E_KUBELET=1 it measures the real kubelet the same way.
 //
 // The tests skip unless PODLIFE_E2E_APISERVER names a directory holding admin.kubeconfig and
 // node1.kubeconfig for a running server; hack/e2e.sh builds and starts one and runs them:
