@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path"
 	goruntime "runtime"
 	"slices"
 	"strconv"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -292,7 +295,10 @@ func w5Pod(i int) *v1.Pod {
 
 // startVK runs virtual-kubelet's own node.PodController (and node controller) on the
 // fake clientset, as its command does: a pod informer of the node's pods, ConfigMap,
-// Secret and Service informers, 1 min resync, 10 sync workers, events discarded; but its
+// Secret and Service informers, 1 min resync, 10 sync workers, its pod events
+// (ProviderCreateSuccess, ProviderDeleteSuccess, ...) written to the API server through an
+// event broadcaster as nodeutil's (podlife's side writes its own, e.g. Killing, the same
+// way: vk.Run's default recorder); but its
 // three queues' rate limiters are per-item back-off only (workqueue's
 // DefaultTypedItemBasedRateLimiter). Its default (DefaultTypedControllerRateLimiter) also
 // admits only 10 pods a second after a burst of 100: 1,000 pods take 90 s to reach the
@@ -303,8 +309,14 @@ func startVK(ctx context.Context, a *w5API, provider node.PodLifecycleHandler) e
 		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", w5Node).String()
 	}))
 	others := informers.NewSharedInformerFactory(c, vkInformerResync)
+	// As nodeutil.NewNode and Node.Run (without the log sink): a broadcaster to the API
+	// server, shut down when the run ends.
+	eb := record.NewBroadcaster(record.WithContext(ctx))
+	eb.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: c.CoreV1().Events(v1.NamespaceAll)})
+	go func() { <-ctx.Done(); eb.Shutdown() }()
+	recorder := eb.NewRecorder(scheme.Scheme, v1.EventSource{Component: path.Join(w5Node, "pod-controller")})
 	pc, err := node.NewPodController(node.PodControllerConfig{
-		PodClient: c.CoreV1(), PodInformer: pods.Core().V1().Pods(), EventRecorder: &record.FakeRecorder{}, Provider: provider,
+		PodClient: c.CoreV1(), PodInformer: pods.Core().V1().Pods(), EventRecorder: recorder, Provider: provider,
 		ConfigMapInformer: others.Core().V1().ConfigMaps(), SecretInformer: others.Core().V1().Secrets(), ServiceInformer: others.Core().V1().Services(),
 		SyncPodsFromKubernetesRateLimiter:    workqueue.DefaultTypedItemBasedRateLimiter[any](),
 		DeletePodsFromKubernetesRateLimiter:  workqueue.DefaultTypedItemBasedRateLimiter[any](),
