@@ -112,6 +112,42 @@ func (s *Server) PatchStatus(namespace, name string, patch []byte) (*v1.Pod, err
 	}
 }
 
+// UpdateStatus replaces the status of the pod pod names with pod.Status through the status
+// subresource's update, as the API server does: pod's UID and resourceVersion, if set, must
+// be the stored pod's (else Conflict; the resourceVersion is required as the API server's
+// optimistic concurrency has it for a status update of a pod: an empty one is a BadRequest
+// here); everything but the status comes from the stored pod. It returns a copy of the
+// result; pod is not modified.
+func (s *Server) UpdateStatus(pod *v1.Pod) (*v1.Pod, error) {
+	if pod == nil {
+		return nil, apierrors.NewBadRequest("no pod")
+	}
+	if pod.ResourceVersion == "" {
+		return nil, apierrors.NewBadRequest("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update")
+	}
+	s.mu.Lock()
+	p := s.pods[key(pod.Namespace, pod.Name)]
+	if p == nil {
+		s.mu.Unlock()
+		return nil, NotFound(pod.Name)
+	}
+	if pod.UID != "" && pod.UID != p.UID {
+		s.mu.Unlock()
+		return nil, Conflict(p.Name, fmt.Errorf("Precondition failed: UID in precondition: %s, UID in object meta: %s", pod.UID, p.UID))
+	}
+	if pod.ResourceVersion != p.ResourceVersion {
+		s.mu.Unlock()
+		return nil, Conflict(p.Name, errModified)
+	}
+	np := withMeta(p)
+	pod.Status.DeepCopyInto(&np.Status)
+	s.store(Modified, np, "update", fmt.Sprintf("updated status: phase %s", np.Status.Phase))
+	out := np.DeepCopy()
+	s.mu.Unlock()
+	s.deliver()
+	return out, nil
+}
+
 // applyStatusPatch returns the new version of p with the status patch applied (p is not
 // modified): the status, labels, annotations and finalizers come from the patched object,
 // the rest from p. The Server's lock need not be held: stored pods are never modified in

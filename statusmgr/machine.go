@@ -19,6 +19,9 @@ type MachineConfig struct {
 	// MaxConcurrentWrites bounds the writes in flight (see Config.MaxConcurrentWrites).
 	// 0 means DefaultMaxConcurrentWrites; negative is an error.
 	MaxConcurrentWrites int
+	// UpdateStatus: a write that holds the Facts' Source asks for a status update
+	// (VerbUpdate) instead of a patch (see Config.UpdateStatus).
+	UpdateStatus bool
 }
 
 // Machine is the status manager's whole state and every decision on it, without IO: the
@@ -45,9 +48,10 @@ type MachineConfig struct {
 // A write holds its slot from NextWrite until its Ready is done; a pod set again while
 // its write is in flight is written again after it.
 type Machine struct {
-	c           *cache
-	maxConflict int
-	stats       Stats
+	c            *cache
+	maxConflict  int
+	updateStatus bool
+	stats        Stats
 	// syncs holds the sync of every write in flight (granted by NextWrite or claim), by
 	// UID; spare keeps ended ones for the next writes.
 	syncs map[types.UID]*podSync
@@ -73,7 +77,7 @@ func NewMachine(cfg MachineConfig) (*Machine, error) {
 	if cfg.MaxConcurrentWrites == 0 {
 		cfg.MaxConcurrentWrites = DefaultMaxConcurrentWrites
 	}
-	m := &Machine{c: newCache(), maxConflict: cfg.MaxConflictRetries, syncs: make(map[types.UID]*podSync)}
+	m := &Machine{c: newCache(), maxConflict: cfg.MaxConflictRetries, updateStatus: cfg.UpdateStatus, syncs: make(map[types.UID]*podSync)}
 	m.c.bounds = newWriteBounds(cfg.MaxConcurrentWrites)
 	return m, nil
 }
@@ -200,7 +204,7 @@ func (m *Machine) starting(uid types.UID, f Facts) (*podSync, error) {
 	}
 	s := ps.snap
 	in := podSyncInput{Pod: s.pod, Status: *s.status, Finished: s.finished, CouldRunContainers: f.CouldRunContainers,
-		Server: s.server, MaxConflictRetries: m.maxConflict}
+		Server: s.server, MaxConflictRetries: m.maxConflict, Update: m.updateStatus}
 	mirror, found := (*v1.Pod)(nil), true
 	if f.Lookup {
 		if IsStaticPod(s.pod) {

@@ -65,6 +65,15 @@ type Config struct {
 	MaxConcurrentWrites int
 	// Logger receives the manager's logs. nil discards them.
 	Logger *slog.Logger
+	// UpdateStatus makes a write that holds the node agent's current copy of the pod from
+	// the API server (the PodLookup's, with a resourceVersion) send the merged status as a
+	// status update guarded by that copy's resourceVersion and UID, the call
+	// virtual-kubelet makes, instead of the kubelet's strategic-merge patch; a Conflict
+	// (the copy was stale) reads the pod and patches, as without it. Conditions another
+	// client wrote are never lost: the update is refused unless the server still has the
+	// copy the status was merged with. The Patcher must implement StatusUpdater. false
+	// (the default): every status write is a patch, as the kubelet's.
+	UpdateStatus bool
 	// ObserveSyncLatency, if set, is called (without the manager's lock) each time a status
 	// reaches the server, with the time since the oldest version it covers was set (the
 	// kubelet's pod status sync duration; an upper bound when newer versions arrived
@@ -75,8 +84,9 @@ type Config struct {
 
 // Stats counts what the manager did and dropped. All counts only grow.
 type Stats struct {
-	// API calls made (failed ones included) and the bytes of the patches sent.
-	Gets, Patches, Deletes, PatchBytes int
+	// API calls made (failed ones included) and the bytes of the patches sent; Updates
+	// are the status updates of Config.UpdateStatus.
+	Gets, Patches, Deletes, PatchBytes, Updates int
 	// Conflicts and NotFounds are API answers of those kinds; Errors counts every other
 	// failed call (each is logged and retried).
 	Conflicts, NotFounds, Errors int
@@ -151,6 +161,9 @@ func New(cfg Config) (*Manager, error) {
 	if cfg.MaxConcurrentWrites < 0 {
 		errs = append(errs, fmt.Errorf("%w: MaxConcurrentWrites %d is negative", ErrInvalidConfig, cfg.MaxConcurrentWrites))
 	}
+	if _, ok := cfg.Patcher.(StatusUpdater); cfg.UpdateStatus && !ok && cfg.Patcher != nil {
+		errs = append(errs, fmt.Errorf("%w: UpdateStatus needs a Patcher that implements StatusUpdater, %T does not", ErrInvalidConfig, cfg.Patcher))
+	}
 	if cfg.MaxConcurrentWrites == 0 {
 		cfg.MaxConcurrentWrites = DefaultMaxConcurrentWrites
 	}
@@ -169,7 +182,8 @@ func New(cfg Config) (*Manager, error) {
 		maxWrites: cfg.MaxConcurrentWrites,
 	}
 	var err error
-	if m.mach, err = NewMachine(MachineConfig{MaxConflictRetries: cfg.MaxConflictRetries, MaxConcurrentWrites: cfg.MaxConcurrentWrites}); err != nil {
+	if m.mach, err = NewMachine(MachineConfig{MaxConflictRetries: cfg.MaxConflictRetries, MaxConcurrentWrites: cfg.MaxConcurrentWrites,
+		UpdateStatus: cfg.UpdateStatus}); err != nil {
 		return nil, err
 	}
 	if m.clock == nil {

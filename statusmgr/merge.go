@@ -159,6 +159,13 @@ func mergedStatusPatch(server *v1.Pod, status *v1.PodStatus, couldHaveRunningCon
 	return p, unchanged, err
 }
 
+// mergedStatus is the status a write sends to server (mergeStatus, a status of its own)
+// and whether it is server's already (a patch from one to the other would be empty).
+func mergedStatus(server *v1.Pod, status *v1.PodStatus, couldHaveRunningContainers bool, now time.Time) (v1.PodStatus, bool) {
+	merged := mergeStatus(server, &server.Status, status, couldHaveRunningContainers, now)
+	return merged, patch.FieldsEqual(&server.Status, &merged, "")
+}
+
 // statusStructs holds status structs between uses that keep none: mergedStatusPatch's
 // merged status, and a setter's new version when it is not stored (see Manager.update).
 var statusStructs = sync.Pool{New: func() any { return new(v1.PodStatus) }}

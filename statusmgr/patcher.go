@@ -41,6 +41,17 @@ type StatusPatcher interface {
 	DeletePod(ctx context.Context, namespace, name string, uid types.UID) error
 }
 
+// StatusUpdater is the optional call of a StatusPatcher that Config.UpdateStatus uses: the
+// pod's "status" subresource's update (client-go's UpdateStatus).
+type StatusUpdater interface {
+	// UpdatePodStatus replaces the status of the pod pod names (namespace and name) with
+	// pod.Status and returns the updated pod. pod is the node agent's copy of the server's
+	// pod with the status to write: the server must refuse the update (Conflict) when its
+	// pod has another resourceVersion or UID, as the API server does. pod is read only,
+	// and the manager's until the call returns.
+	UpdatePodStatus(ctx context.Context, pod *v1.Pod) (*v1.Pod, error)
+}
+
 // StatusPatcherFuncs adapts plain functions to a StatusPatcher. A nil function makes its
 // method return ErrNotImplemented.
 type StatusPatcherFuncs struct {

@@ -19,6 +19,7 @@ const (
 	VerbGet    Verb = "get"    // GetPod
 	VerbPatch  Verb = "patch"  // PatchPodStatus
 	VerbDelete Verb = "delete" // DeletePod
+	VerbUpdate Verb = "update" // StatusUpdater.UpdatePodStatus (Config.UpdateStatus)
 )
 
 // Call is a StatusPatcher call a Machine asks its runner to make (Ready.Call).
@@ -28,6 +29,9 @@ type Call struct {
 	Namespace, Name string
 	// Patch is PatchPodStatus's patch (VerbPatch).
 	Patch []byte
+	// Pod is UpdatePodStatus's pod (VerbUpdate): the node agent's copy of the server's pod
+	// with the status to write; read only.
+	Pod *v1.Pod
 	// UID is DeletePod's UID precondition (VerbDelete).
 	UID types.UID
 }
@@ -120,6 +124,9 @@ type podSyncInput struct {
 	// MaxConflictRetries is how often a Conflict makes the sync re-read the pod and try
 	// again before it gives up (the status stays pending).
 	MaxConflictRetries int
+	// Update: a write against the Source's copy is a status update (VerbUpdate) instead
+	// of a patch (Config.UpdateStatus).
+	Update bool
 }
 
 // Result is how a sync of one pod ended.
@@ -318,10 +325,11 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 		if p.in.Target == targetNoMirror {
 			return p.finish(st, outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}
-		if src := p.in.Source; p.server == nil && p.in.Target == targetPod && src != nil &&
+		if src := p.in.Source; (p.server == nil || p.in.Update) && p.in.Target == targetPod && src != nil &&
 			src.UID == p.in.Pod.UID && src.ResourceVersion != "" {
-			// The source's copy of the pod stands in for a GET; its resourceVersion guards
-			// the patch.
+			// The source's copy of the pod stands in for a GET (with Update, for the copy
+			// of the last answer too: the source's is whole and at least as new, else the
+			// update's Conflict says so); its resourceVersion guards the write.
 			p.server, p.borrowed = src, true
 		}
 	case VerbGet:
@@ -333,11 +341,15 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 			return p.failed(st, VerbGet, a.Err)
 		}
 		p.server, p.refreshed = a.Pod, true
-	case VerbPatch:
-		st.stats.Patches++
-		st.stats.PatchBytes += p.patchN
+	case VerbPatch, VerbUpdate:
+		if verb == VerbPatch {
+			st.stats.Patches++
+			st.stats.PatchBytes += p.patchN
+		} else {
+			st.stats.Updates++
+		}
 		if a.Err == nil && a.Pod == nil {
-			a.Err = fmt.Errorf("%w: PatchPodStatus returned neither a pod nor an error", ErrAPI)
+			a.Err = fmt.Errorf("%w: %s returned neither a pod nor an error", ErrAPI, verb)
 		}
 		// (Tested for an error first: IsConflict allocates even for nil.)
 		if a.Err != nil && p.borrowed && apierrors.IsConflict(a.Err) {
@@ -354,7 +366,7 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 			break
 		}
 		if a.Err != nil {
-			return p.failed(st, VerbPatch, a.Err)
+			return p.failed(st, verb, a.Err)
 		}
 		p.server, p.refreshed, p.sent, p.borrowed = a.Pod, true, true, false
 		return p.afterWrite(st)
@@ -403,6 +415,17 @@ func (p *podSync) decide(st podStep, now time.Time) podStep {
 			return p.call(st, Call{Verb: VerbGet})
 		}
 		return p.finish(st, outcome{Result: resultForgotten, Reason: reasonRecreated, Stats: Stats{Recreated: 1}})
+	}
+	if p.borrowed && p.in.Update {
+		merged, unchanged := mergedStatus(server, &p.in.Status, p.in.CouldRunContainers, now)
+		if unchanged {
+			// Nothing to write as the source sees it: decide on the server's own copy.
+			p.server, p.borrowed = nil, false
+			return p.call(st, Call{Verb: VerbGet})
+		}
+		up := *server // the source's copy (shared, read only) with the status to write
+		up.Status = merged
+		return p.call(st, Call{Verb: VerbUpdate, Pod: &up})
 	}
 	body, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {
@@ -491,6 +514,7 @@ func (p *podSync) finish(st podStep, o outcome) podStep {
 func (s *Stats) add(d Stats) {
 	s.Gets += d.Gets
 	s.Patches += d.Patches
+	s.Updates += d.Updates
 	s.Deletes += d.Deletes
 	s.PatchBytes += d.PatchBytes
 	s.Conflicts += d.Conflicts

@@ -124,6 +124,43 @@ func TestPodSyncSteps(t *testing.T) {
 				stats: Stats{Recreated: 1}},
 		},
 		{
+			name:    "UpdateStatus: the source's copy with the status, updated, no read",
+			in:      podSyncInput{Pod: fromSource, Source: fromSource, Status: running, CouldRunContainers: true, Update: true},
+			answers: []Answer{ans(onServer)},
+			want:    want{calls: []string{"update rv=7 Running"}, result: resultWritten, reason: reasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "UpdateStatus, copy stale: Conflict, read, patch",
+			in:      podSyncInput{Pod: fromSource, Source: fromSource, Status: running, CouldRunContainers: true, Update: true},
+			answers: []Answer{fail(errConflict), ans(stale), ans(onServer)},
+			want:    want{calls: []string{"update rv=7 Running", "get", "patch"}, result: resultWritten, reason: reasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "UpdateStatus, the source already shows the status: read to decide, nothing sent",
+			in:      podSyncInput{Pod: sourceRunning, Source: sourceRunning, Status: running, CouldRunContainers: true, Update: true},
+			answers: []Answer{ans(onServer)},
+			want:    want{calls: []string{"get"}, result: resultWritten, reason: reasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "UpdateStatus with the last answer's copy kept: the source's whole copy updated",
+			in:      podSyncInput{Pod: fromSource, Source: fromSource, Server: stale, Status: running, CouldRunContainers: true, Update: true},
+			answers: []Answer{ans(onServer)},
+			want:    want{calls: []string{"update rv=7 Running"}, result: resultWritten, reason: reasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "UpdateStatus without a source copy: read, patch",
+			in:      podSyncInput{Pod: pod, Status: running, CouldRunContainers: true, Update: true},
+			answers: []Answer{ans(stale), ans(onServer)},
+			want:    want{calls: []string{"get", "patch"}, result: resultWritten, reason: reasonSynced, sent: true, server: true},
+		},
+		{
+			name:    "UpdateStatus failing: kept, the error the update's",
+			in:      podSyncInput{Pod: fromSource, Source: fromSource, Status: running, CouldRunContainers: true, Update: true},
+			answers: []Answer{fail(errInternal)},
+			want: want{calls: []string{"update rv=7 Running"}, result: resultKept, reason: reasonFailed,
+				stats: Stats{Errors: 1}, errIs: []error{ErrAPI}},
+		},
+		{
 			name:    "pod with a resourceVersion but no source copy (no PodLookup): read first",
 			in:      podSyncInput{Pod: fromSource, Status: running, CouldRunContainers: true},
 			answers: []Answer{ans(stale), ans(onServer)},
@@ -313,6 +350,9 @@ func TestPodSyncSteps(t *testing.T) {
 				c := string(st.Call.Verb)
 				if st.Call.Verb == VerbDelete {
 					c += " " + string(st.Call.UID)
+				}
+				if st.Call.Verb == VerbUpdate {
+					c += fmt.Sprintf(" rv=%s %s", st.Call.Pod.ResourceVersion, st.Call.Pod.Status.Phase)
 				}
 				if st.Call.Verb == VerbPatch {
 					var patch struct {

@@ -99,6 +99,12 @@ func (m *Manager) call(ctx context.Context, c Call) Answer {
 		a.Pod, a.Err = m.patcher.PatchPodStatus(ctx, c.Namespace, c.Name, c.Patch)
 	case VerbDelete:
 		a.Err = m.patcher.DeletePod(ctx, c.Namespace, c.Name, c.UID)
+	case VerbUpdate:
+		if u, ok := m.patcher.(StatusUpdater); ok { // New checked it
+			a.Pod, a.Err = u.UpdatePodStatus(ctx, c.Pod)
+		} else {
+			a.Err = fmt.Errorf("%w: the Patcher is no StatusUpdater", ErrAPI)
+		}
 	default:
 		a.Err = fmt.Errorf("%w: unknown call %q", ErrAPI, c.Verb)
 	}

@@ -507,3 +507,70 @@ func TestManagerFirstPatchWithoutGet(t *testing.T) {
 		})
 	})
 }
+
+// Config.UpdateStatus: a pod whose node agent holds its fresh copy from the API server gets
+// its status in one status update guarded by that copy's resourceVersion (no GET, no
+// patch); a stale copy is refused (Conflict) and the write reads the pod and patches, the
+// other client's condition kept; its final status after TerminatePod is an update too when
+// the copy is fresh. A Patcher that is no StatusUpdater is refused by New.
+func TestManagerUpdateStatus(t *testing.T) {
+	lookup := func(pod **v1.Pod) func(*statusmgr.Config) {
+		return func(c *statusmgr.Config) {
+			c.UpdateStatus = true
+			c.Lookup = statusmgr.PodLookupFuncs{GetPodByUIDFunc: func(uid types.UID) (*v1.Pod, bool) {
+				return *pod, uid == (*pod).UID
+			}}
+		}
+	}
+	t.Run("fresh", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+			pod := mustPod(t, api, "p") // the source's copy
+			h := start(t, api, lookup(&pod))
+			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Updates: 1})
+			got := mustPod(t, api, "p")
+			if got.Status.Phase != v1.PodRunning || len(got.Spec.Containers) != 1 {
+				t.Errorf("server's pod %+v", got)
+			}
+			// The user deletes the pod; the node's copy shows it; the pod finishes.
+			api.MarkDeleted("default", "p", metav1.NewTime(epoch), 30)
+			pod = mustPod(t, api, "p")
+			must(t, h.m.TerminatePod(pod))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Updates: 2, Deletes: 1, Deleted: 1})
+			if s := h.m.Stats(); s.Updates != 2 || s.Patches != 0 || s.Gets != 0 {
+				t.Errorf("stats %+v", s)
+			}
+		})
+	})
+	t.Run("stale", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+			pod := mustPod(t, api, "p")
+			other := pod.DeepCopy()
+			other.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+			api.Put(other) // changed since the source's copy
+			h := start(t, api, lookup(&pod))
+			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+			synctest.Wait()
+			h.counts(statusmgrtest.Counts{Updates: 1, Gets: 1, Patches: 1})
+			got := mustPod(t, api, "p")
+			if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 4 {
+				t.Errorf("status %+v, want Running with the gate kept", got.Status)
+			}
+			if s := h.m.Stats(); s.Conflicts != 1 || s.Errors != 0 {
+				t.Errorf("stats %+v", s)
+			}
+		})
+	})
+	t.Run("no StatusUpdater", func(t *testing.T) {
+		api := statusmgrtest.NewFakeAPI()
+		_, err := statusmgr.New(statusmgr.Config{UpdateStatus: true, Patcher: statusmgr.StatusPatcherFuncs{
+			GetPodFunc: api.GetPod, PatchPodStatusFunc: api.PatchPodStatus, DeletePodFunc: api.DeletePod}})
+		if !errors.Is(err, statusmgr.ErrInvalidConfig) {
+			t.Errorf("New = %v, want ErrInvalidConfig", err)
+		}
+	})
+}

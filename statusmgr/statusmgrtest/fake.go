@@ -34,7 +34,7 @@ import (
 	"github.com/podlife/podlife/statusmgr"
 )
 
-// Verb names one of the three calls (statusmgr's Verb).
+// Verb names one of the calls (statusmgr's Verb).
 type Verb = statusmgr.Verb
 
 // The verbs of FakeAPI's calls.
@@ -42,12 +42,13 @@ const (
 	Get    = statusmgr.VerbGet
 	Patch  = statusmgr.VerbPatch
 	Delete = statusmgr.VerbDelete
+	Update = statusmgr.VerbUpdate
 )
 
 // Counts are the calls FakeAPI answered (failed ones included) and the patch bytes received.
 type Counts struct {
-	Gets, Patches, Deletes int
-	PatchBytes             int
+	Gets, Patches, Deletes, Updates int
+	PatchBytes                      int
 	// Deleted counts pods actually removed by DeletePod.
 	Deleted int
 }
@@ -179,6 +180,21 @@ func (f *FakeAPI) PatchPodStatus(_ context.Context, namespace, name string, patc
 		return nil, err
 	}
 	return f.srv.PatchStatus(namespace, name, patch)
+}
+
+// UpdatePodStatus replaces the stored pod's status with pod.Status through the status
+// subresource's update (apitest.Server.UpdateStatus): another UID or resourceVersion gives
+// Conflict, a missing pod NotFound. Counted as Updates. It makes FakeAPI a
+// statusmgr.StatusUpdater (statusmgr.Config.UpdateStatus).
+func (f *FakeAPI) UpdatePodStatus(_ context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if pod == nil {
+		return f.srv.UpdateStatus(nil) // BadRequest
+	}
+	defer f.end()
+	if err := f.begin(Update, pod.Namespace, pod.Name, func(c *Counts) { c.Updates++ }); err != nil {
+		return nil, err
+	}
+	return f.srv.UpdateStatus(pod)
 }
 
 // DeletePod removes the pod if its UID is uid (else Conflict; a missing pod NotFound): the
