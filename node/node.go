@@ -125,6 +125,12 @@ type Config struct {
 	// per pod at a time (statusmgr.Config.MaxConcurrentWrites; 0:
 	// statusmgr.DefaultMaxConcurrentWrites).
 	MaxConcurrentWrites int
+	// UpdateStatus has the status manager write a pod's status as a status update guarded
+	// by the resourceVersion of the node's copy of the pod from the API server, instead of
+	// the kubelet's patch, when it holds such a copy (statusmgr.Config.UpdateStatus; the
+	// Patcher must be a statusmgr.StatusUpdater): virtual-kubelet's call. false: patches,
+	// as the kubelet.
+	UpdateStatus bool
 	// FullComparison makes the config merge compare every pod of the "api" source field by
 	// field, as the kubelet does. By default the node trusts that source's resourceVersions
 	// (config.MuxConfig.TrustResourceVersions, the shortcut the W1 and W6 workloads
@@ -267,6 +273,7 @@ func New(cfg Config) (*Node, error) {
 		CouldHaveRunningContainers: n.workers.CouldHaveRunningContainers,
 		Clock:                      cfg.Clock, SyncPeriod: cfg.StatusSyncPeriod, Logger: cfg.Logger,
 		MaxConcurrentWrites: cfg.MaxConcurrentWrites,
+		UpdateStatus:        cfg.UpdateStatus,
 		ObserveSyncLatency:  cfg.Metrics.StatusSyncLatency,
 	})
 	if err != nil {

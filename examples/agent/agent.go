@@ -64,6 +64,10 @@ type Config struct {
 	// Patcher is the API the status manager patches statuses and deletes pods through
 	// (kube.Patcher for a real API server); nil means Server.
 	Patcher statusmgr.StatusPatcher
+	// UpdateStatus writes statuses as status updates where the node holds the pod's
+	// fresh copy (node.Config.UpdateStatus; the Patcher must be a
+	// statusmgr.StatusUpdater): virtual-kubelet's call instead of the kubelet's patch.
+	UpdateStatus bool
 	// Source feeds the node's pods (kube.Source for a real API server); nil means
 	// WatchSource(Server).
 	Source Source
@@ -164,6 +168,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.ManifestDir != "" && !slices.Contains(cfg.StaticSources, manifest.SourceName) {
 		cfg.StaticSources = append(slices.Clip(cfg.StaticSources), manifest.SourceName)
 	}
+	if _, ok := cfg.Patcher.(statusmgr.StatusUpdater); cfg.UpdateStatus && !ok {
+		return nil, fmt.Errorf("agent: UpdateStatus needs a Patcher that is a statusmgr.StatusUpdater, %T is not", cfg.Patcher)
+	}
 	a := &Agent{cfg: cfg, clock: cfg.Clock, started: cfg.Clock.Now()}
 	patcher := cfg.Patcher
 	if cfg.Observer != nil && cfg.Server == nil {
@@ -184,7 +191,7 @@ func New(cfg Config) (*Agent, error) {
 		HousekeepingPeriod: cfg.HousekeepingPeriod, StatusSyncPeriod: cfg.StatusSyncPeriod,
 		MaxConcurrentSyncs: cfg.MaxConcurrentSyncs, SerializeByName: cfg.SerializeByName,
 		OnEvent: a.onEvent, OnTransition: onTransition, Recorder: cfg.Recorder, Metrics: cfg.Metrics,
-		Admit: cfg.Admit, Sources: sources(cfg.StaticSources),
+		Admit: cfg.Admit, Sources: sources(cfg.StaticSources), UpdateStatus: cfg.UpdateStatus,
 	})
 	if err != nil {
 		return nil, err

@@ -94,6 +94,26 @@ func (o observingPatcher) PatchPodStatus(ctx context.Context, namespace, name st
 	return p, nil
 }
 
+// UpdatePodStatus forwards to the patcher's UpdatePodStatus (agent.New checked it has one
+// when Config.UpdateStatus is set).
+func (o observingPatcher) UpdatePodStatus(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	u, ok := o.next.(statusmgr.StatusUpdater)
+	if !ok {
+		return nil, fmt.Errorf("agent: %T is not a statusmgr.StatusUpdater", o.next)
+	}
+	p, err := u.UpdatePodStatus(ctx, pod)
+	switch {
+	case apierrors.IsNotFound(err):
+		o.a.observe(KindStatus, pod, "update: the pod is gone (%v)", err)
+		return p, err
+	case err != nil:
+		o.a.observe(KindStatus, pod, "status update failed: %v", err)
+		return p, err
+	}
+	o.a.observe(KindStatus, p, "updated status: phase %s%s", p.Status.Phase, killNote(p))
+	return p, nil
+}
+
 func (o observingPatcher) DeletePod(ctx context.Context, namespace, name string, uid types.UID) error {
 	err := o.next.DeletePod(ctx, namespace, name, uid)
 	detail := "final delete (grace 0)"

@@ -51,7 +51,10 @@ func (p *Patcher) Stats() PatcherStats {
 	return PatcherStats{GoneForbidden: p.goneForbidden.Load(), Forbidden: p.forbidden.Load()}
 }
 
-var _ statusmgr.StatusPatcher = (*Patcher)(nil)
+var (
+	_ statusmgr.StatusPatcher = (*Patcher)(nil)
+	_ statusmgr.StatusUpdater = (*Patcher)(nil)
+)
 
 // NewPatcher returns a Patcher that calls the API through client.
 func NewPatcher(client kubernetes.Interface) (*Patcher, error) {
@@ -118,6 +121,20 @@ func (p *Patcher) count(err error) error {
 		p.forbidden.Add(1)
 	}
 	return err
+}
+
+// UpdatePodStatus replaces the pod's status through the status subresource's update
+// (UpdateStatus), guarded by pod's resourceVersion and UID: the call of
+// statusmgr.Config.UpdateStatus (a statusmgr.StatusUpdater).
+func (p *Patcher) UpdatePodStatus(ctx context.Context, pod *v1.Pod) (*v1.Pod, error) {
+	if pod == nil || pod.Namespace == "" || pod.Name == "" {
+		return nil, fmt.Errorf("%w: a pod without a namespace or name", ErrInvalidArgument)
+	}
+	out, err := p.client.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+	if err != nil {
+		return nil, p.count(err)
+	}
+	return out, nil
 }
 
 // PatchPodStatus applies patch, a strategic merge patch, to the pod's status subresource

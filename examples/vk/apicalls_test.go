@@ -20,10 +20,11 @@ import (
 
 // TestRunAPICallsUntilRunning counts the runner's API calls on a pod from its creation
 // until it is Running on the server, with a provider that starts pods at once, notifying
-// or polled (W5's create): one status PATCH, Running, as virtual-kubelet's one
-// UpdateStatus; no GET (the node holds the informer's copy) and no separate Pending
-// PATCH (the adapter is a node.StartReporter: the first status is written after
-// CreatePod, from the provider's). Issue 33 item 5.
+// or polled (W5's create): one status update, Running, virtual-kubelet's one
+// UpdateStatus (kube.Patcher is a statusmgr.StatusUpdater: statusmgr.Config.UpdateStatus);
+// no GET (the node holds the informer's copy) and no separate Pending write (the adapter
+// is a node.StartReporter: the first status is written after CreatePod, from the
+// provider's). Issue 33 item 5.
 func TestRunAPICallsUntilRunning(t *testing.T) {
 	for _, notify := range []bool{true, false} {
 		t.Run(fmt.Sprintf("notify=%v", notify), func(t *testing.T) {
@@ -80,7 +81,7 @@ func TestRunAPICallsUntilRunning(t *testing.T) {
 					}
 					got[k]++
 				}
-				if diff := cmp.Diff(map[string]int{"patch status": pods}, got); diff != "" {
+				if diff := cmp.Diff(map[string]int{"update status": pods}, got); diff != "" {
 					t.Errorf("API calls on pods until every pod is Running (-want +got):\n%s", diff)
 				}
 				cancel()

@@ -45,7 +45,11 @@ type Config struct {
 	LeaseQPS   float32
 	LeaseBurst int
 	// Patcher, if set, is what statuses and final deletes go through instead of
-	// kube.NewPatcher(Client) (to wrap it, e.g. for metrics or fault injection).
+	// kube.NewPatcher(Client) (to wrap it, e.g. for metrics or fault injection). When it is
+	// a statusmgr.StatusUpdater (kube.Patcher is), a pod's status is written as
+	// virtual-kubelet writes it: a status update of the node's copy of the pod, guarded by
+	// its resourceVersion (statusmgr.Config.UpdateStatus; a stale copy is read again and
+	// patched); otherwise as the kubelet's patch.
 	Patcher statusmgr.StatusPatcher
 	// NodeProvider keeps the Node object's status (virtual-kubelet's node controller pings
 	// it and takes its updates); nil means node.NaiveNodeProvider{}.
@@ -248,7 +252,8 @@ func NewRunner(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{nc: nc, events: events, listed: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
-	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher,
+	_, update := patcher.(statusmgr.StatusUpdater)
+	a, err := NewAgent(agent.Config{NodeName: cfg.NodeName, Patcher: patcher, UpdateStatus: update,
 		Source:       &listedSource{src: FilterSource(source, cfg.PodFilter), listed: r.listed},
 		RelistPeriod: cfg.RelistPeriod, Clock: cfg.Clock, Observer: cfg.Observer, Logger: cfg.Logger,
 		Recorder: cfg.Recorder}, adapter)
