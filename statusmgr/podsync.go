@@ -325,11 +325,12 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 		if p.in.Target == targetNoMirror {
 			return p.finish(st, outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}
-		if src := p.in.Source; (p.server == nil || p.in.Update) && p.in.Target == targetPod && src != nil &&
-			src.UID == p.in.Pod.UID && src.ResourceVersion != "" {
+		if src := p.in.Source; p.in.Target == targetPod && src != nil && src.UID == p.in.Pod.UID &&
+			src.ResourceVersion != "" && (p.server == nil || (p.in.Update && newerOrSame(src, p.server))) {
 			// The source's copy of the pod stands in for a GET (with Update, for the copy
-			// of the last answer too: the source's is whole and at least as new, else the
-			// update's Conflict says so); its resourceVersion guards the write.
+			// of the last answer too when the source's is the same version or shows a
+			// deletion the other does not: it is whole); its resourceVersion guards the
+			// write.
 			p.server, p.borrowed = src, true
 		}
 	case VerbGet:
@@ -391,6 +392,14 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 		return p.finish(st, o)
 	}
 	return p.decide(st, now)
+}
+
+// newerOrSame reports whether src, the source's copy of a pod, is known to be at least as
+// new as kept, the copy of the last answer: the same resourceVersion, or a deletion kept
+// does not show (resourceVersions are opaque: no other order is known).
+func newerOrSame(src, kept *v1.Pod) bool {
+	return src.ResourceVersion == kept.ResourceVersion ||
+		(src.DeletionTimestamp != nil && kept.DeletionTimestamp == nil)
 }
 
 // decide writes the version to the server's pod at hand (read first if unknown).
