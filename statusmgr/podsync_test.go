@@ -68,7 +68,7 @@ func TestPodSyncSteps(t *testing.T) {
 	fromSource := pod.DeepCopy()
 	fromSource.ResourceVersion = "7"
 	sourceRunning := serverPod(fromSource, "", running)
-	keptV7 := keepServer(fromSource) // what the cache keeps of an answer of version 7
+	keptV7 := keepServer(fromSource)       // what the cache keeps of an answer of version 7
 	onServerV8 := sourceRunning.DeepCopy() // the answer of a later write
 	onServerV8.ResourceVersion = "8"
 	runningNotReady := psRunningStatus(false)
