@@ -247,6 +247,9 @@ type podSync struct {
 	// borrowed is true while server is the node agent's pod (podSyncInput.Pod), a copy no
 	// call of this manager returned: a patch against it carries its resourceVersion.
 	borrowed bool
+	// kept is the copy of the last answer that a borrowed copy replaced (Update), nil if
+	// none.
+	kept *v1.Pod
 	// sent is true once the version is on the server.
 	sent      bool
 	conflicts int
@@ -331,7 +334,7 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 			// of the last answer too when the source's is the same version or shows a
 			// deletion the other does not: it is whole); its resourceVersion guards the
 			// write.
-			p.server, p.borrowed = src, true
+			p.kept, p.server, p.borrowed = p.server, src, true
 		}
 	case VerbGet:
 		st.stats.Gets++
@@ -427,14 +430,18 @@ func (p *podSync) decide(st podStep, now time.Time) podStep {
 	}
 	if p.borrowed && p.in.Update {
 		merged, unchanged := mergedStatus(server, &p.in.Status, p.in.CouldRunContainers, now)
-		if unchanged {
-			// Nothing to write as the source sees it: decide on the server's own copy.
-			p.server, p.borrowed = nil, false
+		if !unchanged {
+			up := *server // the source's copy (shared, read only) with the status to write
+			up.Status = merged
+			return p.call(st, Call{Verb: VerbUpdate, Pod: &up})
+		}
+		// Nothing to write as the source sees it: decide on the last answer's copy, as
+		// without Update, else on the server's own.
+		p.server, p.borrowed = p.kept, false
+		if p.server == nil {
 			return p.call(st, Call{Verb: VerbGet})
 		}
-		up := *server // the source's copy (shared, read only) with the status to write
-		up.Status = merged
-		return p.call(st, Call{Verb: VerbUpdate, Pod: &up})
+		server = p.server
 	}
 	body, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {

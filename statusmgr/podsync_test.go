@@ -166,6 +166,11 @@ func TestPodSyncSteps(t *testing.T) {
 			want:    want{calls: []string{"update rv=9 Running"}, result: resultWritten, reason: reasonSynced, sent: true, server: true},
 		},
 		{
+			name: "UpdateStatus, nothing to write as the source sees it, the last answer's copy agrees: no call",
+			in:   podSyncInput{Pod: delFromSource, Source: delFromSource, Server: onServerV8, Status: running, CouldRunContainers: true, Update: true},
+			want: want{result: resultWritten, reason: reasonSynced, sent: true, server: true},
+		},
+		{
 			name:    "UpdateStatus without a source copy: read, patch",
 			in:      podSyncInput{Pod: pod, Status: running, CouldRunContainers: true, Update: true},
 			answers: []Answer{ans(stale), ans(onServer)},
