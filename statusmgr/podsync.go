@@ -247,9 +247,6 @@ type podSync struct {
 	// borrowed is true while server is the node agent's pod (podSyncInput.Pod), a copy no
 	// call of this manager returned: a patch against it carries its resourceVersion.
 	borrowed bool
-	// kept is the copy of the last answer that a borrowed copy replaced (Update), nil if
-	// none.
-	kept *v1.Pod
 	// sent is true once the version is on the server.
 	sent      bool
 	conflicts int
@@ -329,12 +326,10 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 			return p.finish(st, outcome{Result: resultKept, Reason: reasonNoMirror, Stats: Stats{NoMirror: 1}})
 		}
 		if src := p.in.Source; p.in.Target == targetPod && src != nil && src.UID == p.in.Pod.UID &&
-			src.ResourceVersion != "" && (p.server == nil || (p.in.Update && newerOrSame(src, p.server))) {
-			// The source's copy of the pod stands in for a GET (with Update, for the copy
-			// of the last answer too when the source's is the same version or shows a
-			// deletion the other does not: it is whole); its resourceVersion guards the
-			// write.
-			p.kept, p.server, p.borrowed = p.server, src, true
+			src.ResourceVersion != "" && p.server == nil {
+			// The source's copy of the pod stands in for a GET; its resourceVersion guards
+			// the write.
+			p.server, p.borrowed = src, true
 		}
 	case VerbGet:
 		st.stats.Gets++
@@ -397,14 +392,6 @@ func (p *podSync) step(a Answer, now time.Time) podStep {
 	return p.decide(st, now)
 }
 
-// newerOrSame reports whether src, the source's copy of a pod, is known to be at least as
-// new as kept, the copy of the last answer: the same resourceVersion, or a deletion kept
-// does not show (resourceVersions are opaque: no other order is known).
-func newerOrSame(src, kept *v1.Pod) bool {
-	return src.ResourceVersion == kept.ResourceVersion ||
-		(src.DeletionTimestamp != nil && kept.DeletionTimestamp == nil)
-}
-
 // decide writes the version to the server's pod at hand (read first if unknown).
 func (p *podSync) decide(st podStep, now time.Time) podStep {
 	if p.server == nil {
@@ -435,13 +422,9 @@ func (p *podSync) decide(st podStep, now time.Time) podStep {
 			up.Status = merged
 			return p.call(st, Call{Verb: VerbUpdate, Pod: &up})
 		}
-		// Nothing to write as the source sees it: decide on the last answer's copy, as
-		// without Update, else on the server's own.
-		p.server, p.borrowed = p.kept, false
-		if p.server == nil {
-			return p.call(st, Call{Verb: VerbGet})
-		}
-		server = p.server
+		// Nothing to write as the source sees it: decide on the server's own copy.
+		p.server, p.borrowed = nil, false
+		return p.call(st, Call{Verb: VerbGet})
 	}
 	body, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {

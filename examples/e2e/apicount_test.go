@@ -40,15 +40,23 @@ func (c *apiCounter) Snapshot() map[string]int64 {
 	return maps.Clone(c.calls)
 }
 
-// wrap is a rest.Config.WrapTransport counting every request.
+// wrap is a rest.Config.WrapTransport counting every request, and, under "KEY CODE"
+// (e.g. "PUT pods/status 409"), every answer that is not a success.
 func (c *apiCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if k := apiKey(req.Method, req.URL.Path, req.URL.Query().Get("watch")); k != "" {
+		k := apiKey(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+		if k != "" {
 			c.mu.Lock()
 			c.calls[k]++
 			c.mu.Unlock()
 		}
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		if k != "" && err == nil && resp.StatusCode >= 300 {
+			c.mu.Lock()
+			c.calls[fmt.Sprintf("%s %d", k, resp.StatusCode)]++
+			c.mu.Unlock()
+		}
+		return resp, err
 	})
 }
 

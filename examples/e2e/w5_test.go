@@ -160,6 +160,15 @@ func runW5(t *testing.T, side string, n int) w5Result {
 		ms(pct(res.running, 50)), ms(pct(res.running, 99)), ms(pct(res.running, 100)),
 		ms(pct(res.gone, 50)), ms(pct(res.gone, 99)), ms(pct(res.gone, 100)))
 	t.Logf("%s: API calls per pod %.2f (%s); provider calls %v", side, all, byAll, res.provider)
+	if side == "podlife" {
+		// vk.Run writes a pod's first status as virtual-kubelet does
+		// (statusmgr.Config.UpdateStatus): a status update of the node's copy, which the
+		// real API server accepts; later ones are patched against the last answer's copy.
+		if res.api["PUT pods/status"] < int64(n) || res.api["PUT pods/status 409"] != 0 {
+			t.Errorf("podlife's status updates: %d for %d pods, %d refused (Conflict); want one each at least, none refused",
+				res.api["PUT pods/status"], n, res.api["PUT pods/status 409"])
+		}
+	}
 	return res
 }
 
