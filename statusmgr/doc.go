@@ -112,7 +112,10 @@
 //     cached one the manager keeps that status for both (one status per pod in memory).
 //     A patch against the source's copy carries its metadata.resourceVersion as well: the
 //     server refuses it (Conflict) if the pod changed since, and the sync reads the pod and
-//     tries again (that Conflict does not count against MaxConflictRetries);
+//     tries again (that Conflict does not count against MaxConflictRetries). With
+//     Config.UpdateStatus (opt-in: virtual-kubelet's call), that first write against the
+//     source's copy is a status update of the copy with the merged status instead, under
+//     the same precondition and with the same Conflict handling;
 //  3. deletes the pod with grace 0 and a UID precondition when CanBeDeleted holds.
 //
 // With a PodLookup, each full sync also reconciles: a status already sent that would still
