@@ -470,24 +470,7 @@ func TestManagerFirstPatchWithoutGet(t *testing.T) {
 		})
 	})
 	t.Run("stale", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
-			pod := mustPod(t, api, "p")
-			other := pod.DeepCopy()
-			other.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
-			api.Put(other) // changed since the source's copy
-			h := start(t, api, source(pod))
-			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
-			synctest.Wait()
-			h.counts(statusmgrtest.Counts{Gets: 1, Patches: 2})
-			got := mustPod(t, api, "p")
-			if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 4 {
-				t.Errorf("status %+v, want Running with the gate kept", got.Status)
-			}
-			if s := h.m.Stats(); s.Conflicts != 1 || s.Errors != 0 {
-				t.Errorf("stats %+v", s)
-			}
-		})
+		staleSource(t, source, statusmgrtest.Counts{Gets: 1, Patches: 2})
 	})
 	t.Run("recreated", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -547,24 +530,8 @@ func TestManagerUpdateStatus(t *testing.T) {
 		})
 	})
 	t.Run("stale", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
-			pod := mustPod(t, api, "p")
-			other := pod.DeepCopy()
-			other.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
-			api.Put(other) // changed since the source's copy
-			h := start(t, api, lookup(&pod))
-			must(t, h.m.SetPodStatus(pod, runningStatus(true)))
-			synctest.Wait()
-			h.counts(statusmgrtest.Counts{Updates: 1, Gets: 1, Patches: 1})
-			got := mustPod(t, api, "p")
-			if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 4 {
-				t.Errorf("status %+v, want Running with the gate kept", got.Status)
-			}
-			if s := h.m.Stats(); s.Conflicts != 1 || s.Errors != 0 {
-				t.Errorf("stats %+v", s)
-			}
-		})
+		staleSource(t, func(p *v1.Pod) func(*statusmgr.Config) { return lookup(&p) },
+			statusmgrtest.Counts{Updates: 1, Gets: 1, Patches: 1})
 	})
 	t.Run("no StatusUpdater", func(t *testing.T) {
 		api := statusmgrtest.NewFakeAPI()
@@ -572,6 +539,31 @@ func TestManagerUpdateStatus(t *testing.T) {
 			GetPodFunc: api.GetPod, PatchPodStatusFunc: api.PatchPodStatus, DeletePodFunc: api.DeletePod}})
 		if !errors.Is(err, statusmgr.ErrInvalidConfig) {
 			t.Errorf("New = %v, want ErrInvalidConfig", err)
+		}
+	})
+}
+
+// staleSource: the server's pod changed (another client's condition) after the node agent
+// took its copy, which the Config of withSource(copy) looks up: the first write against the
+// copy is refused (one Conflict), the pod is read and the status patched, the other
+// client's condition kept; the calls are want.
+func staleSource(t *testing.T, withSource func(*v1.Pod) func(*statusmgr.Config), want statusmgrtest.Counts) {
+	synctest.Test(t, func(t *testing.T) {
+		api := statusmgrtest.NewFakeAPI(testPod("p", "u1"))
+		pod := mustPod(t, api, "p")
+		other := pod.DeepCopy()
+		other.Status.Conditions = []v1.PodCondition{{Type: "example.com/gate", Status: v1.ConditionTrue}}
+		api.Put(other) // changed since the source's copy
+		h := start(t, api, withSource(pod))
+		must(t, h.m.SetPodStatus(pod, runningStatus(true)))
+		synctest.Wait()
+		h.counts(want)
+		got := mustPod(t, api, "p")
+		if got.Status.Phase != v1.PodRunning || len(got.Status.Conditions) != 4 {
+			t.Errorf("status %+v, want Running with the gate kept", got.Status)
+		}
+		if s := h.m.Stats(); s.Conflicts != 1 || s.Errors != 0 {
+			t.Errorf("stats %+v", s)
 		}
 	})
 }
