@@ -293,13 +293,6 @@ func newPodSync(in podSyncInput) podSync {
 	return podSync{in: in, server: in.Server}
 }
 
-// result returns the outcome once the sync is done.
-func (p *podSync) result() (outcome, bool) { return p.out, p.done }
-
-// callStats returns the sum of the Stats of the steps so far (the calls answered and the
-// Conflicts retried; not the outcome's).
-func (p *podSync) callStats() Stats { return p.calls }
-
 // Step takes the answer to the call the previous Step asked for (ignored on the first
 // Step) and the time now (for the conditions' transition times), and returns the next call
 // or, once the sync is done, its outcome. Steps after the end repeat the outcome.
@@ -422,9 +415,7 @@ func (p *podSync) decide(st podStep, now time.Time) podStep {
 			up.Status = merged
 			return p.call(st, Call{Verb: VerbUpdate, Pod: &up})
 		}
-		// Nothing to write as the source sees it: decide on the server's own copy.
-		p.server, p.borrowed = nil, false
-		return p.call(st, Call{Verb: VerbGet})
+		return p.readInstead(st)
 	}
 	body, unchanged, err := mergedStatusPatch(server, &p.in.Status, p.in.CouldRunContainers, now, nil)
 	if err != nil {
@@ -432,9 +423,7 @@ func (p *podSync) decide(st podStep, now time.Time) podStep {
 			Err: fmt.Errorf("pod %s/%s: %w", p.in.Pod.Namespace, p.in.Pod.Name, err)})
 	}
 	if p.borrowed && unchanged {
-		// Nothing to write as the source sees it: decide on the server's own copy.
-		p.server, p.borrowed = nil, false
-		return p.call(st, Call{Verb: VerbGet})
+		return p.readInstead(st)
 	}
 	if !unchanged {
 		if p.borrowed {
@@ -445,6 +434,13 @@ func (p *podSync) decide(st podStep, now time.Time) podStep {
 	}
 	p.sent = true
 	return p.afterWrite(st)
+}
+
+// readInstead drops a borrowed copy that shows nothing to write: the sync decides on the
+// server's own copy, read now.
+func (p *podSync) readInstead(st podStep) podStep {
+	p.server, p.borrowed = nil, false
+	return p.call(st, Call{Verb: VerbGet})
 }
 
 // afterWrite runs once the server has the version: the final delete, or a fresh read when
