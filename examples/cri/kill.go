@@ -286,7 +286,6 @@ func (r *Runtime) RemovePod(ctx context.Context, rp *pleg.Pod) error {
 		delete(r.statuses, c.GetId())
 		r.startups.Delete(c.GetId())
 		delete(r.probeKilled, c.GetId())
-		delete(r.probeKilledUnsynced, c.GetId())
 		r.mu.Unlock()
 	}
 	sbs, err := r.rt.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: sel}})

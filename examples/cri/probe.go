@@ -322,8 +322,7 @@ func (r *Runtime) KillContainer(ctx context.Context, pod *v1.Pod, containerID st
 		}
 		if reason == grace.KillLivenessProbe || reason == grace.KillStartupProbe {
 			r.mu.Lock()
-			r.probeKilled[c.id] = true
-			r.probeKilledUnsynced[c.id] = true
+			r.probeKilled[c.id] = true // not synced since
 			r.mu.Unlock()
 		}
 		spec := specContainer(pod, c.name)
@@ -346,14 +345,14 @@ func (r *Runtime) takeProbeKilledUnsynced(status *pleg.PodStatus) map[string]boo
 	defer r.mu.Unlock()
 	var out map[string]bool
 	for _, cs := range status.ContainerStatuses {
-		if cs == nil || !r.probeKilledUnsynced[cs.ID] {
+		if cs == nil || !r.probeKilled[cs.ID] {
 			continue
 		}
 		if out == nil {
 			out = map[string]bool{}
 		}
 		out[cs.ID] = true
-		delete(r.probeKilledUnsynced, cs.ID)
+		r.probeKilled[cs.ID] = false // synced since: still killed by its probe
 	}
 	return out
 }
@@ -363,5 +362,6 @@ func (r *Runtime) takeProbeKilledUnsynced(status *pleg.PodStatus) map[string]boo
 func (r *Runtime) killedByProbe(id string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.probeKilled[id]
+	_, ok := r.probeKilled[id]
+	return ok
 }

@@ -192,12 +192,9 @@ type Runtime struct {
 	sandboxes map[string]*pleg.SandboxStatus
 	index     podIndex
 	// probeKilled are the containers KillContainer stopped for a failed liveness or
-	// startup probe (restarted whatever their exit code); guarded by mu, pruned by
-	// RemovePod.
+	// startup probe (restarted whatever their exit code), true until their pod's next
+	// SyncPod (takeProbeKilledUnsynced); guarded by mu, pruned by RemovePod.
 	probeKilled map[string]bool
-	// probeKilledUnsynced are the probeKilled containers whose pod has had no SyncPod since
-	// the kill (takeProbeKilledUnsynced); guarded by mu, pruned by SyncPod and RemovePod.
-	probeKilledUnsynced map[string]bool
 
 	// vols are the pods' volumes (volumes.go); stopVols ends their periodic update.
 	vols      *volumeManager
@@ -261,8 +258,7 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r := &Runtime{cfg: cfg, clock: cfg.Clock, log: cfg.Logger, stats: map[string]int64{}, spent: map[string]time.Duration{},
 		statuses: map[string]*pleg.ContainerStatus{}, sandboxNet: map[string][]string{},
-		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex(), probeKilled: map[string]bool{},
-		probeKilledUnsynced: map[string]bool{}}
+		sandboxes: map[string]*pleg.SandboxStatus{}, index: newPodIndex(), probeKilled: map[string]bool{}}
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}
